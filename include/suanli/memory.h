@@ -1,0 +1,138 @@
+// The memory model: how many bytes one GPU holds for inference, training and
+// fine-tuning, term by term, and whether that fits. Formulas and citations are in
+// docs/methodology.md §2–§5; every constant below names its source there.
+//
+// All functions are pure and thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "suanli/hardware.h"
+#include "suanli/model.h"
+#include "suanli/status.h"
+
+namespace suanli {
+
+enum class Mode { kInfer, kTrain, kLora, kQlora };
+enum class Recompute { kNone, kSelective, kFull };
+enum class Optimizer { kAdam, kAdam8bit, kSgd };
+
+const char* ModeName(Mode m);
+const char* RecomputeName(Recompute r);
+const char* OptimizerName(Optimizer o);
+Result<Mode> ParseMode(std::string_view s);
+Result<Recompute> ParseRecompute(std::string_view s);
+Result<Optimizer> ParseOptimizer(std::string_view s);
+
+// A storage format for weights: bits per weight including its scales, and which tensors
+// it applies to.
+struct WeightFormat {
+  std::string id;                // bf16, int4, nf4, q4_k_m, ...
+  double bits_per_weight = 16;   // for quantised linear layers, scales and zero points included
+  bool quantizes_embeddings = false;  // GGUF quantises embeddings/output too; GPTQ/AWQ/bnb keep them 16-bit
+  std::string note;              // how the bits were counted, with source
+};
+Result<WeightFormat> ParseWeightFormat(std::string_view id);
+const std::vector<std::string>& WeightFormatIds();
+// Bytes per KV-cache element for a KV dtype (fp32, bf16, fp16, fp8, int8).
+Result<double> ParseKvDtype(std::string_view id);
+
+// Runtime overhead defaults (docs/methodology.md §5). Adjustable per request.
+struct OverheadOptions {
+  double cuda_context_bytes = 0.5 * 1073741824.0;  // CUDA context + cuBLAS/NCCL handles, per GPU
+  double fragmentation = 0.10;  // allocator slack, fraction of the per-step tensors (activations, logits, grads)
+  double nccl_buffers_bytes = 0;                    // added when any parallel degree > 1 (set by the model)
+};
+
+struct Parallelism {
+  int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
+  int zero = 0;                   // 0..3 (3 = FSDP FULL_SHARD)
+  bool sequence_parallel = false;
+  int interleave = 1;             // virtual pipeline stages per GPU
+  int gpus() const { return tp * pp * dp * cp; }  // EP re-uses DP ranks (Megatron convention)
+};
+
+struct FitRequest {
+  Mode mode = Mode::kInfer;
+  WeightFormat weights;           // defaults to bf16 when id is empty
+  double kv_bytes_per_elem = 2;   // KV cache dtype
+  int64_t batch = 1;              // inference: concurrent sequences; training: global batch (sequences)
+  int64_t seq = 2048;             // inference: total context (prompt + output); training: sequence length
+  int64_t micro_batch = 1;        // training: sequences per micro-batch per data-parallel rank
+  Parallelism par;
+  Recompute recompute = Recompute::kNone;
+  Optimizer optimizer = Optimizer::kAdam;
+  bool fp32_grads = false;        // false: the ZeRO paper's 16 B/param (2+2+12); true: Megatron's 18 (2+4+12)
+  bool master_weights = true;     // keep an FP32 master copy (mixed precision)
+  bool flash_attention = true;    // no s^2 score tensors stored
+  bool dropout = false;           // store dropout masks (Korthikanti's GPT setting)
+  int lora_rank = 16;
+  std::vector<std::string> lora_targets = {"q", "k", "v", "o"};  // q k v o gate up down | all
+  bool gradient_checkpointing = true;  // fine-tuning default (recompute=full)
+  OverheadOptions overhead;
+};
+
+// Bytes per GPU by term; all in bytes.
+struct MemoryBreakdown {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double activations = 0;          // stored activations (training) or the forward workspace (inference)
+  double logits = 0;               // FP32 logits and their gradient on the last pipeline stage
+  double kv_cache = 0;
+  double overhead = 0;             // CUDA context, NCCL buffers, allocator fragmentation
+  double Total() const { return weights + gradients + optimizer + activations + logits + kv_cache + overhead; }
+};
+
+struct FitResult {
+  MemoryBreakdown breakdown;       // on the GPU holding the peak
+  double per_gpu_peak_bytes = 0;
+  std::string peak_moment;         // which moment of the step the peak is, in words
+  std::string peak_stage;          // "first pipeline stage", "last pipeline stage" or "all GPUs"
+  ParamCounts params;
+  double params_per_gpu = 0;       // parameters held on the peak GPU
+  double trainable_params = 0;     // training: all; LoRA: the adapters
+  double kv_cache_bytes_per_token = 0;  // whole model, all layers, this KV dtype (per-GPU share in breakdown)
+  int in_flight_micro_batches = 0;
+  double bytes_per_param_states = 0;  // weights + gradients + optimizer bytes per parameter, unsharded
+  std::vector<std::string> notes;  // conventions applied, e.g. "Adam: 16 B/param (ZeRO paper)"
+};
+
+// Validates the request against the model (TP divides heads, PP <= layers, ...).
+// Errors say what would be valid.
+Status ValidateRequest(const ModelSpec& m, const FitRequest& r);
+
+// Memory per GPU. Does not judge fit; see CheckFit.
+Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& r);
+
+struct FitVerdict {
+  bool fits = false;
+  double capacity_bytes = 0;       // the GPU's memory
+  double headroom_bytes = 0;       // capacity - peak (negative when it does not fit)
+};
+FitVerdict CheckFit(const FitResult& f, const GpuSpec& gpu);
+
+// The smallest number of GPUs of this kind that hold the request, and the layout that
+// achieves it (inference: TP within a node, then PP; training: ZeRO-3 over DP, then TP, PP).
+struct MinGpus {
+  int gpus = 0;                    // 0 = does not fit on any layout tried (up to `max_gpus`)
+  Parallelism layout;
+  double per_gpu_peak_bytes = 0;
+  std::string reason;              // when gpus == 0
+};
+MinGpus FindMinGpus(const ModelSpec& m, const FitRequest& r, const GpuSpec& gpu, int max_gpus = 4096);
+
+// Largest inference batch (at r.seq) or context (at r.batch) that fits; 0 if none.
+int64_t MaxBatchThatFits(const ModelSpec& m, FitRequest r, const GpuSpec& gpu);
+int64_t MaxContextThatFits(const ModelSpec& m, FitRequest r, const GpuSpec& gpu);
+
+// Activation bytes stored by one transformer layer for `tokens` tokens (s*b) of one
+// micro-batch at sequence length `seq`, on one GPU (Korthikanti et al. 2022 generalised;
+// docs/methodology.md §3). Exposed for tests.
+double LayerActivationBytes(const ModelSpec& m, double seq, double micro_batch, int tp, bool sequence_parallel,
+                            Recompute recompute, bool flash_attention, bool dropout);
+
+}  // namespace suanli

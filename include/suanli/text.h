@@ -1,0 +1,22 @@
+// Small text helpers shared by the library and the CLI.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace suanli {
+
+// Levenshtein edit distance (case-insensitive).
+int EditDistance(std::string_view a, std::string_view b);
+
+// Up to `max` candidates closest to `name` (edit distance, prefix and substring
+// matches first), for "did you mean" messages. Empty when nothing is close.
+std::vector<std::string> ClosestMatches(std::string_view name, const std::vector<std::string>& candidates,
+                                        std::size_t max = 3);
+
+// " (did you mean 'a' or 'b'?)" or "" when there is no suggestion.
+std::string DidYouMean(std::string_view name, const std::vector<std::string>& candidates);
+
+std::string ToLower(std::string_view s);
+}  // namespace suanli

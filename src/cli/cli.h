@@ -1,0 +1,81 @@
+// Shared pieces of the suanli command-line front end. The CLI is the only part of
+// suanli that prints or chooses an exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "suanli/hardware.h"
+#include "suanli/model.h"
+#include "suanli/status.h"
+
+namespace suanli::cli {
+
+// Exit codes (docs/manual.md): 0 success; 1 usage error; 2 invalid input; 3 does not fit /
+// check failed; 4 internal or I/O error. `doctor` and `bench` document their own.
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 1;
+constexpr int kExitInvalid = 2;
+constexpr int kExitNoFit = 3;
+constexpr int kExitInternal = 4;
+
+int ExitCodeFor(const Status& s);
+
+struct GlobalOptions {
+  bool json = false;
+  std::vector<std::string> catalog_dirs;  // --catalog DIR
+  bool no_user_catalog = false;
+};
+
+// Loads catalogs once per process, with the user's overrides.
+class Context {
+ public:
+  explicit Context(const GlobalOptions* g) : g_(g) {}
+  Result<const HardwareCatalog*> hardware();
+  Result<const ModelCatalog*> models();
+  const GlobalOptions& options() const { return *g_; }
+
+ private:
+  CatalogOptions CatalogOpts() const;
+  const GlobalOptions* g_;
+  std::optional<HardwareCatalog> hw_;
+  std::optional<ModelCatalog> models_;
+};
+
+// A command: registers its options on `sub` and returns the action run after parsing.
+using Action = std::function<int()>;
+struct Command {
+  const char* name;
+  const char* summary;
+  std::function<Action(CLI::App* sub, Context* ctx)> setup;
+};
+const std::vector<Command>& Commands();
+
+// Printing helpers.
+int PrintError(const Status& s);
+void PrintJson(const nlohmann::json& j);
+nlohmann::json JsonEnvelope(const char* schema);  // {"schema": "suanli.<x>/<n>", "suanli_version": ...}
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void Row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  std::string Render() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// Command setup functions (one file each).
+Action SetupGpus(CLI::App* sub, Context* ctx);
+Action SetupModels(CLI::App* sub, Context* ctx);
+Action SetupFit(CLI::App* sub, Context* ctx);
+
+}  // namespace suanli::cli

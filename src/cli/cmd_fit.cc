@@ -1,0 +1,316 @@
+// `suanli fit`: memory per GPU and whether it fits.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/cli.h"
+#include "suanli/memory.h"
+#include "suanli/units.h"
+
+namespace suanli::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+struct FitFlags {
+  std::string model = "llama-3.1-8b";
+  std::string gpu;
+  int gpus = 0;
+  std::string mode = "infer";
+  std::string weights = "bf16";
+  std::string kv_dtype = "bf16";
+  int64_t batch = 1;
+  int64_t seq = 4096;
+  int64_t micro_batch = 1;
+  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, zero = 0, interleave = 1;
+  bool sequence_parallel = false;
+  std::string recompute = "none";
+  std::string optimizer = "adam";
+  bool fp32_grads = false;
+  bool no_master = false;
+  bool no_flash = false;
+  bool dropout = false;
+  int lora_rank = 16;
+  std::vector<std::string> lora_targets;
+  bool no_checkpointing = false;
+  double cuda_context_gib = 0.5;
+  double fragmentation = 0.10;
+};
+
+Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
+  FitRequest r;
+  SUANLI_ASSIGN_OR_RETURN(r.mode, ParseMode(f.mode));
+  SUANLI_ASSIGN_OR_RETURN(r.weights, ParseWeightFormat(f.weights));
+  SUANLI_ASSIGN_OR_RETURN(r.kv_bytes_per_elem, ParseKvDtype(f.kv_dtype));
+  SUANLI_ASSIGN_OR_RETURN(r.recompute, ParseRecompute(f.recompute));
+  SUANLI_ASSIGN_OR_RETURN(r.optimizer, ParseOptimizer(f.optimizer));
+  r.batch = f.batch;
+  r.seq = f.seq;
+  r.micro_batch = f.micro_batch;
+  r.par.tp = f.tp;
+  r.par.pp = f.pp;
+  r.par.cp = f.cp;
+  r.par.ep = f.ep;
+  r.par.zero = f.zero;
+  r.par.interleave = f.interleave;
+  r.par.sequence_parallel = f.sequence_parallel;
+  if (f.tp < 1 || f.pp < 1 || f.cp < 1) return InvalidArgument("--tp, --pp and --cp must be at least 1");
+  const int model_parallel = f.tp * f.pp * f.cp;
+  if (f.dp > 0) {
+    r.par.dp = f.dp;
+    if (f.gpus > 0 && f.gpus != model_parallel * f.dp)
+      return InvalidArgument(fmt::format("--gpus {} contradicts TP x PP x CP x DP = {} x {} x {} x {} = {}", f.gpus, f.tp,
+                                         f.pp, f.cp, f.dp, model_parallel * f.dp));
+  } else if (f.gpus > 0) {
+    if (f.gpus % model_parallel != 0)
+      return InvalidArgument(fmt::format("--gpus {} is not divisible by TP x PP x CP = {}; valid GPU counts are "
+                                         "multiples of {}",
+                                         f.gpus, model_parallel, model_parallel));
+    r.par.dp = f.gpus / model_parallel;
+  } else {
+    r.par.dp = 1;
+  }
+  if (r.mode == Mode::kTrain && f.batch == 1 && r.par.dp * f.micro_batch > 1) {
+    r.batch = r.par.dp * f.micro_batch;  // default global batch: one micro-batch per rank
+  }
+  r.fp32_grads = f.fp32_grads;
+  r.master_weights = !f.no_master;
+  r.flash_attention = !f.no_flash;
+  r.dropout = f.dropout;
+  r.lora_rank = f.lora_rank;
+  if (!f.lora_targets.empty()) r.lora_targets = f.lora_targets;
+  r.gradient_checkpointing = !f.no_checkpointing;
+  if (f.cuda_context_gib < 0 || f.cuda_context_gib > 64) return InvalidArgument("--cuda-context-gib must be within 0..64");
+  if (f.fragmentation < 0 || f.fragmentation > 1) return InvalidArgument("--fragmentation must be within 0..1");
+  r.overhead.cuda_context_bytes = f.cuda_context_gib * kGiB;
+  r.overhead.fragmentation = f.fragmentation;
+  (void)m;
+  return r;
+}
+
+std::string Layout(const Parallelism& p) {
+  std::string s = fmt::format("TP={} PP={} DP={}", p.tp, p.pp, p.dp);
+  if (p.cp > 1) s += fmt::format(" CP={}", p.cp);
+  if (p.ep > 1) s += fmt::format(" EP={}", p.ep);
+  if (p.zero > 0) s += fmt::format(" ZeRO-{}", p.zero);
+  return s;
+}
+
+json LayoutJson(const Parallelism& p) {
+  return {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"zero", p.zero},
+          {"sequence_parallel", p.sequence_parallel}, {"gpus", p.gpus()}};
+}
+
+json BreakdownJson(const MemoryBreakdown& b) {
+  return {{"weights", b.weights},         {"gradients", b.gradients}, {"optimizer", b.optimizer},
+          {"activations", b.activations}, {"logits", b.logits},       {"kv_cache", b.kv_cache},
+          {"overhead", b.overhead}};
+}
+
+}  // namespace
+
+Action SetupFit(CLI::App* sub, Context* ctx) {
+  auto f = std::make_shared<FitFlags>();
+  sub->add_option("--model,-m", f->model, "Model id, alias or path to a HF config.json")->capture_default_str();
+  sub->add_option("--gpu,-g", f->gpu, "GPU id or alias; 'all' or omitted: a table across the catalog");
+  sub->add_option("--gpus", f->gpus, "Total GPUs (DP = GPUs / (TP x PP x CP))");
+  sub->add_option("--mode", f->mode, "infer | train | lora | qlora")->capture_default_str();
+  sub->add_option("--weights", f->weights,
+                  "Weight format: fp32 bf16 fp16 fp8 int8 int4 (gptq/awq) nf4 nf4-nodq q8_0 q4_0 q4_k_m")
+      ->capture_default_str();
+  sub->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype: fp32 bf16 fp16 fp8 int8")->capture_default_str();
+  sub->add_option("--batch,-b", f->batch, "Inference: concurrent sequences; training: global batch in sequences")
+      ->capture_default_str();
+  sub->add_option("--seq,--context,-s", f->seq, "Sequence length / context in tokens")->capture_default_str();
+  sub->add_option("--micro-batch", f->micro_batch, "Training: sequences per micro-batch")->capture_default_str();
+  sub->add_option("--tp", f->tp, "Tensor-parallel degree")->capture_default_str();
+  sub->add_option("--pp", f->pp, "Pipeline-parallel degree")->capture_default_str();
+  sub->add_option("--dp", f->dp, "Data-parallel degree (default: from --gpus, else 1)");
+  sub->add_option("--cp", f->cp, "Context-parallel degree")->capture_default_str();
+  sub->add_option("--ep", f->ep, "Expert-parallel degree (MoE)")->capture_default_str();
+  sub->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->capture_default_str();
+  sub->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
+  sub->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism (needs TP > 1)");
+  sub->add_option("--recompute", f->recompute, "Activation recompute: none | selective | full")->capture_default_str();
+  sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
+  sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
+  sub->add_flag("--no-master-weights", f->no_master, "No FP32 master copy (pure 16-bit training)");
+  sub->add_flag("--no-flash-attention", f->no_flash, "Store attention scores (s^2 term)");
+  sub->add_flag("--dropout", f->dropout, "Store dropout masks (GPT-style training)");
+  sub->add_option("--lora-rank", f->lora_rank, "LoRA rank")->capture_default_str();
+  sub->add_option("--lora-targets", f->lora_targets, "LoRA target matrices: q k v o gate up down, or all");
+  sub->add_flag("--no-gradient-checkpointing", f->no_checkpointing, "Fine-tuning without activation checkpointing");
+  sub->add_option("--cuda-context-gib", f->cuda_context_gib, "CUDA context + library handles per GPU, GiB")
+      ->capture_default_str();
+  sub->add_option("--fragmentation", f->fragmentation, "Allocator slack as a fraction of tensor bytes")
+      ->capture_default_str();
+
+  return [ctx, f]() -> int {
+    auto mc = ctx->models();
+    if (!mc.ok()) return PrintError(mc.status());
+    auto hw = ctx->hardware();
+    if (!hw.ok()) return PrintError(hw.status());
+    auto model = (*mc)->Resolve(f->model);
+    if (!model.ok()) return PrintError(model.status());
+    auto req = BuildRequest(*f, *model);
+    if (!req.ok()) return PrintError(req.status());
+    auto est = EstimateMemory(*model, *req);
+    if (!est.ok()) return PrintError(est.status());
+    const bool json_out = ctx->options().json;
+    const ParamCounts& pc = est->params;
+
+    std::vector<const GpuSpec*> gpus;
+    const bool all = f->gpu.empty() || f->gpu == "all";
+    if (all) {
+      for (const auto& g : (*hw)->gpus()) gpus.push_back(&g);
+    } else {
+      auto g = (*hw)->FindGpu(f->gpu);
+      if (!g.ok()) return PrintError(g.status());
+      gpus.push_back(*g);
+    }
+
+    json j = JsonEnvelope("suanli.fit/1");
+    j["model"] = model->id;
+    j["mode"] = ModeName(req->mode);
+    j["weights"] = req->mode == Mode::kQlora ? "nf4" : req->weights.id;
+    j["params_total"] = pc.total;
+    j["params_active"] = pc.active;
+    j["trainable_params"] = est->trainable_params;
+    j["kv_cache_bytes_per_token"] = est->kv_cache_bytes_per_token;
+    j["layout"] = LayoutJson(req->par);
+    j["per_gpu_peak_bytes"] = est->per_gpu_peak_bytes;
+    j["breakdown_bytes"] = BreakdownJson(est->breakdown);
+    j["peak_moment"] = est->peak_moment;
+    j["peak_stage"] = est->peak_stage;
+    j["notes"] = est->notes;
+    json rows = json::array();
+    bool any_fits = false;
+    for (const GpuSpec* g : gpus) {
+      const FitVerdict v = CheckFit(*est, *g);
+      any_fits |= v.fits;
+      const MinGpus mg = FindMinGpus(*model, *req, *g);
+      json row = {{"gpu", g->id},
+                  {"capacity_bytes", v.capacity_bytes},
+                  {"fits", v.fits},
+                  {"headroom_bytes", v.headroom_bytes},
+                  {"min_gpus", mg.gpus}};
+      if (mg.gpus > 0) {
+        row["min_gpus_layout"] = LayoutJson(mg.layout);
+        row["min_gpus_per_gpu_peak_bytes"] = mg.per_gpu_peak_bytes;
+      } else {
+        row["min_gpus_reason"] = mg.reason;
+      }
+      if (!all) {
+        if (req->mode == Mode::kInfer) {
+          row["max_batch"] = MaxBatchThatFits(*model, *req, *g);
+        } else {
+          row["max_micro_batch"] = MaxBatchThatFits(*model, *req, *g);
+        }
+        row["max_context"] = MaxContextThatFits(*model, *req, *g);
+      }
+      rows.push_back(row);
+    }
+    if (!all) {
+      const json& r0 = rows[0];
+      j["gpu"] = r0["gpu"];
+      j["fits"] = r0["fits"];
+      j["capacity_bytes"] = r0["capacity_bytes"];
+      j["headroom_bytes"] = r0["headroom_bytes"];
+      j["min_gpus"] = r0["min_gpus"];
+      if (r0.contains("min_gpus_layout")) j["min_gpus_layout"] = r0["min_gpus_layout"];
+      if (r0.contains("max_batch")) j["max_batch"] = r0["max_batch"];
+      if (r0.contains("max_micro_batch")) j["max_micro_batch"] = r0["max_micro_batch"];
+      j["max_context"] = r0["max_context"];
+    } else {
+      j["fits"] = any_fits;
+      j["gpus"] = rows;
+    }
+    if (json_out) {
+      PrintJson(j);
+      return (!all && !j["fits"].get<bool>()) ? kExitNoFit : kExitOk;
+    }
+
+    // ---- human output ----
+    const auto& b = est->breakdown;
+    std::cout << fmt::format("{}: {} parameters", model->id, FormatCount(pc.total));
+    if (model->moe) std::cout << fmt::format(" ({} active per token)", FormatCount(pc.active));
+    std::cout << fmt::format("; mode {}, weights {}, {}\n", ModeName(req->mode), j["weights"].get<std::string>(),
+                             Layout(req->par));
+    if (req->mode == Mode::kInfer)
+      std::cout << fmt::format("batch {} x context {} tokens, KV cache {} per token (whole model, {} bytes/element)\n",
+                               req->batch, req->seq, FormatBytes(est->kv_cache_bytes_per_token),
+                               req->kv_bytes_per_elem);
+    else
+      std::cout << fmt::format("global batch {}, micro-batch {}, sequence {}, recompute {}\n", req->batch,
+                               req->micro_batch, req->seq,
+                               (req->mode == Mode::kTrain) ? RecomputeName(req->recompute)
+                                                           : (req->gradient_checkpointing ? "full (checkpointing)" : "none"));
+    std::cout << "\nper GPU (" << est->peak_stage << "):\n";
+    Table t({"term", "GB", "GiB"});
+    auto row = [&](const char* name, double v) {
+      if (v > 0) t.Row({name, fmt::format("{:.2f}", v / 1e9), fmt::format("{:.2f}", v / kGiB)});
+    };
+    row("weights", b.weights);
+    row("gradients", b.gradients);
+    row("optimizer states", b.optimizer);
+    row(req->mode == Mode::kInfer ? "activations (workspace)" : "activations", b.activations);
+    row("logits", b.logits);
+    row("KV cache", b.kv_cache);
+    row("overhead", b.overhead);
+    t.Row({"peak", fmt::format("{:.2f}", est->per_gpu_peak_bytes / 1e9), fmt::format("{:.2f}", est->per_gpu_peak_bytes / kGiB)});
+    std::cout << t.Render();
+    std::cout << "peak moment: " << est->peak_moment << "\n";
+    for (const auto& n : est->notes) std::cout << "note: " << n << "\n";
+    std::cout << "\n";
+    if (!all) {
+      const json& r0 = rows[0];
+      const GpuSpec* g = gpus[0];
+      const double head = r0["headroom_bytes"].get<double>();
+      if (r0["fits"].get<bool>()) {
+        std::cout << fmt::format("FITS on {} ({}): {} headroom per GPU\n", g->name, FormatBytes(g->memory_bytes.value),
+                                 FormatBytes(head));
+      } else {
+        std::cout << fmt::format("DOES NOT FIT on {} ({}): short by {} per GPU\n", g->name,
+                                 FormatBytes(g->memory_bytes.value), FormatBytes(-head));
+      }
+      if (r0["min_gpus"].get<int>() > 0) {
+        const auto& l = r0["min_gpus_layout"];
+        std::cout << fmt::format("minimum {}: {} ({}: TP={} PP={} DP={}{}), {} per GPU\n", g->id,
+                                 r0["min_gpus"].get<int>(), r0["min_gpus"].get<int>() == 1 ? "single GPU" : "layout",
+                                 l["tp"].get<int>(), l["pp"].get<int>(), l["dp"].get<int>(),
+                                 l["zero"].get<int>() ? fmt::format(" ZeRO-{}", l["zero"].get<int>()) : "",
+                                 FormatBytes(r0["min_gpus_per_gpu_peak_bytes"].get<double>()));
+      } else {
+        std::cout << "minimum GPUs: none found — " << r0["min_gpus_reason"].get<std::string>() << "\n";
+      }
+      if (r0.contains("max_batch"))
+        std::cout << fmt::format("largest batch at context {}: {}\n", req->seq, r0["max_batch"].get<int64_t>());
+      if (r0.contains("max_micro_batch"))
+        std::cout << fmt::format("largest micro-batch at sequence {}: {}\n", req->seq, r0["max_micro_batch"].get<int64_t>());
+      if (r0["max_context"].get<int64_t>() > 0)
+        std::cout << fmt::format("largest context at batch {}: {} tokens (model maximum {})\n", req->batch,
+                                 r0["max_context"].get<int64_t>(), model->max_positions);
+      else
+        std::cout << "no context length fits with this layout on one GPU of this kind\n";
+      return r0["fits"].get<bool>() ? kExitOk : kExitNoFit;
+    }
+    Table g({"gpu", "memory", "fits", "headroom", "min GPUs", "layout at minimum"});
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      const json& r = rows[i];
+      std::string layout = "-";
+      if (r["min_gpus"].get<int>() > 0) {
+        const auto& l = r["min_gpus_layout"];
+        layout = fmt::format("TP={} PP={} DP={}{}", l["tp"].get<int>(), l["pp"].get<int>(), l["dp"].get<int>(),
+                             l["zero"].get<int>() ? fmt::format(" ZeRO-{}", l["zero"].get<int>()) : "");
+      }
+      g.Row({gpus[i]->id, FormatBytes(gpus[i]->memory_bytes.value), r["fits"].get<bool>() ? "yes" : "no",
+             fmt::format("{:+.1f} GB", r["headroom_bytes"].get<double>() / 1e9),
+             r["min_gpus"].get<int>() > 0 ? std::to_string(r["min_gpus"].get<int>()) : "none", layout});
+    }
+    std::cout << g.Render();
+    return kExitOk;
+  };
+}
+
+}  // namespace suanli::cli

@@ -1,0 +1,179 @@
+// suanli command-line entry point: a thin layer over the library.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "suanli/text.h"
+
+namespace suanli::cli {
+
+CatalogOptions Context::CatalogOpts() const {
+  CatalogOptions o;
+  if (!g_->no_user_catalog) o.user_dirs.push_back(DefaultUserDataDir());
+  for (const auto& d : g_->catalog_dirs) o.user_dirs.push_back(d);
+  return o;
+}
+
+Result<const HardwareCatalog*> Context::hardware() {
+  if (!hw_) {
+    auto c = HardwareCatalog::Load(CatalogOpts());
+    if (!c.ok()) return c.status();
+    hw_ = std::move(c).value();
+  }
+  return &*hw_;
+}
+
+Result<const ModelCatalog*> Context::models() {
+  if (!models_) {
+    auto c = ModelCatalog::Load(CatalogOpts());
+    if (!c.ok()) return c.status();
+    models_ = std::move(c).value();
+  }
+  return &*models_;
+}
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> cmds = {
+      {"gpus", "List the GPU catalog, or show one GPU with the source of every value", SetupGpus},
+      {"models", "List the bundled models, or show one (or a config.json) with exact parameter counts", SetupModels},
+      {"fit", "Memory per GPU for inference, training or fine-tuning, and whether it fits", SetupFit},
+  };
+  return cmds;
+}
+
+namespace {
+
+std::vector<std::string> CommandNames() {
+  std::vector<std::string> n;
+  for (const auto& c : Commands()) n.push_back(c.name);
+  n.push_back("help");
+  return n;
+}
+
+int PrintVersion(bool json) {
+  if (json) {
+    auto j = JsonEnvelope("suanli.version/1");
+    j["version"] = SUANLI_VERSION;
+    j["features"] = {{"cuda", false}, {"nvml_runtime_loading", false}};
+    PrintJson(j);
+  } else {
+    std::printf("suanli %s\n", SUANLI_VERSION);
+  }
+  return kExitOk;
+}
+
+// The option names a subcommand accepts, for "did you mean".
+std::vector<std::string> OptionNames(const CLI::App* app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : app->get_options()) {
+    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+  }
+  return names;
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  GlobalOptions g;
+  Context ctx(&g);
+  CLI::App app{"suanli (算力): will it fit, how fast, on what, and why is it slow — numbers you can defend.\n"
+               "Run `suanli help COMMAND` or `suanli COMMAND --help` for details.",
+               "suanli"};
+  app.require_subcommand(0, 1);
+  app.fallthrough();
+  bool version = false;
+  app.add_flag("--version", version, "Print the version (with --json: build features too)");
+  app.add_flag("--json", g.json, "Machine-readable JSON on stdout (versioned schema)");
+  app.add_option("--catalog", g.catalog_dirs, "Extra data directory (gpus/*.toml, models/catalog.toml); repeatable")
+      ->check(CLI::ExistingDirectory);
+  app.add_flag("--no-user-catalog", g.no_user_catalog,
+               "Ignore the default user data directory ($SUANLI_HOME or ~/.config/suanli)");
+
+  std::vector<std::pair<CLI::App*, Action>> actions;
+  for (const auto& c : Commands()) {
+    CLI::App* sub = app.add_subcommand(c.name, c.summary);
+    actions.emplace_back(sub, c.setup(sub, &ctx));
+  }
+  CLI::App* help = app.add_subcommand("help", "Show help for suanli or for one command");
+  std::string help_topic;
+  help->add_option("command", help_topic, "Command to describe");
+
+  // Unknown command: say what exists before CLI11 reports a positional it does not expect.
+  if (argc >= 2 && argv[1][0] != '-') {
+    const std::string cmd = argv[1];
+    auto names = CommandNames();
+    if (std::find(names.begin(), names.end(), cmd) == names.end()) {
+      std::fprintf(stderr, "suanli: error: unknown command '%s'%s\nRun `suanli help` for the list of commands.\n",
+                   cmd.c_str(), DidYouMean(cmd, names).c_str());
+      return kExitUsage;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    // Find which subcommand was being parsed to suggest its flags.
+    const CLI::App* target = &app;
+    for (auto& [sub, _] : actions)
+      if (sub->parsed()) target = sub;
+    std::string msg = e.what();
+    std::string hint;
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a.rfind("--", 0) == 0) {
+        std::string name = a.substr(0, a.find('='));
+        auto names = OptionNames(target);
+        if (std::find(names.begin(), names.end(), name) == names.end()) {
+          hint = fmt::format("unknown option '{}' for `suanli {}`{}", name, target->get_name(),
+                             DidYouMean(name, names));
+          break;
+        }
+      }
+    }
+    std::fprintf(stderr, "suanli: error: %s\nRun `suanli %s --help` for the options.\n",
+                 hint.empty() ? msg.c_str() : hint.c_str(), target == &app ? "" : target->get_name().c_str());
+    return kExitUsage;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "suanli: error: %s\n", e.what());
+    return kExitUsage;
+  }
+  if (version) return PrintVersion(g.json);
+  if (help->parsed()) {
+    if (help_topic.empty()) {
+      std::cout << app.help();
+      return kExitOk;
+    }
+    for (auto& [sub, _] : actions) {
+      if (sub->get_name() == help_topic) {
+        std::cout << sub->help();
+        return kExitOk;
+      }
+    }
+    std::fprintf(stderr, "suanli: error: no help for unknown command '%s'%s\n", help_topic.c_str(),
+                 DidYouMean(help_topic, CommandNames()).c_str());
+    return kExitUsage;
+  }
+  for (auto& [sub, action] : actions) {
+    if (sub->parsed()) {
+      try {
+        return action();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "suanli: internal error: %s (please report this)\n", e.what());
+        return kExitInternal;
+      }
+    }
+  }
+  std::cout << app.help();
+  return kExitOk;
+}
+
+}  // namespace suanli::cli
+
+int main(int argc, char** argv) { return suanli::cli::Main(argc, argv); }

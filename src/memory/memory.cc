@@ -1,0 +1,554 @@
+#include "suanli/memory.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "suanli/text.h"
+#include "suanli/units.h"
+
+namespace suanli {
+
+namespace {
+constexpr int64_t kMaxSeq = int64_t(1) << 24;    // 16M tokens
+constexpr int64_t kMaxBatch = int64_t(1) << 24;
+constexpr int kMaxDegree = 1 << 16;
+// Tokens processed by one inference forward pass when the prompt is long: prefill is done in
+// chunks of this many tokens (vLLM's max_num_batched_tokens default on large GPUs is 8192).
+constexpr double kPrefillChunkTokens = 8192;
+// NCCL communicator buffers when any collective is used (approximate, docs/methodology.md §5).
+constexpr double kNcclBufferBytes = 0.25 * kGiB;
+// Bytes per (token x vocab entry) for the loss: bf16 logits (2) + their FP32 copy for
+// cross-entropy (4); the FP32 gradient reuses the copy in Megatron's vocab-parallel loss.
+constexpr double kLogitBytesPerElem = 6;
+
+struct FormatDef {
+  const char* id;
+  double bits;
+  bool quant_embeddings;
+  const char* note;
+};
+// Bits per weight, scales included. Sources in docs/methodology.md §2.
+constexpr FormatDef kFormats[] = {
+    {"fp32", 32, true, "4 bytes per weight"},
+    {"bf16", 16, true, "2 bytes per weight"},
+    {"fp16", 16, true, "2 bytes per weight"},
+    {"fp8", 8, false, "1 byte per weight (E4M3), per-tensor scale; embeddings and head kept 16-bit"},
+    {"int8", 8.0, false, "LLM.int8()/weight-only int8, per-channel scales (negligible); embeddings 16-bit"},
+    {"int4", 4.0 + 20.0 / 128, false,
+     "GPTQ/AWQ 4-bit, group 128: fp16 scale + 4-bit zero per group = 4.16 bits; embeddings 16-bit"},
+    {"gptq", 4.0 + 20.0 / 128, false, "alias of int4 (group 128)"},
+    {"awq", 4.0 + 20.0 / 128, false, "alias of int4 (group 128)"},
+    {"nf4", 4.0 + 8.0 / 64 + 32.0 / (64 * 256), false,
+     "bitsandbytes NF4 with double quantisation: 8-bit absmax per 64 weights + fp32 per 256 blocks = 4.127 bits"},
+    {"nf4-nodq", 4.0 + 32.0 / 64, false, "bitsandbytes NF4 without double quantisation: fp32 absmax per 64 = 4.5 bits"},
+    {"q8_0", 8.5, true, "GGUF Q8_0: 32 int8 + fp16 scale per block of 32 = 8.5 bits"},
+    {"q4_0", 4.5, true, "GGUF Q4_0: 32 x 4-bit + fp16 scale per block of 32 = 4.5 bits"},
+    {"q4_k_m", 4.85, true,
+     "GGUF Q4_K_M: mix of Q4_K (4.5 bits) and Q6_K (6.56 bits) tensors, about 4.85 bits on Llama models (approximate)"},
+};
+
+double DivCeil(double a, double b) { return std::ceil(a / b); }
+}  // namespace
+
+const char* ModeName(Mode m) {
+  switch (m) {
+    case Mode::kInfer: return "infer";
+    case Mode::kTrain: return "train";
+    case Mode::kLora: return "lora";
+    case Mode::kQlora: return "qlora";
+  }
+  return "?";
+}
+const char* RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+const char* OptimizerName(Optimizer o) {
+  switch (o) {
+    case Optimizer::kAdam: return "adam";
+    case Optimizer::kAdam8bit: return "adam8bit";
+    case Optimizer::kSgd: return "sgd";
+  }
+  return "?";
+}
+
+template <typename E, std::size_t N>
+static Result<E> ParseEnum(std::string_view s, const std::pair<const char*, E> (&table)[N], const char* what) {
+  const std::string l = ToLower(s);
+  std::vector<std::string> names;
+  for (const auto& [n, e] : table) {
+    if (l == n) return e;
+    names.push_back(n);
+  }
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return InvalidArgument(fmt::format("unknown {} '{}' (valid: {}){}", what, s, list, DidYouMean(s, names)));
+}
+
+Result<Mode> ParseMode(std::string_view s) {
+  static const std::pair<const char*, Mode> t[] = {{"infer", Mode::kInfer},     {"inference", Mode::kInfer},
+                                                   {"train", Mode::kTrain},     {"training", Mode::kTrain},
+                                                   {"lora", Mode::kLora},       {"qlora", Mode::kQlora}};
+  return ParseEnum(s, t, "mode");
+}
+Result<Recompute> ParseRecompute(std::string_view s) {
+  static const std::pair<const char*, Recompute> t[] = {
+      {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
+  return ParseEnum(s, t, "recompute setting");
+}
+Result<Optimizer> ParseOptimizer(std::string_view s) {
+  static const std::pair<const char*, Optimizer> t[] = {{"adam", Optimizer::kAdam},
+                                                        {"adamw", Optimizer::kAdam},
+                                                        {"adam8bit", Optimizer::kAdam8bit},
+                                                        {"adamw8bit", Optimizer::kAdam8bit},
+                                                        {"sgd", Optimizer::kSgd}};
+  return ParseEnum(s, t, "optimizer");
+}
+
+const std::vector<std::string>& WeightFormatIds() {
+  static const std::vector<std::string> ids = [] {
+    std::vector<std::string> v;
+    for (const auto& f : kFormats) v.push_back(f.id);
+    return v;
+  }();
+  return ids;
+}
+
+Result<WeightFormat> ParseWeightFormat(std::string_view id) {
+  const std::string l = ToLower(id);
+  for (const auto& f : kFormats) {
+    if (l == f.id) return WeightFormat{f.id, f.bits, f.quant_embeddings, f.note};
+  }
+  std::string list;
+  for (const auto& f : kFormats) list += (list.empty() ? "" : ", ") + std::string(f.id);
+  return InvalidArgument(
+      fmt::format("unknown weight format '{}' (valid: {}){}", id, list, DidYouMean(id, WeightFormatIds())));
+}
+
+Result<double> ParseKvDtype(std::string_view id) {
+  static const std::pair<const char*, double> t[] = {
+      {"fp32", 4}, {"bf16", 2}, {"fp16", 2}, {"fp8", 1}, {"int8", 1}, {"fp8_e4m3", 1}, {"fp8_e5m2", 1}};
+  const std::string l = ToLower(id);
+  std::vector<std::string> names;
+  for (const auto& [n, b] : t) {
+    if (l == n) return b;
+    names.push_back(n);
+  }
+  return InvalidArgument(
+      fmt::format("unknown KV-cache dtype '{}' (valid: fp32, bf16, fp16, fp8, int8){}", id, DidYouMean(id, names)));
+}
+
+Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
+  const auto& p = r.par;
+  for (auto [name, v] : {std::pair{"--tp", p.tp}, {"--pp", p.pp}, {"--dp", p.dp}, {"--cp", p.cp}, {"--ep", p.ep}}) {
+    if (v < 1 || v > kMaxDegree)
+      return InvalidArgument(fmt::format("{} must be between 1 and {}, got {}", name, kMaxDegree, v));
+  }
+  if (p.zero < 0 || p.zero > 3) return InvalidArgument(fmt::format("--zero must be 0, 1, 2 or 3, got {}", p.zero));
+  if (r.seq < 1 || r.seq > kMaxSeq)
+    return InvalidArgument(fmt::format("--seq must be between 1 and {} tokens, got {}", kMaxSeq, r.seq));
+  if (r.batch < 1 || r.batch > kMaxBatch)
+    return InvalidArgument(fmt::format("--batch must be between 1 and {}, got {}", kMaxBatch, r.batch));
+  if (r.micro_batch < 1 || r.micro_batch > kMaxBatch)
+    return InvalidArgument(fmt::format("--micro-batch must be at least 1, got {}", r.micro_batch));
+  if (m.heads % p.tp != 0) {
+    std::string valid;
+    for (int t = 1; t <= std::min(m.heads, 64); ++t)
+      if (m.heads % t == 0) valid += (valid.empty() ? "" : ", ") + std::to_string(t);
+    return InvalidArgument(fmt::format("TP={} does not divide the {} attention heads of {} (valid TP: {})", p.tp,
+                                       m.heads, m.id, valid));
+  }
+  if (!m.mla && m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
+    return InvalidArgument(fmt::format("TP={} and the {} KV heads of {} neither divide each other", p.tp, m.kv_heads, m.id));
+  if (p.pp > m.layers)
+    return InvalidArgument(fmt::format("PP={} exceeds the {} layers of {}", p.pp, m.layers, m.id));
+  if (p.interleave < 1) return InvalidArgument("--interleave must be at least 1");
+  if (p.interleave > 1 && (p.pp == 1 || m.layers % (p.pp * p.interleave) != 0))
+    return InvalidArgument(fmt::format("--interleave {} needs PP > 1 and the {} layers divisible by PP x interleave ({})",
+                                       p.interleave, m.layers, p.pp * p.interleave));
+  if (p.ep > 1) {
+    if (!m.moe) return InvalidArgument(fmt::format("--ep {} needs a mixture-of-experts model; {} is dense", p.ep, m.id));
+    if (m.moe->num_experts % p.ep != 0)
+      return InvalidArgument(fmt::format("EP={} does not divide the {} experts of {}", p.ep, m.moe->num_experts, m.id));
+    if ((p.dp * p.cp) % p.ep != 0)
+      return InvalidArgument(fmt::format("EP={} must divide DP x CP = {} (experts are sharded over data-parallel ranks)",
+                                         p.ep, p.dp * p.cp));
+  }
+  if (p.cp > 1 && r.seq % p.cp != 0)
+    return InvalidArgument(fmt::format("CP={} does not divide the sequence length {}", p.cp, r.seq));
+  if (p.sequence_parallel && p.tp == 1)
+    return InvalidArgument("--sequence-parallel needs TP > 1 (it shards activations over the tensor-parallel group)");
+  if (r.mode == Mode::kTrain && r.batch % (p.dp * r.micro_batch) != 0)
+    return InvalidArgument(fmt::format(
+        "global batch {} is not divisible by DP x micro-batch = {} x {}; use a multiple of {}", r.batch, p.dp,
+        r.micro_batch, p.dp * r.micro_batch));
+  if ((r.mode == Mode::kLora || r.mode == Mode::kQlora) && (r.lora_rank < 1 || r.lora_rank > 65536))
+    return InvalidArgument(fmt::format("--lora-rank must be between 1 and 65536, got {}", r.lora_rank));
+  if (r.weights.bits_per_weight <= 0) return InvalidArgument("weight format has no size");
+  return Status::Ok();
+}
+
+double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool sp, Recompute rc, bool flash,
+                            bool dropout) {
+  const double h = static_cast<double>(m.hidden);
+  double q_dim, kv_dim, o_dim, extra = 0;
+  if (m.mla) {
+    q_dim = double(m.heads) * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim);
+    kv_dim = q_dim / 2 + double(m.heads) * m.mla->v_head_dim / 2;  // K (nope+rope) and V per head, averaged in 4*kv
+    o_dim = double(m.heads) * m.mla->v_head_dim;
+    extra = 2.0 * (m.mla->q_lora_rank + m.mla->kv_lora_rank + m.mla->qk_rope_head_dim);  // latents, replicated
+  } else {
+    q_dim = double(m.heads) * m.head_dim;
+    kv_dim = double(m.kv_heads) * m.head_dim;
+    o_dim = q_dim;
+  }
+  // Per token, bytes (16-bit activations, 1-byte dropout masks):
+  // replicated across TP (unless SP): layer norms' inputs 2h each, attention input 2h, MLP input 2h,
+  //   residual dropout masks 1h each (attention and MLP).
+  // sharded across TP: Q 2q, K and V 2kv each, attention output 2o (input of the output projection),
+  //   FlashAttention's FP32 log-sum-exp 4 per head, MLP inner tensors (gated: 2f gate + 2f up + 2f product;
+  //   plain: 2f pre-activation + 2f activation).
+  double replicated = 2.0 * h * m.norms_per_layer + 2 * h + 2 * h + (dropout ? 2 * h : 0);
+  double ffn = static_cast<double>(m.ffn);
+  if (m.moe) {
+    // Routed tokens: each token's activations in k experts (plus shared experts).
+    ffn = static_cast<double>(m.moe->expert_ffn) * m.moe->experts_per_token + static_cast<double>(m.moe->shared_ffn);
+  }
+  const double mlp_inner = (m.gated_mlp ? 6.0 : 4.0) * ffn;
+  double sharded = 2 * q_dim + 4 * kv_dim + 2 * o_dim + (flash ? 4.0 * m.heads : 0) + mlp_inner + extra;
+  // Attention scores when not using FlashAttention: softmax output 2as per token, plus dropout mask (as) and
+  // dropout output (2as) when dropout is on (Korthikanti's 5as^2b).
+  double scores = flash ? 0 : double(m.heads) * s * (dropout ? 5.0 : 2.0);
+  if (rc == Recompute::kSelective) scores = 0;  // selective recompute drops exactly the attention core
+  const double tokens = s * b;
+  if (rc == Recompute::kFull) {
+    // Only the layer input is kept (2h per token), sharded by SP if on.
+    return tokens * 2 * h / (sp ? t : 1);
+  }
+  const double per_token = (sp ? replicated / t : replicated) + (sharded + scores) / t;
+  return tokens * per_token;
+}
+
+namespace {
+
+struct StageShare {
+  double layer_params = 0;     // parameters of this stage's layers held on one GPU
+  double expert_params = 0;    // routed-expert parameters (sharded by EP too)
+  double non_layer_params = 0; // embedding / head on this GPU
+};
+
+// Parameters held by one GPU of pipeline stage `stage`.
+// Layers on pipeline stage `stage`: an uneven split puts the extra layers on the first stages.
+int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage) {
+  return m.layers / p.pp + (stage < m.layers % p.pp ? 1 : 0);
+}
+
+StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Parallelism& p, int stage) {
+  StageShare s;
+  const double layers_here = LayersOnStage(m, p, stage);
+  const double dense_layer_params = (c.attention + c.mlp_dense + c.moe_shared + c.router + (c.norms - 0)) / m.layers;
+  s.layer_params = dense_layer_params * layers_here / p.tp;
+  s.expert_params = c.moe_experts / m.layers * layers_here / (p.tp * p.ep);
+  const bool first = stage == 0, last = stage == p.pp - 1;
+  if (first) s.non_layer_params += c.embedding / p.tp;
+  if (last) s.non_layer_params += (m.tie_embeddings ? (p.pp > 1 ? c.embedding : 0.0) : c.lm_head) / p.tp;
+  return s;
+}
+
+}  // namespace
+
+Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
+  FitRequest r = req;
+  if (r.weights.id.empty()) r.weights = *ParseWeightFormat("bf16");
+  SUANLI_RETURN_IF_ERROR(ValidateRequest(m, r));
+  const auto& p = r.par;
+  FitResult f;
+  f.params = CountParams(m);
+  const ParamCounts& c = f.params;
+  const bool training = r.mode == Mode::kTrain;
+  const bool finetune = r.mode == Mode::kLora || r.mode == Mode::kQlora;
+
+  // ---- weight storage format ----
+  WeightFormat wf = r.weights;
+  if (r.mode == Mode::kQlora) wf = *ParseWeightFormat("nf4");
+  if (training && wf.bits_per_weight < 16)
+    return InvalidArgument(fmt::format("full training needs 16- or 32-bit weights, not '{}'; use --mode qlora for "
+                                       "4-bit base weights",
+                                       wf.id));
+  const double lin_bytes = wf.bits_per_weight / 8.0;
+  const double emb_bytes = wf.quantizes_embeddings ? lin_bytes : 2.0;
+
+  // ---- model states per parameter (unsharded) ----
+  double w_b = lin_bytes, g_b = 0, o_b = 0;
+  if (training) {
+    const bool fp32 = wf.bits_per_weight >= 32;
+    g_b = (fp32 || r.fp32_grads) ? 4 : 2;
+    const double master = (fp32 || !r.master_weights) ? 0 : 4;
+    switch (r.optimizer) {
+      case Optimizer::kAdam: o_b = master + 8; break;
+      case Optimizer::kAdam8bit: o_b = master + 2; break;
+      case Optimizer::kSgd: o_b = master + 4; break;
+    }
+    f.notes.push_back(fmt::format(
+        "model states: {:.0f} B/param = {:.0f} weights + {:.0f} gradients + {:.0f} optimizer ({}{}{})", w_b + g_b + o_b,
+        w_b, g_b, o_b, OptimizerName(r.optimizer), master > 0 ? " with FP32 master weights" : "",
+        (r.optimizer == Optimizer::kAdam && master > 0)
+            ? (g_b == 2 ? "; the ZeRO paper's 16 B/param convention" : "; Megatron's 18 B/param convention (FP32 grads)")
+            : ""));
+  }
+  f.bytes_per_param_states = w_b + g_b + o_b;
+
+  // ---- per stage ----
+  const int zero_group = p.dp * p.cp;       // ZeRO / distributed optimizer shard over DP x CP
+  const int expert_zero_group = std::max(1, zero_group / p.ep);
+  const double s_local = static_cast<double>(r.seq) / p.cp;
+  const int64_t num_micro = training ? r.batch / (p.dp * r.micro_batch) : 1;
+
+  // LoRA adapters: r x (in + out) per targeted matrix per layer.
+  double adapter_params = 0;
+  if (finetune) {
+    const double h = static_cast<double>(m.hidden);
+    const double q = m.mla ? double(m.heads) * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim)
+                           : double(m.heads) * m.head_dim;
+    const double kv = m.mla ? double(m.mla->kv_lora_rank) : double(m.kv_heads) * m.head_dim;
+    const double ffn = static_cast<double>(m.ffn);
+    std::vector<std::string> t = r.lora_targets;
+    if (t.size() == 1 && (t[0] == "all" || t[0] == "all-linear")) t = {"q", "k", "v", "o", "gate", "up", "down"};
+    for (const auto& name : t) {
+      double in = 0, out = 0;
+      if (name == "q") in = h, out = q;
+      else if (name == "k" || name == "v") in = h, out = kv;
+      else if (name == "o") in = q, out = h;
+      else if (name == "gate" || name == "up") in = h, out = ffn;
+      else if (name == "down") in = ffn, out = h;
+      else
+        return InvalidArgument(fmt::format("unknown LoRA target '{}' (valid: q, k, v, o, gate, up, down, all){}", name,
+                                           DidYouMean(name, {"q", "k", "v", "o", "gate", "up", "down", "all"})));
+      if (name == "gate" && !m.gated_mlp) continue;  // no gate matrix in a plain MLP
+      adapter_params += r.lora_rank * (in + out) * m.layers;
+    }
+    // Adapter states per parameter: LoRA keeps FP32 adapters (PEFT default) = 4 + 4 grads + 8 Adam;
+    // QLoRA keeps them in the bf16 compute dtype with 32-bit paged AdamW = 2 + 2 + 8.
+    const double aw = r.mode == Mode::kQlora ? 2 : 4;
+    f.notes.push_back(fmt::format("LoRA rank {}: {} trainable adapter parameters, {:.0f} B each (weights + grads + Adam)",
+                                  r.lora_rank, FormatCount(adapter_params), aw * 2 + 8));
+    if (r.mode == Mode::kQlora)
+      f.notes.push_back("QLoRA: NF4 base weights with double quantisation; paged AdamW can move the optimizer "
+                        "states to host memory under pressure, so the peak may be lower than shown");
+  }
+  f.trainable_params = training ? c.total : adapter_params;
+
+  const Recompute rc = finetune ? (r.gradient_checkpointing ? Recompute::kFull : Recompute::kNone) : r.recompute;
+  const double act_layer = LayerActivationBytes(m, s_local, static_cast<double>(r.micro_batch), p.tp,
+                                                p.sequence_parallel, rc, r.flash_attention, r.dropout);
+  const double act_layer_full = LayerActivationBytes(m, s_local, static_cast<double>(r.micro_batch), p.tp,
+                                                     p.sequence_parallel, Recompute::kNone, r.flash_attention, r.dropout);
+
+  MemoryBreakdown best;
+  double best_total = -1;
+  std::string best_stage;
+  double best_params = 0;
+  int best_inflight = 0;
+  for (int stage = 0; stage < p.pp; stage += std::max(1, p.pp - 1)) {
+    const StageShare sh = ParamsOnGpu(m, c, p, stage);
+    MemoryBreakdown b;
+    const double dense = sh.layer_params, experts = sh.expert_params, nonlayer = sh.non_layer_params;
+    const double params_here = dense + experts + nonlayer;
+    if (training) {
+      // ZeRO: 1 shards optimizer states, 2 also gradients, 3 also weights, over the DP x CP group.
+      auto shard = [&](double params, int group, double bytes, int from_stage) {
+        return p.zero >= from_stage ? params * bytes / group : params * bytes;
+      };
+      const double nonexp = dense + nonlayer;
+      b.weights = shard(nonexp, zero_group, w_b, 3) + shard(experts, expert_zero_group, w_b, 3);
+      b.gradients = shard(nonexp, zero_group, g_b, 2) + shard(experts, expert_zero_group, g_b, 2);
+      b.optimizer = shard(nonexp, zero_group, o_b, 1) + shard(experts, expert_zero_group, o_b, 1);
+      if (p.zero == 3 && zero_group > 1) {
+        // Working set of gathered parameters: the current layer and one prefetched (FSDP/DeepSpeed default).
+        b.weights += 2.0 * (c.per_layer_total / p.tp) * w_b;
+      }
+    } else {
+      // Inference and fine-tuning: the base weights in their storage format.
+      b.weights = (dense + experts) * lin_bytes + nonlayer * emb_bytes;
+      if (finetune) {
+        const double aw = r.mode == Mode::kQlora ? 2 : 4;
+        const double adapters_here = adapter_params / p.pp / p.tp;
+        b.weights += adapters_here * aw;
+        b.gradients = adapters_here * aw;
+        b.optimizer = adapters_here * 8;
+        if (r.mode == Mode::kQlora) {
+          // One linear layer dequantised to bf16 at a time.
+          const double biggest = std::max<double>(double(m.hidden) * m.ffn, double(m.hidden) * m.heads * m.head_dim);
+          b.activations += biggest * 2 / p.tp;
+        }
+      }
+    }
+    // Activations.
+    int inflight = 1;
+    if (training || finetune) {
+      if (stage == 0) {
+        inflight = static_cast<int>(std::min<int64_t>(p.pp, std::max<int64_t>(1, num_micro)));
+      }
+      double act = act_layer * LayersOnStage(m, p, stage) * inflight;
+      if (p.interleave > 1 && stage == 0 && num_micro >= p.pp) {
+        act *= 1.0 + static_cast<double>(p.pp - 1) / (p.pp * p.interleave);  // Korthikanti et al. §4.2.3
+      }
+      if (rc == Recompute::kFull) act += act_layer_full;  // one layer recomputed during backward
+      b.activations += act;
+      if (stage == p.pp - 1) {
+        b.logits = s_local * static_cast<double>(r.micro_batch) * static_cast<double>(m.vocab) * kLogitBytesPerElem / p.tp;
+      }
+    } else {
+      // Inference forward workspace: one layer's transient tensors for one prefill chunk, plus logits of the
+      // last position of each sequence (FP32).
+      const double tokens = std::min(static_cast<double>(r.batch) * static_cast<double>(r.seq), kPrefillChunkTokens);
+      const double h = static_cast<double>(m.hidden);
+      const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
+      const double ffn = m.moe ? double(m.moe->expert_ffn) * m.moe->experts_per_token + m.moe->shared_ffn
+                               : static_cast<double>(m.ffn);
+      b.activations += tokens * 2 * (3 * h + (q + 2 * kv + (m.gated_mlp ? 3 : 2) * ffn) / p.tp);
+      if (stage == p.pp - 1) b.logits = static_cast<double>(r.batch) * static_cast<double>(m.vocab) * 4 / p.tp;
+      b.kv_cache = KvCacheBytes(m, r.kv_bytes_per_elem, r.batch, r.seq, p.tp) / p.pp;
+    }
+    // The caching allocator fragments around tensors allocated and freed every step (activations, logits,
+    // gradients); weights, optimizer states and a pre-allocated KV cache are long-lived, large blocks.
+    const double dynamic = b.gradients + b.activations + b.logits;
+    const bool collectives = p.tp > 1 || p.pp > 1 || p.dp > 1 || p.cp > 1 || p.ep > 1;
+    b.overhead = r.overhead.cuda_context_bytes + r.overhead.fragmentation * dynamic +
+                 (collectives ? (r.overhead.nccl_buffers_bytes > 0 ? r.overhead.nccl_buffers_bytes : kNcclBufferBytes)
+                              : 0.0);
+    if (b.Total() > best_total) {
+      best_total = b.Total();
+      best = b;
+      best_stage = p.pp == 1 ? "every GPU" : (stage == 0 ? "first pipeline stage" : "last pipeline stage");
+      best_params = params_here;
+      best_inflight = inflight;
+    }
+    if (p.pp == 1) break;
+  }
+  f.breakdown = best;
+  f.per_gpu_peak_bytes = best_total;
+  f.peak_stage = best_stage;
+  f.params_per_gpu = best_params;
+  f.in_flight_micro_batches = best_inflight;
+  f.kv_cache_bytes_per_token = KvBytesPerToken(m, r.kv_bytes_per_elem, 1);
+  if (training || finetune) {
+    f.peak_moment = fmt::format(
+        "end of the forward pass with {} micro-batch(es) in flight, gradient buffers and optimizer states resident",
+        best_inflight);
+  } else {
+    f.peak_moment = "prefill of a full batch with the KV cache filled to the whole context";
+  }
+  if (r.flash_attention) f.notes.push_back("FlashAttention: no s^2 attention-score tensors are stored");
+  if (training && p.zero == 3 && zero_group > 1)
+    f.notes.push_back("ZeRO-3/FSDP: two layers' parameters are gathered at a time (current + prefetch)");
+  return f;
+}
+
+FitVerdict CheckFit(const FitResult& f, const GpuSpec& gpu) {
+  FitVerdict v;
+  v.capacity_bytes = gpu.memory_bytes.value;
+  v.headroom_bytes = v.capacity_bytes - f.per_gpu_peak_bytes;
+  v.fits = v.headroom_bytes >= 0;
+  return v;
+}
+
+MinGpus FindMinGpus(const ModelSpec& m, const FitRequest& req, const GpuSpec& gpu, int max_gpus) {
+  MinGpus best;
+  const bool training = req.mode == Mode::kTrain;
+  std::vector<int> tps;
+  for (int t : {1, 2, 4, 8})
+    if (m.heads % t == 0 && (m.mla || m.kv_heads % t == 0 || t % m.kv_heads == 0)) tps.push_back(t);
+  std::string last_error;
+  for (int n = 1; n <= max_gpus; ++n) {
+    double best_peak = -1;
+    Parallelism best_par;
+    for (int t : tps) {
+      if (n % t != 0) continue;
+      for (int pp = 1; pp <= std::min(m.layers, n / t); ++pp) {
+        if ((n / t) % pp != 0) continue;
+        const int dp = n / t / pp;
+        if (!training && dp != 1) continue;  // inference: replicas do not reduce memory per GPU
+        for (int zero : training ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{req.par.zero}) {
+          if (training && dp == 1 && zero > 0) continue;
+          FitRequest r = req;
+          r.par = Parallelism{};
+          r.par.tp = t;
+          r.par.pp = pp;
+          r.par.dp = dp;
+          r.par.zero = zero;
+          r.par.sequence_parallel = t > 1 && req.mode == Mode::kTrain;
+          if (training) r.batch = r.micro_batch * dp * std::max(1, pp);  // enough micro-batches to fill the pipeline
+          auto est = EstimateMemory(m, r);
+          if (!est.ok()) {
+            last_error = est.status().message();
+            continue;
+          }
+          if (est->per_gpu_peak_bytes <= gpu.memory_bytes.value &&
+              (best_peak < 0 || est->per_gpu_peak_bytes < best_peak)) {
+            best_peak = est->per_gpu_peak_bytes;
+            best_par = r.par;
+          }
+        }
+      }
+    }
+    if (best_peak >= 0) {
+      best.gpus = n;
+      best.layout = best_par;
+      best.per_gpu_peak_bytes = best_peak;
+      return best;
+    }
+    // Inference beyond 8-way TP and the layer count cannot shard further.
+    if (!training && n > 8 * m.layers) break;
+  }
+  best.reason = last_error.empty() ? fmt::format("does not fit on up to {} GPUs of {}", max_gpus, gpu.id) : last_error;
+  return best;
+}
+
+namespace {
+template <typename F>
+int64_t LargestTrue(int64_t lo, int64_t hi, F ok) {
+  if (!ok(lo)) return 0;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (ok(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+}  // namespace
+
+int64_t MaxBatchThatFits(const ModelSpec& m, FitRequest r, const GpuSpec& gpu) {
+  const bool training = r.mode != Mode::kInfer;
+  return LargestTrue(1, int64_t(1) << 20, [&](int64_t b) {
+    FitRequest q = r;
+    if (training) {
+      q.micro_batch = b;
+      q.batch = b * q.par.dp * std::max<int64_t>(1, q.batch / (r.micro_batch * q.par.dp));
+    } else {
+      q.batch = b;
+    }
+    auto e = EstimateMemory(m, q);
+    return e.ok() && e->per_gpu_peak_bytes <= gpu.memory_bytes.value;
+  });
+}
+
+int64_t MaxContextThatFits(const ModelSpec& m, FitRequest r, const GpuSpec& gpu) {
+  const int64_t hi = std::max<int64_t>(m.max_positions, 1) ;
+  return LargestTrue(1, hi, [&](int64_t s) {
+    FitRequest q = r;
+    q.seq = s;
+    if (q.par.cp > 1 && s % q.par.cp != 0) q.seq = (s / q.par.cp) * q.par.cp;
+    if (q.seq < 1) return false;
+    auto e = EstimateMemory(m, q);
+    return e.ok() && e->per_gpu_peak_bytes <= gpu.memory_bytes.value;
+  });
+}
+
+}  // namespace suanli
