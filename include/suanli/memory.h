@@ -129,6 +129,16 @@ MinGpus FindMinGpus(const ModelSpec& m, const FitRequest& r, const GpuSpec& gpu,
 int64_t MaxBatchThatFits(const ModelSpec& m, FitRequest r, const GpuSpec& gpu);
 int64_t MaxContextThatFits(const ModelSpec& m, FitRequest r, const GpuSpec& gpu);
 
+// Model states (weights, gradients, optimizer) on one GPU for `params` parameters stored
+// with the given bytes per parameter, under ZeRO stage `zero` sharded over `group` ranks
+// (Rajbhandari et al. 2020: stage 1 shards optimizer states, 2 also gradients, 3 also weights).
+struct ModelStateBytes {
+  double weights = 0, gradients = 0, optimizer = 0;
+  double Total() const { return weights + gradients + optimizer; }
+};
+ModelStateBytes ShardModelStates(double params, double weight_bytes, double grad_bytes, double optimizer_bytes,
+                                 int zero, int group);
+
 // Activation bytes stored by one transformer layer for `tokens` tokens (s*b) of one
 // micro-batch at sequence length `seq`, on one GPU (Korthikanti et al. 2022 generalised;
 // docs/methodology.md §3). Exposed for tests.

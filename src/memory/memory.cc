@@ -194,6 +194,15 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
   return Status::Ok();
 }
 
+ModelStateBytes ShardModelStates(double params, double wb, double gb, double ob, int zero, int group) {
+  group = std::max(1, group);
+  ModelStateBytes m;
+  m.weights = params * wb / (zero >= 3 ? group : 1);
+  m.gradients = params * gb / (zero >= 2 ? group : 1);
+  m.optimizer = params * ob / (zero >= 1 ? group : 1);
+  return m;
+}
+
 double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool sp, Recompute rc, bool flash,
                             bool dropout) {
   const double h = static_cast<double>(m.hidden);
@@ -362,13 +371,11 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     const double params_here = dense + experts + nonlayer;
     if (training) {
       // ZeRO: 1 shards optimizer states, 2 also gradients, 3 also weights, over the DP x CP group.
-      auto shard = [&](double params, int group, double bytes, int from_stage) {
-        return p.zero >= from_stage ? params * bytes / group : params * bytes;
-      };
-      const double nonexp = dense + nonlayer;
-      b.weights = shard(nonexp, zero_group, w_b, 3) + shard(experts, expert_zero_group, w_b, 3);
-      b.gradients = shard(nonexp, zero_group, g_b, 2) + shard(experts, expert_zero_group, g_b, 2);
-      b.optimizer = shard(nonexp, zero_group, o_b, 1) + shard(experts, expert_zero_group, o_b, 1);
+      const ModelStateBytes a = ShardModelStates(dense + nonlayer, w_b, g_b, o_b, p.zero, zero_group);
+      const ModelStateBytes e = ShardModelStates(experts, w_b, g_b, o_b, p.zero, expert_zero_group);
+      b.weights = a.weights + e.weights;
+      b.gradients = a.gradients + e.gradients;
+      b.optimizer = a.optimizer + e.optimizer;
       if (p.zero == 3 && zero_group > 1) {
         // Working set of gathered parameters: the current layer and one prefetched (FSDP/DeepSpeed default).
         b.weights += 2.0 * (c.per_layer_total / p.tp) * w_b;

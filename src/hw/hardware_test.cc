@@ -1,0 +1,133 @@
+#include "suanli/hardware.h"
+
+#include <gtest/gtest.h>
+
+namespace suanli {
+namespace {
+
+const char* kMinimalGpu = R"(
+id = "test-gpu"
+name = "Test GPU"
+vendor = "nvidia"
+architecture = "hopper"
+form_factor = "sxm"
+segment = "datacenter"
+[sources]
+ds = "a datasheet"
+[dense]
+bf16 = { value = "100 TFLOPS", source = "ds" }
+[memory]
+capacity = { value = "10 GiB", source = "ds" }
+bandwidth = { value = "1 TB/s", source = "ds" }
+)";
+
+TEST(ParseGpuToml, MinimalFileLoads) {
+  auto g = ParseGpuToml(kMinimalGpu, "test.toml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->id, "test-gpu");
+  EXPECT_DOUBLE_EQ(*g->PeakFlops(Precision::kBf16), 100e12);
+  EXPECT_FALSE(g->PeakFlops(Precision::kFp8).has_value());  // absent = unsupported
+  EXPECT_EQ(g->memory_bytes.source, "a datasheet");
+}
+
+TEST(ParseGpuToml, UnknownKeyIsAnErrorNamingFileAndKey) {
+  std::string text = std::string(kMinimalGpu) + "\n[power]\ntdpp = { value = \"700 W\", source = \"ds\" }\n";
+  auto g = ParseGpuToml(text, "bad.toml");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("bad.toml"), std::string::npos);
+  EXPECT_NE(g.status().message().find("power.tdpp"), std::string::npos);
+  EXPECT_NE(g.status().message().find("did you mean 'tdp'"), std::string::npos);
+}
+
+TEST(ParseGpuToml, MissingUnitIsAnError) {
+  std::string text = kMinimalGpu;
+  text.replace(text.find("\"10 GiB\""), 8, "\"10\"");
+  auto g = ParseGpuToml(text, "nounit.toml");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("memory.capacity"), std::string::npos);
+  EXPECT_NE(g.status().message().find("no unit"), std::string::npos);
+}
+
+TEST(ParseGpuToml, UndefinedSourceIsAnError) {
+  std::string text = kMinimalGpu;
+  text.replace(text.find("source = \"ds\" }\n[memory]"), 15, "source = \"dz\" }");
+  auto g = ParseGpuToml(text, "src.toml");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("'dz' is not defined"), std::string::npos);
+}
+
+TEST(ParseGpuToml, TruncatedAndBinaryInputGiveErrors) {
+  EXPECT_FALSE(ParseGpuToml(std::string(kMinimalGpu).substr(0, 120), "t.toml").ok());
+  EXPECT_FALSE(ParseGpuToml(std::string("\x00\xff\xfe[[[", 7), "b.toml").ok());
+}
+
+class Catalog : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto c = HardwareCatalog::Load(CatalogOptions{});
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    catalog_ = new HardwareCatalog(std::move(c).value());
+  }
+  static void TearDownTestSuite() { delete catalog_; }
+  static HardwareCatalog* catalog_;
+};
+HardwareCatalog* Catalog::catalog_ = nullptr;
+
+TEST_F(Catalog, HasEveryRequiredSku) {
+  for (const char* id : {"v100-sxm-16gb", "v100-sxm-32gb", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-40gb",
+                         "a100-pcie-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h200-sxm", "h200-nvl", "b200",
+                         "gb200", "l40s", "l4", "a10", "t4", "rtx-a6000", "rtx-6000-ada", "rtx-3090", "rtx-4090",
+                         "rtx-5090", "rtx-4060-laptop", "mi250x", "mi300x", "mi325x", "gaudi2", "gaudi3"}) {
+    auto g = catalog_->FindGpu(id);
+    EXPECT_TRUE(g.ok()) << id;
+  }
+}
+
+TEST_F(Catalog, AliasesResolveToCanonicalIds) {
+  EXPECT_EQ((*catalog_->FindGpu("h100"))->id, "h100-sxm");
+  EXPECT_EQ((*catalog_->FindGpu("H100"))->id, "h100-sxm");
+  EXPECT_EQ((*catalog_->FindGpu("4090"))->id, "rtx-4090");
+}
+
+TEST_F(Catalog, UnknownGpuSuggestsNearest) {
+  auto g = catalog_->FindGpu("h100-smx");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("did you mean"), std::string::npos);
+}
+
+TEST_F(Catalog, DatasheetValuesAndSources) {
+  const GpuSpec* h = *catalog_->FindGpu("h100-sxm");
+  EXPECT_NEAR(*h->PeakFlops(Precision::kBf16), 989.4e12, 1e12);
+  EXPECT_NEAR(h->memory_bandwidth_bytes_per_s.value, 3.35e12, 1e9);
+  EXPECT_FALSE(h->memory_bytes.source.empty());
+  // FP8 needs Hopper or newer; FP4 needs Blackwell.
+  EXPECT_FALSE((*catalog_->FindGpu("a100-sxm-80gb"))->Supports(Precision::kFp8));
+  EXPECT_TRUE(h->Supports(Precision::kFp8));
+  EXPECT_FALSE(h->Supports(Precision::kFp4));
+  EXPECT_TRUE((*catalog_->FindGpu("b200"))->Supports(Precision::kFp4));
+  // V100 has FP16 tensor cores but no BF16.
+  EXPECT_FALSE((*catalog_->FindGpu("v100-sxm-32gb"))->Supports(Precision::kBf16));
+}
+
+TEST_F(Catalog, EveryValueCarriesASource) {
+  for (const auto& g : catalog_->gpus()) {
+    for (const auto& [p, s] : g.dense_peak) EXPECT_FALSE(s.source.empty()) << g.id << " " << PrecisionKey(p);
+    EXPECT_FALSE(g.memory_bytes.source.empty()) << g.id;
+    EXPECT_FALSE(g.memory_bandwidth_bytes_per_s.source.empty()) << g.id;
+    EXPECT_GT(g.memory_bytes.value, 1e9) << g.id;
+  }
+}
+
+TEST_F(Catalog, InterconnectsUseBytesPerSecond) {
+  auto ndr = catalog_->FindInterconnect("ib-ndr");
+  ASSERT_TRUE(ndr.ok()) << ndr.status().message();
+  EXPECT_NEAR((*ndr)->bandwidth_per_direction_bytes_per_s.value, 50e9, 1e9);  // 400 Gb/s
+  for (const char* id : {"nvlink3", "nvlink4", "nvlink5", "pcie-gen3-x16", "pcie-gen4-x16", "pcie-gen5-x16",
+                         "pcie-gen6-x16", "ib-hdr", "ib-xdr", "roce-200g", "eth-1g", "eth-10g", "eth-25g", "eth-100g",
+                         "eth-400g"}) {
+    EXPECT_TRUE(catalog_->FindInterconnect(id).ok()) << id;
+  }
+}
+
+}  // namespace
+}  // namespace suanli

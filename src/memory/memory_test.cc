@@ -1,0 +1,239 @@
+#include "suanli/memory.h"
+
+#include <gtest/gtest.h>
+
+namespace suanli {
+namespace {
+
+class Memory : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    models_ = new ModelCatalog(*ModelCatalog::Load(CatalogOptions{}));
+    hw_ = new HardwareCatalog(*HardwareCatalog::Load(CatalogOptions{}));
+  }
+  static void TearDownTestSuite() {
+    delete models_;
+    delete hw_;
+  }
+  static ModelSpec M(const char* id) { return *models_->Resolve(id); }
+  static const GpuSpec& G(const char* id) { return **hw_->FindGpu(id); }
+  static FitResult Est(const ModelSpec& m, const FitRequest& r) {
+    auto e = EstimateMemory(m, r);
+    EXPECT_TRUE(e.ok()) << e.status().message();
+    return e.ok() ? *e : FitResult{};
+  }
+  static ModelCatalog* models_;
+  static HardwareCatalog* hw_;
+};
+ModelCatalog* Memory::models_ = nullptr;
+HardwareCatalog* Memory::hw_ = nullptr;
+
+FitRequest Infer(const char* weights = "bf16", int64_t batch = 1, int64_t seq = 4096) {
+  FitRequest r;
+  r.weights = *ParseWeightFormat(weights);
+  r.batch = batch;
+  r.seq = seq;
+  return r;
+}
+
+// scenarios.md: "A 7B model in FP16: about 14 GB; INT8 about 7 GB; INT4 under 5 GB."
+TEST_F(Memory, SevenBWeightsByFormat) {
+  const ModelSpec m = M("llama-2-7b");
+  EXPECT_NEAR(Est(m, Infer("fp16")).breakdown.weights / 1e9, 13.5, 0.5);
+  EXPECT_NEAR(Est(m, Infer("int8")).breakdown.weights / 1e9, 7.0, 0.5);
+  EXPECT_LT(Est(m, Infer("int4")).breakdown.weights / 1e9, 5.0);
+  EXPECT_LT(Est(m, Infer("q4_k_m")).breakdown.weights, Est(m, Infer("q8_0")).breakdown.weights);
+  // "A 7B INT8 model serves comfortably in 12-16 GB": a 16 GB T4 holds it with a 4k context.
+  EXPECT_TRUE(CheckFit(Est(m, Infer("int8", 1, 4096)), G("t4")).fits);
+}
+
+// scenarios.md: "Can a 70B model in FP16 run on one H100 80GB?" No; two at TP=2.
+TEST_F(Memory, SeventyBDoesNotFitOneH100) {
+  const ModelSpec m = M("llama-2-70b");
+  const FitResult f = Est(m, Infer("fp16"));
+  EXPECT_GT(f.breakdown.weights / 1e9, 135);
+  EXPECT_FALSE(CheckFit(f, G("h100-sxm")).fits);
+  const MinGpus mg = FindMinGpus(m, Infer("fp16"), G("h100-sxm"));
+  EXPECT_EQ(mg.gpus, 2);
+  EXPECT_EQ(mg.layout.tp * mg.layout.pp, 2);
+}
+
+// scenarios.md: 7B full fine-tune does not fit a 24 GB card; LoRA and QLoRA do.
+TEST_F(Memory, SevenBFineTuningOnA24GBCard) {
+  const ModelSpec m = M("llama-2-7b");
+  FitRequest r;
+  r.seq = 512;
+  r.mode = Mode::kTrain;
+  EXPECT_FALSE(CheckFit(Est(m, r), G("rtx-4090")).fits);
+  r.mode = Mode::kLora;
+  EXPECT_TRUE(CheckFit(Est(m, r), G("rtx-4090")).fits);
+  EXPECT_TRUE(CheckFit(Est(m, r), G("rtx-3090")).fits);
+  r.mode = Mode::kQlora;
+  const FitResult q = Est(m, r);
+  EXPECT_TRUE(CheckFit(q, G("rtx-4090")).fits);
+  EXPECT_LT(q.per_gpu_peak_bytes, 10e9);  // "comfortably"
+}
+
+// scenarios.md: an 8 GB RTX 4060 Laptop runs 1.5B-3B quantised inference, and 7B QLoRA only with
+// gradient checkpointing and short sequences.
+TEST_F(Memory, LaptopGpu) {
+  const GpuSpec& laptop = G("rtx-4060-laptop");
+  EXPECT_TRUE(CheckFit(Est(M("llama-3.2-3b"), Infer("int4", 1, 4096)), laptop).fits);
+  FitRequest r;
+  r.mode = Mode::kQlora;
+  r.seq = 512;
+  EXPECT_TRUE(CheckFit(Est(M("llama-2-7b"), r), laptop).fits);
+  r.seq = 4096;
+  r.gradient_checkpointing = false;
+  EXPECT_FALSE(CheckFit(Est(M("llama-2-7b"), r), laptop).fits);
+}
+
+TEST_F(Memory, AdamConventionIsExplicitAndSelectable) {
+  const ModelSpec m = M("llama-2-7b");
+  FitRequest r;
+  r.mode = Mode::kTrain;
+  r.seq = 512;
+  const FitResult a16 = Est(m, r);
+  EXPECT_DOUBLE_EQ(a16.bytes_per_param_states, 16);
+  r.fp32_grads = true;
+  EXPECT_DOUBLE_EQ(Est(m, r).bytes_per_param_states, 18);
+  r.fp32_grads = false;
+  r.optimizer = Optimizer::kAdam8bit;
+  EXPECT_DOUBLE_EQ(Est(m, r).bytes_per_param_states, 10);
+  r.optimizer = Optimizer::kSgd;
+  EXPECT_DOUBLE_EQ(Est(m, r).bytes_per_param_states, 12);
+}
+
+TEST_F(Memory, ZeroShardsOverDataParallelNotGpuCount) {
+  const ModelSpec m = M("llama-2-7b");
+  FitRequest r;
+  r.mode = Mode::kTrain;
+  r.seq = 1024;
+  r.par.dp = 8;
+  r.batch = 8;
+  double prev = 1e300;
+  for (int z = 0; z <= 3; ++z) {
+    r.par.zero = z;
+    const FitResult f = Est(m, r);
+    EXPECT_LT(f.breakdown.weights + f.breakdown.gradients + f.breakdown.optimizer, prev) << "ZeRO-" << z;
+    prev = f.breakdown.weights + f.breakdown.gradients + f.breakdown.optimizer;
+  }
+  // With TP=2 and the same DP, the optimizer shard is halved again by TP, not by the GPU count.
+  r.par.zero = 1;
+  const double opt_dp8 = Est(m, r).breakdown.optimizer;
+  r.par.tp = 2;
+  EXPECT_NEAR(Est(m, r).breakdown.optimizer, opt_dp8 / 2, opt_dp8 * 0.01);
+}
+
+TEST_F(Memory, RecomputeOrdersActivations) {
+  const ModelSpec m = M("llama-2-13b");
+  FitRequest r;
+  r.mode = Mode::kTrain;
+  r.seq = 4096;
+  r.flash_attention = false;
+  r.recompute = Recompute::kNone;
+  const double none = Est(m, r).breakdown.activations;
+  r.recompute = Recompute::kSelective;
+  const double sel = Est(m, r).breakdown.activations;
+  r.recompute = Recompute::kFull;
+  const double full = Est(m, r).breakdown.activations;
+  EXPECT_GT(none, sel);
+  EXPECT_GT(sel, full);
+}
+
+TEST_F(Memory, PipelineFirstStageHoldsInFlightMicroBatches) {
+  const ModelSpec m = M("llama-2-70b");
+  FitRequest r;
+  r.mode = Mode::kTrain;
+  r.seq = 4096;
+  r.par.tp = 8;
+  r.par.pp = 4;
+  r.batch = 16;  // 16 micro-batches of 1
+  const FitResult f = Est(m, r);
+  EXPECT_EQ(f.in_flight_micro_batches, 4);
+  EXPECT_EQ(f.peak_stage, "first pipeline stage");
+  // Same total activations as PP=1 (p micro-batches x L/p layers = L layers' worth) at TP=8.
+  FitRequest one = r;
+  one.par.pp = 1;
+  EXPECT_NEAR(f.breakdown.activations, Est(m, one).breakdown.activations, 0.05 * f.breakdown.activations);
+}
+
+TEST_F(Memory, KvCacheScalesWithBatchContextAndDtype) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const double kv1 = Est(m, Infer("bf16", 1, 8192)).breakdown.kv_cache;
+  EXPECT_DOUBLE_EQ(Est(m, Infer("bf16", 4, 8192)).breakdown.kv_cache, 4 * kv1);
+  FitRequest r = Infer("bf16", 1, 8192);
+  r.kv_bytes_per_elem = 1;
+  EXPECT_DOUBLE_EQ(Est(m, r).breakdown.kv_cache, kv1 / 2);
+  EXPECT_DOUBLE_EQ(kv1, 8192.0 * 2 * 32 * 8 * 128 * 2);
+}
+
+TEST_F(Memory, BadLayoutsGetSpecificErrors) {
+  const ModelSpec m = M("llama-2-7b");
+  FitRequest r = Infer();
+  r.par.tp = 3;
+  auto e = EstimateMemory(m, r);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("does not divide the 32 attention heads"), std::string::npos);
+  EXPECT_NE(e.status().message().find("valid TP: 1, 2, 4, 8, 16, 32"), std::string::npos);
+  r.par.tp = 1;
+  r.par.pp = 64;
+  EXPECT_NE(EstimateMemory(m, r).status().message().find("exceeds the 32 layers"), std::string::npos);
+  r.par.pp = 1;
+  r.par.ep = 2;
+  EXPECT_NE(EstimateMemory(m, r).status().message().find("mixture-of-experts"), std::string::npos);
+  r.par.ep = 1;
+  r.seq = 0;
+  EXPECT_FALSE(EstimateMemory(m, r).ok());
+  r.seq = int64_t(1) << 40;
+  EXPECT_FALSE(EstimateMemory(m, r).ok());
+  FitRequest t;
+  t.mode = Mode::kTrain;
+  t.par.dp = 4;
+  t.batch = 6;
+  EXPECT_NE(EstimateMemory(m, t).status().message().find("not divisible"), std::string::npos);
+  t.batch = 8;
+  t.weights = *ParseWeightFormat("int4");
+  EXPECT_NE(EstimateMemory(m, t).status().message().find("qlora"), std::string::npos);
+  EXPECT_NE(ParseWeightFormat("nf3").status().message().find("did you mean"), std::string::npos);
+}
+
+TEST_F(Memory, MoreTensorParallelismNeverRaisesPerGpuWeights) {
+  const ModelSpec m = M("llama-3.1-70b");
+  double prev = 1e300;
+  for (int tp : {1, 2, 4, 8}) {
+    FitRequest r = Infer();
+    r.par.tp = tp;
+    const double w = Est(m, r).breakdown.weights;
+    EXPECT_LT(w, prev);
+    prev = w;
+  }
+}
+
+TEST_F(Memory, MaxBatchAndContextAreTheLargestThatFit) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  FitRequest r = Infer("bf16", 1, 8192);
+  const int64_t b = MaxBatchThatFits(m, r, g);
+  ASSERT_GT(b, 1);
+  r.batch = b;
+  EXPECT_TRUE(CheckFit(Est(m, r), g).fits);
+  r.batch = b + 1;
+  EXPECT_FALSE(CheckFit(Est(m, r), g).fits);
+}
+
+TEST_F(Memory, MixtureOfExpertsShardsExpertsByEp) {
+  const ModelSpec m = M("mixtral-8x7b");
+  FitRequest r;
+  r.mode = Mode::kTrain;
+  r.seq = 2048;
+  r.par.dp = 8;
+  r.batch = 8;
+  const double w1 = Est(m, r).breakdown.weights;
+  r.par.ep = 8;
+  const double w8 = Est(m, r).breakdown.weights;
+  EXPECT_LT(w8, w1 / 3);  // experts are ~97% of Mixtral's parameters
+}
+
+}  // namespace
+}  // namespace suanli

@@ -1,0 +1,155 @@
+#include "suanli/model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+namespace suanli {
+namespace {
+
+class Models : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto c = ModelCatalog::Load(CatalogOptions{});
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    catalog_ = new ModelCatalog(std::move(c).value());
+  }
+  static void TearDownTestSuite() { delete catalog_; }
+  static ModelSpec Get(const char* id) { return *catalog_->Resolve(id); }
+  static ModelCatalog* catalog_;
+};
+ModelCatalog* Models::catalog_ = nullptr;
+
+TEST_F(Models, BundlesEveryRequiredModel) {
+  for (const char* id : {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
+                         "llama-3.2-1b", "llama-3.2-3b", "mistral-7b", "mixtral-8x7b", "mixtral-8x22b", "qwen2.5-7b",
+                         "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-72b", "deepseek-v3", "gemma-2-9b", "gemma-2-27b",
+                         "phi-3-mini", "falcon-180b", "opt-13b", "opt-66b", "opt-175b", "gpt3-175b", "bloom-176b"}) {
+    EXPECT_TRUE(catalog_->Find(id).ok()) << id;
+  }
+}
+
+// Published counts are matched within 0.5%, except where the published figure is itself
+// rounded more coarsely than that; each exception says why (docs/validation.md §1).
+TEST_F(Models, ParameterCountsMatchPublishedCounts) {
+  const std::map<std::string, std::pair<double, const char*>> looser = {
+      {"falcon-180b", {0.01, "published as '180B' (two significant digits); computed 178.6B"}},
+      {"qwen2.5-32b", {0.01, "model card's 32.5B disagrees with its own config (computed 32.76B)"}},
+      {"opt-13b", {0.012, "published as '13B' (two significant digits); computed 12.85B"}},
+      {"phi-3-mini", {0.006, "published as '3.8B' (two significant digits); computed 3.82B"}},
+  };
+  int checked = 0;
+  for (const auto& cm : catalog_->models()) {
+    if (!cm.published_params) continue;
+    const ParamCounts c = CountParams(cm.spec);
+    double tol = 0.005;
+    if (auto it = looser.find(cm.spec.id); it != looser.end()) tol = it->second.first;
+    const double err = std::fabs(c.total - cm.published_params->value) / cm.published_params->value;
+    EXPECT_LE(err, tol) << cm.spec.id << ": computed " << c.total << " vs published " << cm.published_params->value;
+    ++checked;
+  }
+  EXPECT_GE(checked, 25);
+}
+
+TEST_F(Models, HeadlineCountsFromTheIssue) {
+  EXPECT_NEAR(CountParams(Get("llama-2-7b")).total, 6.74e9, 0.005 * 6.74e9);
+  EXPECT_NEAR(CountParams(Get("llama-3.1-70b")).total, 70.6e9, 0.005 * 70.6e9);
+  const auto mix = CountParams(Get("mixtral-8x7b"));
+  EXPECT_NEAR(mix.total, 46.7e9, 0.005 * 46.7e9);
+  EXPECT_NEAR(mix.active, 12.9e9, 0.005 * 12.9e9);
+  const auto ds = CountParams(Get("deepseek-v3"));
+  EXPECT_NEAR(ds.total, 671e9, 0.005 * 671e9);
+  // "37B activated" is a two-digit figure; we count 37.55B including the 0.93B input-embedding table
+  // (a lookup, not compute). Without it: 36.6B. Either side of 37B by < 1.5%.
+  EXPECT_NEAR(ds.active, 37e9, 0.015 * 37e9);
+}
+
+TEST_F(Models, ExactLlama2SevenBCount) {
+  // 32 x (4h^2 + 3*h*ffn + 2h) + 2*V*h + h, with h=4096, ffn=11008, V=32000.
+  const double h = 4096, f = 11008, V = 32000;
+  EXPECT_DOUBLE_EQ(CountParams(Get("llama-2-7b")).total, 32 * (4 * h * h + 3 * h * f + 2 * h) + 2 * V * h + h);
+}
+
+TEST_F(Models, KvCachePerTokenByAttentionKind) {
+  // MHA: 2 (K,V) x L x heads x d_head x 2 bytes.
+  EXPECT_DOUBLE_EQ(KvBytesPerToken(Get("llama-2-7b"), 2), 2.0 * 32 * 32 * 128 * 2);
+  // GQA with 8 KV heads.
+  EXPECT_DOUBLE_EQ(KvBytesPerToken(Get("llama-3.1-70b"), 2), 2.0 * 80 * 8 * 128 * 2);
+  // MLA: (kv_lora_rank + rope dim) per layer, not per head.
+  EXPECT_DOUBLE_EQ(KvBytesPerToken(Get("deepseek-v3"), 2), (512.0 + 64) * 61 * 2);
+  // TP shards KV heads down to one per GPU: 8 KV heads at TP=16 keep 1 head each.
+  EXPECT_DOUBLE_EQ(KvBytesPerToken(Get("llama-3.1-70b"), 2, 16), 2.0 * 80 * 1 * 128 * 2);
+  EXPECT_DOUBLE_EQ(KvBytesPerToken(Get("llama-3.1-70b"), 2, 4), 2.0 * 80 * 2 * 128 * 2);
+}
+
+TEST_F(Models, SlidingWindowCapsTheCache) {
+  const ModelSpec m = Get("mistral-7b");
+  ASSERT_EQ(m.sliding_window, 4096);
+  EXPECT_DOUBLE_EQ(KvCacheBytes(m, 2, 1, 32768, 1), KvCacheBytes(m, 2, 1, 4096, 1));
+  // Gemma 2 windows only every other layer.
+  const ModelSpec g = Get("gemma-2-9b");
+  EXPECT_LT(KvCacheBytes(g, 2, 1, 8192, 1), KvCacheBytes(g, 2, 1, 4096, 1) * 2);
+  EXPECT_GT(KvCacheBytes(g, 2, 1, 8192, 1), KvCacheBytes(g, 2, 1, 4096, 1));
+  // Qwen2.5 declares sliding_window but disables it.
+  EXPECT_EQ(Get("qwen2.5-7b").sliding_window, 0);
+}
+
+TEST(ParseHfConfig, EveryTypeNeedsItsKeys) {
+  auto r = ParseHfConfig(R"({"model_type": "llama", "hidden_size": 4096})", "c.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("num_hidden_layers"), std::string::npos);
+}
+
+TEST(ParseHfConfig, UnsupportedTypeListsSupported) {
+  auto r = ParseHfConfig(R"({"model_type": "lama"})", "c.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("did you mean 'llama'"), std::string::npos);
+}
+
+TEST(ParseHfConfig, MalformedTruncatedAndAbsurdInput) {
+  EXPECT_EQ(ParseHfConfig("{\"model_type\": \"llama\", \"hidden", "t.json").status().code(), ErrorCode::kParseError);
+  EXPECT_FALSE(ParseHfConfig("[]", "a.json").ok());
+  EXPECT_FALSE(ParseHfConfig("", "e.json").ok());
+  const char* neg = R"({"model_type":"llama","hidden_size":-4096,"num_hidden_layers":32,"num_attention_heads":32,
+                       "intermediate_size":11008,"vocab_size":32000})";
+  EXPECT_FALSE(ParseHfConfig(neg, "n.json").ok());
+  const char* huge = R"({"model_type":"llama","hidden_size":4096,"num_hidden_layers":1000000000,
+                        "num_attention_heads":32,"intermediate_size":11008,"vocab_size":32000})";
+  EXPECT_FALSE(ParseHfConfig(huge, "h.json").ok());
+  const char* badkv = R"({"model_type":"llama","hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,
+                         "num_key_value_heads":5,"intermediate_size":11008,"vocab_size":32000})";
+  auto r = ParseHfConfig(badkv, "kv.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not a multiple"), std::string::npos);
+  const char* str = R"({"model_type":"llama","hidden_size":"4096","num_hidden_layers":32,"num_attention_heads":32,
+                       "intermediate_size":11008,"vocab_size":32000})";
+  EXPECT_FALSE(ParseHfConfig(str, "s.json").ok());
+}
+
+TEST(ParseHfConfig, Gpt2DefaultsMatchGpt2Small) {
+  // GPT-2 small: 124,439,808 parameters (tied embeddings, learned positions).
+  auto m = ParseHfConfig(R"({"model_type":"gpt2","n_embd":768,"n_layer":12,"n_head":12,"n_positions":1024,
+                             "vocab_size":50257})",
+                         "gpt2.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_DOUBLE_EQ(CountParams(*m).total, 124439808.0);
+}
+
+TEST(ModelCatalog, ResolvesPathsAndSuggestsNames) {
+  auto c = ModelCatalog::Load(CatalogOptions{});
+  ASSERT_TRUE(c.ok());
+  auto miss = c->Resolve("llama-2-7");
+  ASSERT_FALSE(miss.ok());
+  EXPECT_NE(miss.status().message().find("did you mean"), std::string::npos);
+  auto nofile = c->Resolve("/nonexistent/config.json");
+  ASSERT_FALSE(nofile.ok());
+  EXPECT_NE(nofile.status().message().find("/nonexistent/config.json"), std::string::npos);
+  auto path = c->Resolve(std::string(SUANLI_SOURCE_DIR) + "/data/models/mixtral-8x7b.json");
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_TRUE(path->is_moe());
+}
+
+}  // namespace
+}  // namespace suanli
