@@ -147,7 +147,7 @@ int Main(int argc, char** argv) {
   if (version) return PrintVersion(g.json);
   if (help->parsed()) {
     if (help_topic.empty()) {
-      std::cout << app.help();
+      std::cout << app.get_formatter()->make_help(&app, "suanli", CLI::AppFormatMode::Normal);
       return kExitOk;
     }
     for (auto& [sub, _] : actions) {
