@@ -77,5 +77,7 @@ class Table {
 Action SetupGpus(CLI::App* sub, Context* ctx);
 Action SetupModels(CLI::App* sub, Context* ctx);
 Action SetupFit(CLI::App* sub, Context* ctx);
+Action SetupPerf(CLI::App* sub, Context* ctx);
+Action SetupValidate(CLI::App* sub, Context* ctx);
 
 }  // namespace suanli::cli

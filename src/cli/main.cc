@@ -41,6 +41,8 @@ const std::vector<Command>& Commands() {
       {"gpus", "List the GPU catalog, or show one GPU with the source of every value", SetupGpus},
       {"models", "List the bundled models, or show one (or a config.json) with exact parameter counts", SetupModels},
       {"fit", "Memory per GPU for inference, training or fine-tuning, and whether it fits", SetupFit},
+      {"perf", "Training step time, MFU and time to train; inference TTFT, TPOT and throughput", SetupPerf},
+      {"validate", "Run the performance model against every published measurement it keeps", SetupValidate},
   };
   return cmds;
 }

@@ -38,6 +38,8 @@ constexpr FormatDef kFormats[] = {
     {"int8", 8.0, false, "LLM.int8()/weight-only int8, per-channel scales (negligible); embeddings 16-bit"},
     {"int4", 4.0 + 20.0 / 128, false,
      "GPTQ/AWQ 4-bit, group 128: fp16 scale + 4-bit zero per group = 4.16 bits; embeddings 16-bit"},
+    {"int4-g32", 4.0 + 32.0 / 32, false,
+     "4-bit, group 32 with bf16 scale and bf16 zero per group (gpt-fast int4) = 5 bits; embeddings 16-bit"},
     {"gptq", 4.0 + 20.0 / 128, false, "alias of int4 (group 128)"},
     {"awq", 4.0 + 20.0 / 128, false, "alias of int4 (group 128)"},
     {"nf4", 4.0 + 8.0 / 64 + 32.0 / (64 * 256), false,

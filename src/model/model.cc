@@ -127,7 +127,7 @@ namespace {
 
 const std::vector<std::string> kSupportedTypes = {"llama",  "mistral", "mixtral",  "qwen2",     "qwen2_moe",
                                                   "qwen3",  "deepseek_v3", "gemma2", "phi3",    "gpt2",
-                                                  "gpt_neox", "opt",   "bloom",    "falcon"};
+                                                  "gpt_neox", "opt",   "bloom",    "falcon",  "mpt"};
 
 class JsonReader {
  public:
@@ -381,6 +381,24 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     m.gated_mlp = false;
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = true;
     m.embedding_norm = true;
+    SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", true));
+  } else if (t == "mpt") {
+    // MosaicML MPT: ALiBi (no position table), plain GELU MLP of expansion_ratio x d_model.
+    SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"d_model"}, kMaxHidden));
+    SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"n_layers"}, kMaxLayers));
+    SUANLI_ASSIGN_OR_RETURN(int64_t heads, r.Int({"n_heads"}, kMaxHeads));
+    m.layers = static_cast<int>(layers);
+    m.heads = m.kv_heads = static_cast<int>(heads);
+    m.head_dim = static_cast<int>(m.hidden / m.heads);
+    SUANLI_ASSIGN_OR_RETURN(int64_t ratio, r.IntOr("expansion_ratio", 4, 64));
+    m.ffn = ratio * m.hidden;
+    SUANLI_ASSIGN_OR_RETURN(m.vocab, r.Int({"vocab_size"}, kMaxVocab));
+    SUANLI_ASSIGN_OR_RETURN(m.max_positions, r.IntOr("max_seq_len", 2048));
+    m.norm = NormKind::kLayerNorm;
+    m.gated_mlp = false;
+    SUANLI_ASSIGN_OR_RETURN(bool no_bias, r.BoolOr("no_bias", true));
+    m.qkv_bias = m.attn_out_bias = m.mlp_bias = !no_bias;
+    if (no_bias) m.norm = NormKind::kRmsNorm;  // LayerNorm without bias: one weight vector, as RMSNorm
     SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", true));
   } else if (t == "falcon") {
     SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size"}, kMaxHidden));
