@@ -36,6 +36,24 @@ void BM_EstimateTraining(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateTraining);
 
+// The planner's inner loop: the same evaluation without the per-operator table and texts.
+void BM_EstimateTrainingNoDetail(benchmark::State& state) {
+  auto& f = F();
+  suanli::TrainConfig c;
+  c.fit.par.tp = 8;
+  c.fit.par.pp = 8;
+  c.fit.par.dp = 16;
+  c.fit.par.zero = 1;
+  c.fit.par.sequence_parallel = true;
+  c.fit.batch = 1024;
+  c.fit.seq = 2048;
+  c.fit.micro_batch = 1;
+  c.fit.recompute = suanli::Recompute::kSelective;
+  c.detail = false;
+  for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateTraining(f.gpt3, f.cluster, c, f.eff));
+}
+BENCHMARK(BM_EstimateTrainingNoDetail);
+
 void BM_EstimateMemory(benchmark::State& state) {
   auto& f = F();
   suanli::FitRequest r;
