@@ -79,5 +79,7 @@ Action SetupModels(CLI::App* sub, Context* ctx);
 Action SetupFit(CLI::App* sub, Context* ctx);
 Action SetupPerf(CLI::App* sub, Context* ctx);
 Action SetupValidate(CLI::App* sub, Context* ctx);
+Action SetupPlan(CLI::App* sub, Context* ctx);
+Action SetupSelect(CLI::App* sub, Context* ctx);
 
 }  // namespace suanli::cli

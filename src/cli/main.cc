@@ -43,6 +43,8 @@ const std::vector<Command>& Commands() {
       {"fit", "Memory per GPU for inference, training or fine-tuning, and whether it fits", SetupFit},
       {"perf", "Training step time, MFU and time to train; inference TTFT, TPOT and throughput", SetupPerf},
       {"validate", "Run the performance model against every published measurement it keeps", SetupValidate},
+      {"plan", "Search parallel layouts for a training job; emit Megatron/torchrun/DeepSpeed/Slurm/Kubernetes", SetupPlan},
+      {"select", "Rank every GPU for a serving target or a training job: fit, speed, cost", SetupSelect},
   };
   return cmds;
 }
