@@ -106,7 +106,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--weights", f->weights, "bf16 fp16 fp8 int8 int4 nf4 q4_k_m ...")->capture_default_str();
   infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
 
-  return [ctx, f, train, infer]() -> int {
+  return [ctx, f, train]() -> int {
     auto mc = ctx->models();
     if (!mc.ok()) return PrintError(mc.status());
     auto hw = ctx->hardware();

@@ -51,7 +51,6 @@ constexpr FormatDef kFormats[] = {
      "GGUF Q4_K_M: mix of Q4_K (4.5 bits) and Q6_K (6.56 bits) tensors, about 4.85 bits on Llama models (approximate)"},
 };
 
-double DivCeil(double a, double b) { return std::ceil(a / b); }
 }  // namespace
 
 const char* ModeName(Mode m) {
