@@ -21,8 +21,8 @@ Fixture& F() {
   return f;
 }
 
-void BM_EstimateTraining(benchmark::State& state) {
-  auto& f = F();
+// GPT-3 175B on 1024 A100s: TP=8 PP=8 DP=16, SP + selective recompute.
+suanli::TrainConfig Gpt3Layout(bool detail) {
   suanli::TrainConfig c;
   c.fit.par.tp = 8;
   c.fit.par.pp = 8;
@@ -33,6 +33,13 @@ void BM_EstimateTraining(benchmark::State& state) {
   c.fit.seq = 2048;
   c.fit.micro_batch = 1;
   c.fit.recompute = suanli::Recompute::kSelective;
+  c.detail = detail;
+  return c;
+}
+
+void BM_EstimateTraining(benchmark::State& state) {
+  auto& f = F();
+  const suanli::TrainConfig c = Gpt3Layout(true);
   for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateTraining(f.gpt3, f.cluster, c, f.eff));
 }
 BENCHMARK(BM_EstimateTraining);
@@ -40,17 +47,7 @@ BENCHMARK(BM_EstimateTraining);
 // The planner's inner loop: the same evaluation without the per-operator table and texts.
 void BM_EstimateTrainingNoDetail(benchmark::State& state) {
   auto& f = F();
-  suanli::TrainConfig c;
-  c.fit.par.tp = 8;
-  c.fit.par.pp = 8;
-  c.fit.par.dp = 16;
-  c.fit.par.zero = 1;
-  c.fit.par.sequence_parallel = true;
-  c.fit.batch = 1024;
-  c.fit.seq = 2048;
-  c.fit.micro_batch = 1;
-  c.fit.recompute = suanli::Recompute::kSelective;
-  c.detail = false;
+  const suanli::TrainConfig c = Gpt3Layout(false);
   for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateTraining(f.gpt3, f.cluster, c, f.eff));
 }
 BENCHMARK(BM_EstimateTrainingNoDetail);

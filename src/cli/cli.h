@@ -13,6 +13,7 @@
 
 #include "suanli/hardware.h"
 #include "suanli/model.h"
+#include "suanli/perf.h"
 #include "suanli/status.h"
 
 namespace suanli::cli {
@@ -56,6 +57,17 @@ struct Command {
   std::function<Action(CLI::App* sub, Context* ctx)> setup;
 };
 const std::vector<Command>& Commands();
+
+// What the perf/plan commands load first: the model, the GPU, its cluster and efficiencies.
+struct Job {
+  ModelSpec model;
+  const HardwareCatalog* hw = nullptr;
+  const GpuSpec* gpu = nullptr;
+  Cluster cluster;
+  Efficiency eff;
+};
+Result<Job> LoadJob(Context* ctx, const std::string& model, const std::string& gpu, int gpus_per_node,
+                    const std::string& inter_node, int nics_per_node);
 
 // Printing helpers.
 int PrintError(const Status& s);

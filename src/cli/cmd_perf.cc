@@ -52,8 +52,7 @@ void PrintOps(const std::vector<OpCost>& ops, double ridge, double total) {
   std::cout << t.Render() << fmt::format("ridge point of this GPU: {:.0f} FLOP/byte (above: compute-bound)\n", ridge);
 }
 
-Result<Efficiency> EfficiencyFor(const PerfFlags& f, const GpuSpec& g) {
-  SUANLI_ASSIGN_OR_RETURN(Efficiency e, LoadEfficiency(g.id));
+Result<Efficiency> EfficiencyFor(const PerfFlags& f, const Efficiency& e) {
   if (!f.calibration.empty()) return Unsupported("--calibration files come from `suanli bench export-calibration`, "
                                                  "which this build does not include yet");
   return e;
@@ -107,18 +106,13 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
 
   return [ctx, f, train]() -> int {
-    auto mc = ctx->models();
-    if (!mc.ok()) return PrintError(mc.status());
-    auto hw = ctx->hardware();
-    if (!hw.ok()) return PrintError(hw.status());
-    auto model = (*mc)->Resolve(f->model);
-    if (!model.ok()) return PrintError(model.status());
-    auto gpu = (*hw)->FindGpu(f->gpu);
-    if (!gpu.ok()) return PrintError(gpu.status());
-    auto cluster = MakeCluster(**hw, **gpu, f->gpus_per_node, f->inter_node, f->nics_per_node);
-    if (!cluster.ok()) return PrintError(cluster.status());
-    auto eff = EfficiencyFor(*f, **gpu);
+    auto job = LoadJob(ctx, f->model, f->gpu, f->gpus_per_node, f->inter_node, f->nics_per_node);
+    if (!job.ok()) return PrintError(job.status());
+    auto eff = EfficiencyFor(*f, job->eff);
     if (!eff.ok()) return PrintError(eff.status());
+    const ModelSpec* model = &job->model;
+    const GpuSpec* const* gpu = &job->gpu;
+    const Cluster* cluster = &job->cluster;
     const double bf = (*gpu)->PeakFlops(Precision::kBf16).value_or((*gpu)->PeakFlops(Precision::kFp16).value_or(0));
     const double ridge = bf / ((*gpu)->memory_bandwidth_bytes_per_s.value);
     const bool json_out = ctx->options().json;

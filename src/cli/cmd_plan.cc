@@ -120,18 +120,12 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--emit", f->emit, "Launch configuration: megatron | torchrun | deepspeed | slurm | k8s | all");
   sub->add_option("--out-dir", f->out_dir, "Write the launch files here instead of printing them");
   return [ctx, f]() -> int {
-    auto mc = ctx->models();
-    if (!mc.ok()) return PrintError(mc.status());
-    auto hw = ctx->hardware();
-    if (!hw.ok()) return PrintError(hw.status());
-    auto model = (*mc)->Resolve(f->model);
-    if (!model.ok()) return PrintError(model.status());
-    auto gpu = (*hw)->FindGpu(f->gpu);
-    if (!gpu.ok()) return PrintError(gpu.status());
-    auto cluster = MakeCluster(**hw, **gpu, f->gpus_per_node, f->inter_node, f->nics_per_node);
-    if (!cluster.ok()) return PrintError(cluster.status());
-    auto eff = LoadEfficiency((*gpu)->id);
-    if (!eff.ok()) return PrintError(eff.status());
+    auto job = LoadJob(ctx, f->model, f->gpu, f->gpus_per_node, f->inter_node, f->nics_per_node);
+    if (!job.ok()) return PrintError(job.status());
+    const ModelSpec* model = &job->model;
+    const GpuSpec* const* gpu = &job->gpu;
+    const Cluster* cluster = &job->cluster;
+    const Efficiency* eff = &job->eff;
     auto counts = ParseCounts(f->gpus);
     if (!counts.ok()) return PrintError(counts.status());
     auto obj = ParseObjective(f->objective);

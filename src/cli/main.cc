@@ -36,6 +36,18 @@ Result<const ModelCatalog*> Context::models() {
   return &*models_;
 }
 
+Result<Job> LoadJob(Context* ctx, const std::string& model, const std::string& gpu, int gpus_per_node,
+                    const std::string& inter_node, int nics_per_node) {
+  Job j;
+  SUANLI_ASSIGN_OR_RETURN(const ModelCatalog* mc, ctx->models());
+  SUANLI_ASSIGN_OR_RETURN(j.hw, ctx->hardware());
+  SUANLI_ASSIGN_OR_RETURN(j.model, mc->Resolve(model));
+  SUANLI_ASSIGN_OR_RETURN(j.gpu, j.hw->FindGpu(gpu));
+  SUANLI_ASSIGN_OR_RETURN(j.cluster, MakeCluster(*j.hw, *j.gpu, gpus_per_node, inter_node, nics_per_node));
+  SUANLI_ASSIGN_OR_RETURN(j.eff, LoadEfficiency(j.gpu->id));
+  return j;
+}
+
 const std::vector<Command>& Commands() {
   static const std::vector<Command> cmds = {
       {"gpus", "List the GPU catalog, or show one GPU with the source of every value", SetupGpus},

@@ -1,6 +1,8 @@
 #include "suanli/plan.h"
 
 #include <gtest/gtest.h>
+
+#include "test_catalogs.h"
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -11,23 +13,8 @@
 namespace suanli {
 namespace {
 
-class Planner : public ::testing::Test {
+class Planner : public testing::CatalogTest {
  protected:
-  static void SetUpTestSuite() {
-    models_ = new ModelCatalog(*ModelCatalog::Load(CatalogOptions{}));
-    hw_ = new HardwareCatalog(*HardwareCatalog::Load(CatalogOptions{}));
-  }
-  static void TearDownTestSuite() {
-    delete models_;
-    delete hw_;
-  }
-  static ModelSpec M(const std::string& id) { return *models_->Resolve(id); }
-  static ModelSpec Config(const std::string& rel) {
-    std::ifstream in(std::string(SUANLI_SOURCE_DIR) + "/tests/validation/configs/" + rel);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return *ParseHfConfig(ss.str(), rel);
-  }
   static PlanRequest Req(const ModelSpec& m, const char* gpu, std::vector<int> counts, int64_t gbs, int64_t seq,
                          const char* net = "ib-hdr") {
     const GpuSpec& g = **hw_->FindGpu(gpu);
@@ -40,11 +27,7 @@ class Planner : public ::testing::Test {
     r.seq = seq;
     return r;
   }
-  static ModelCatalog* models_;
-  static HardwareCatalog* hw_;
 };
-ModelCatalog* Planner::models_ = nullptr;
-HardwareCatalog* Planner::hw_ = nullptr;
 
 // The speed requirement: GPT-3 175B on 1024 A100-80GB, global batch 1024, sequence 2048.
 TEST_F(Planner, Gpt3On1024A100IsSearchedExhaustivelyAndFast) {

@@ -16,6 +16,15 @@ double Peak16(const GpuSpec& g) {
   return g.PeakFlops(Precision::kBf16).value_or(g.PeakFlops(Precision::kFp16).value_or(0));
 }
 
+SelectRow NewRow(const GpuSpec& g) {
+  SelectRow row;
+  row.gpu = g.id;
+  row.price_per_gpu_hour = Price(g);
+  row.memory_bandwidth_bytes_per_s = g.memory_bandwidth_bytes_per_s.value;
+  row.peak_flops = Peak16(g);
+  return row;
+}
+
 // Eligible first; then by cost per unit of work (rows without a price after priced ones), then by time.
 void Rank(std::vector<SelectRow>& rows, bool serving) {
   std::stable_sort(rows.begin(), rows.end(), [serving](const SelectRow& a, const SelectRow& b) {
@@ -45,11 +54,7 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
   const bool fp8 = wf.id == "fp8";
   std::vector<SelectRow> rows;
   for (const GpuSpec& g : hw.gpus()) {
-    SelectRow row;
-    row.gpu = g.id;
-    row.price_per_gpu_hour = Price(g);
-    row.memory_bandwidth_bytes_per_s = g.memory_bandwidth_bytes_per_s.value;
-    row.peak_flops = Peak16(g);
+    SelectRow row = NewRow(g);
     if (fp8 && !g.Supports(Precision::kFp8)) {
       row.exclusion = "no FP8 support (FP8 needs Ada, Hopper or newer)";
       rows.push_back(row);
@@ -164,11 +169,7 @@ Result<std::vector<SelectRow>> SelectForTraining(const HardwareCatalog& hw, cons
   const ModelSpec& m = *t.model;
   std::vector<SelectRow> rows;
   for (const GpuSpec& g : hw.gpus()) {
-    SelectRow row;
-    row.gpu = g.id;
-    row.price_per_gpu_hour = Price(g);
-    row.memory_bandwidth_bytes_per_s = g.memory_bandwidth_bytes_per_s.value;
-    row.peak_flops = Peak16(g);
+    SelectRow row = NewRow(g);
     if (row.peak_flops <= 0) {
       row.exclusion = "no 16-bit tensor rate in the catalog";
       rows.push_back(row);
