@@ -41,6 +41,7 @@ const std::vector<Command>& Commands() {
       {"gpus", "List the GPU catalog, or show one GPU with the source of every value", SetupGpus},
       {"models", "List the bundled models, or show one (or a config.json) with exact parameter counts", SetupModels},
       {"fit", "Memory per GPU for inference, training or fine-tuning, and whether it fits", SetupFit},
+      {"doctor", "Diagnose GPU machines from environment, kernel log, telemetry and app logs (live or offline)", SetupDoctor},
   };
   return cmds;
 }

@@ -1,0 +1,27 @@
+# suanli doctor: appended to the shared source lists by CMakeLists.txt.
+find_package(pugixml REQUIRED)
+list(APPEND SUANLI_CORE_SOURCES
+  src/doctor/common.cc
+  src/doctor/knowledge.cc
+  src/doctor/kernel_log.cc
+  src/doctor/smi.cc
+  src/doctor/prometheus.cc
+  src/doctor/app_log.cc
+  src/doctor/rules.cc
+  src/doctor/inputs.cc
+  src/doctor/live.cc
+)
+list(APPEND SUANLI_CORE_LIBS pugixml::pugixml)
+list(APPEND SUANLI_CLI_SOURCES src/cli/cmd_doctor.cc)
+list(APPEND SUANLI_TEST_SOURCES
+  src/doctor/parsers_test.cc
+  src/doctor/rules_test.cc
+  src/doctor/golden_test.cc
+  src/doctor/live_test.cc
+)
+list(APPEND SUANLI_DATA_FILES
+  data/doctor/xid.toml
+  data/doctor/compat.toml
+  data/doctor/thresholds.toml
+)
+list(APPEND SUANLI_EXTRA_FUZZ_TARGETS fuzz_doctor)
