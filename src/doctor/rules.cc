@@ -840,17 +840,29 @@ void TelemetryRules(Ctx& c, const std::vector<GpuTelemetry>& gpus, const std::st
       f.source = k.thresholds_source.count("mem_full_fraction") ? k.thresholds_source.at("mem_full_fraction") : "";
     }
     // --- other processes on the GPU
-    if (g.processes.size() >= 2) {
+    // Display servers appear in the compute-apps list but do not compete for SMs.
+    std::vector<const GpuProcess*> compute;
+    for (const auto& p : g.processes) {
+      const std::string& n = p.name;
+      if (Contains(n, "Xorg") || Contains(n, "kwin") || Contains(n, "gnome-shell") || Contains(n, "Xwayland")) continue;
+      compute.push_back(&p);
+    }
+    if (compute.size() >= 2) {
       const bool mig = g.mig_current && *g.mig_current == "Enabled";
-      Finding& f = add("gpu.shared", mig ? State::kPass : State::kWarn,
-                       fmt::format("{}: {} compute processes{}", who, g.processes.size(),
-                                   mig ? " (MIG enabled: instances are isolated)" : " share this GPU"));
-      for (const auto& p : g.processes) {
+      // Time-slicing only costs anything when the GPU is busy; at low utilisation it is information.
+      const bool contended = !g.util_gpu_pct || *g.util_gpu_pct >= k.Threshold("busy_util_pct");
+      const bool warn = !mig && contended;
+      Finding& f = add("gpu.shared", warn ? State::kWarn : State::kPass,
+                       fmt::format("{}: {} compute processes{}", who, compute.size(),
+                                   mig ? " (MIG enabled: instances are isolated)"
+                                       : (contended ? " share this busy GPU" : " share this GPU (low utilisation: no contention)")));
+      if (g.util_gpu_pct) f.evidence.push_back(Ev(g, fmt::format("utilization.gpu = {} %", F0(*g.util_gpu_pct))));
+      for (const auto* p : compute) {
         if (f.evidence.size() >= kMaxEvidencePerFinding) break;
-        f.evidence.push_back(Ev(g, fmt::format("pid {} {} {}", p.pid, p.name,
-                                               p.used_memory_mib ? F0(*p.used_memory_mib) + " MiB" : "")));
+        f.evidence.push_back(Ev(g, fmt::format("pid {} {} {}", p->pid, p->name,
+                                               p->used_memory_mib ? F0(*p->used_memory_mib) + " MiB" : "")));
       }
-      if (!mig) {
+      if (warn) {
         f.cause = "Several processes time-slice the GPU: each runs slower and memory is shared.";
         f.action = "Make sure each training process binds its own device (torch.cuda.set_device(local_rank)); stop "
                    "stray processes; use MIG or MPS for deliberate sharing.";
@@ -945,8 +957,11 @@ void AppRules(Ctx& c, const std::vector<AppEvent>& app) {
     };
     auto reserved = get("reserved_gib"), unalloc = get("reserved_unallocated_gib"), alloc = get("allocated_gib");
     auto total = get("total_gib"), freeg = get("free_gib"), tried = get("tried_gib"), in_use = get("process_in_use_gib");
-    const bool frag = reserved && unalloc && *reserved > 0 && *unalloc / *reserved >= k.Threshold("oom_fragmentation_fraction") &&
-                      (!tried || *unalloc >= *tried);
+    // Fragmentation: the allocator already caches more free memory than the request, yet cannot
+    // serve it in one block. Without the request size, fall back to the cached-but-free share.
+    const bool frag = reserved && unalloc && *reserved > 0 &&
+                      (tried ? *unalloc >= *tried
+                             : *unalloc / *reserved >= k.Threshold("oom_fragmentation_fraction"));
     Finding& f = Add(c, frag ? "oom.fragmentation" : "oom.out_of_memory", State::kFail,
                      frag ? fmt::format("CUDA out of memory caused by fragmentation: {:.2f} GiB reserved but unallocated", *unalloc)
                           : (tried ? fmt::format("CUDA out of memory (tried to allocate {:.2f} GiB)", *tried)
