@@ -166,7 +166,7 @@ Action SetupDoctor(CLI::App* sub, Context* ctx) {
     if (s.ok() && !f->bundle.empty()) s = dr::LoadBundle(f->bundle, &in);
     if (!s.ok()) return PrintError(s);
     const bool offline = !f->kernel_logs.empty() || !f->smi_xml.empty() || !f->smi_csv.empty() || !f->app_logs.empty() ||
-                         !f->prometheus.empty() || !f->bundle.empty();
+                         !f->prometheus.empty() || !f->bundle.empty() || !f->env.empty();
     if (!offline || f->live || !f->profile.empty()) dr::CollectLive(*host, *backend, &in);
     const dr::DoctorReport report = dr::Diagnose(in, *knowledge);
     const int rc = dr::ExitCodeForState(report.overall);

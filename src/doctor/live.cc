@@ -316,7 +316,7 @@ std::optional<std::pair<std::string, std::string>> ReadTorchVersion(const std::s
     std::size_t p = text.find(key);
     if (p == std::string::npos) return "";
     std::size_t eq = text.find('=', p);
-    std::size_t nl = text.find('\n', p);
+    std::size_t nl = text.find('\n', p + 1);
     if (eq == std::string::npos || (nl != std::string::npos && eq > nl)) return "";
     std::size_t q1 = text.find_first_of("'\"", eq);
     if (q1 == std::string::npos || (nl != std::string::npos && q1 > nl)) return "";  // cuda = None

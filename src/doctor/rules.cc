@@ -199,10 +199,18 @@ void EnvRules(Ctx& c, const DoctorInputs& in, const std::vector<GpuTelemetry>& g
       for (const auto& tag : r.cuda_tags)
         if (DriverFits(k, TagToCuda(tag), c.driver) == Fit::kFull) fitting.push_back(tag);
     }
+    std::vector<std::string> fitting_minor;
+    for (const auto& r : k.torch_releases) {
+      if (r.version != torch->release) continue;
+      for (const auto& tag : r.cuda_tags)
+        if (DriverFits(k, TagToCuda(tag), c.driver) == Fit::kMinorCompat) fitting_minor.push_back(tag);
+    }
+    if (fitting.empty() && !fitting_minor.empty())
+      fitting.push_back(fitting_minor.front() + " (runs through CUDA minor-version compatibility)");
     std::string alt = fitting.empty()
                           ? fmt::format("no {} wheel fits this driver fully; upgrade the driver", torch->release)
                           : fmt::format("or install torch {} with +{} (--index-url https://download.pytorch.org/whl/{})",
-                                        torch->release, fitting.back(), fitting.back());
+                                        torch->release, fitting.back(), fitting.back().substr(0, fitting.back().find(' ')));
     if (fit == Fit::kNo || !too_old.empty()) {
       Finding& f = Add(c, "env.driver_too_old", State::kFail,
                        fmt::format("Driver {} is too old for torch {} (CUDA {} runtime)", c.driver, torch->version,
