@@ -96,11 +96,35 @@ void PrintHuman(const dr::DoctorReport& r, bool all) {
               counts[4], counts[3], counts[2], counts[1], counts[0], dr::ExitCodeForState(r.overall));
 }
 
+// Reads a whole file into a buffer sized from the file's length up front (kernel logs can be
+// gigabytes: growing a string by doubling costs twice the memory and many page faults).
 Status ReadInto(const std::vector<std::string>& paths, std::vector<dr::TextInput>* out) {
   for (const auto& p : paths) {
-    auto t = suanli::detail::ReadFile(p, std::size_t{2} << 30);
-    if (!t.ok()) return t.status();
-    out->push_back({p, std::move(t).value()});
+    std::FILE* f = std::fopen(p.c_str(), "rb");
+    if (!f) return suanli::detail::ReadFile(p).status();  // the shared helper words the error
+    std::string text;
+    if (std::fseek(f, 0, SEEK_END) == 0) {
+      long n = std::ftell(f);
+      if (n > (long{2} << 30)) {
+        std::fclose(f);
+        return IoError(fmt::format("{}: larger than 2 GiB, refusing to read", p));
+      }
+      if (n > 0) text.reserve(static_cast<std::size_t>(n));
+      std::fseek(f, 0, SEEK_SET);
+    }
+    char buf[1 << 16];
+    std::size_t got;
+    while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) {
+      text.append(buf, got);
+      if (text.size() > (std::size_t{2} << 30)) {
+        std::fclose(f);
+        return IoError(fmt::format("{}: larger than 2 GiB, refusing to read", p));
+      }
+    }
+    const bool err = std::ferror(f) != 0;
+    std::fclose(f);
+    if (err) return IoError(fmt::format("{}: read error", p));
+    out->push_back({p, std::move(text)});
   }
   return Status::Ok();
 }
