@@ -77,6 +77,8 @@ class Table {
 Action SetupGpus(CLI::App* sub, Context* ctx);
 Action SetupModels(CLI::App* sub, Context* ctx);
 Action SetupFit(CLI::App* sub, Context* ctx);
+Action SetupPerf(CLI::App* sub, Context* ctx);
+Action SetupValidate(CLI::App* sub, Context* ctx);
 Action SetupDoctor(CLI::App* sub, Context* ctx);
 
 }  // namespace suanli::cli

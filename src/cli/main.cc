@@ -41,6 +41,8 @@ const std::vector<Command>& Commands() {
       {"gpus", "List the GPU catalog, or show one GPU with the source of every value", SetupGpus},
       {"models", "List the bundled models, or show one (or a config.json) with exact parameter counts", SetupModels},
       {"fit", "Memory per GPU for inference, training or fine-tuning, and whether it fits", SetupFit},
+      {"perf", "Training step time, MFU and time to train; inference TTFT, TPOT and throughput", SetupPerf},
+      {"validate", "Run the performance model against every published measurement it keeps", SetupValidate},
       {"doctor", "Diagnose GPU machines from environment, kernel log, telemetry and app logs (live or offline)", SetupDoctor},
   };
   return cmds;
@@ -148,7 +150,7 @@ int Main(int argc, char** argv) {
   if (version) return PrintVersion(g.json);
   if (help->parsed()) {
     if (help_topic.empty()) {
-      std::cout << app.help();
+      std::cout << app.get_formatter()->make_help(&app, "suanli", CLI::AppFormatMode::Normal);
       return kExitOk;
     }
     for (auto& [sub, _] : actions) {

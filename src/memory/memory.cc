@@ -38,6 +38,8 @@ constexpr FormatDef kFormats[] = {
     {"int8", 8.0, false, "LLM.int8()/weight-only int8, per-channel scales (negligible); embeddings 16-bit"},
     {"int4", 4.0 + 20.0 / 128, false,
      "GPTQ/AWQ 4-bit, group 128: fp16 scale + 4-bit zero per group = 4.16 bits; embeddings 16-bit"},
+    {"int4-g32", 4.0 + 32.0 / 32, false,
+     "4-bit, group 32 with bf16 scale and bf16 zero per group (gpt-fast int4) = 5 bits; embeddings 16-bit"},
     {"gptq", 4.0 + 20.0 / 128, false, "alias of int4 (group 128)"},
     {"awq", 4.0 + 20.0 / 128, false, "alias of int4 (group 128)"},
     {"nf4", 4.0 + 8.0 / 64 + 32.0 / (64 * 256), false,
@@ -473,48 +475,65 @@ MinGpus FindMinGpus(const ModelSpec& m, const FitRequest& req, const GpuSpec& gp
   for (int t : {1, 2, 4, 8})
     if (m.heads % t == 0 && (m.mla || m.kv_heads % t == 0 || t % m.kv_heads == 0)) tps.push_back(t);
   std::string last_error;
-  for (int n = 1; n <= max_gpus; ++n) {
-    double best_peak = -1;
-    Parallelism best_par;
-    for (int t : tps) {
-      if (n % t != 0) continue;
-      for (int pp = 1; pp <= std::min(m.layers, n / t); ++pp) {
-        if ((n / t) % pp != 0) continue;
-        const int dp = n / t / pp;
-        if (!training && dp != 1) continue;  // inference: replicas do not reduce memory per GPU
-        for (int zero : training ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{req.par.zero}) {
-          if (training && dp == 1 && zero > 0) continue;
-          FitRequest r = req;
-          r.par = Parallelism{};
-          r.par.tp = t;
-          r.par.pp = pp;
-          r.par.dp = dp;
-          r.par.zero = zero;
-          r.par.sequence_parallel = t > 1 && req.mode == Mode::kTrain;
-          if (training) r.batch = r.micro_batch * dp * std::max(1, pp);  // enough micro-batches to fill the pipeline
-          auto est = EstimateMemory(m, r);
-          if (!est.ok()) {
-            last_error = est.status().message();
-            continue;
-          }
-          if (est->per_gpu_peak_bytes <= gpu.memory_bytes.value &&
-              (best_peak < 0 || est->per_gpu_peak_bytes < best_peak)) {
-            best_peak = est->per_gpu_peak_bytes;
-            best_par = r.par;
+  auto evaluate = [&](int t, int pp, int dp, int zero) -> double {
+    FitRequest r = req;
+    r.par = Parallelism{};
+    r.par.tp = t;
+    r.par.pp = pp;
+    r.par.dp = dp;
+    r.par.zero = zero;
+    r.par.sequence_parallel = t > 1 && training;
+    if (training) r.batch = r.micro_batch * dp * std::max(1, pp);  // enough micro-batches to fill the pipeline
+    auto est = EstimateMemory(m, r);
+    if (!est.ok()) {
+      last_error = est.status().message();
+      return -1;
+    }
+    return est->per_gpu_peak_bytes;
+  };
+  const double cap = gpu.memory_bytes.value;
+  auto consider = [&](int t, int pp, int dp, int zero, double peak) {
+    const int n = t * pp * dp;
+    if (best.gpus == 0 || n < best.gpus || (n == best.gpus && peak < best.per_gpu_peak_bytes)) {
+      best.gpus = n;
+      best.layout = Parallelism{};
+      best.layout.tp = t;
+      best.layout.pp = pp;
+      best.layout.dp = dp;
+      best.layout.zero = zero;
+      best.layout.sequence_parallel = t > 1 && training;
+      best.per_gpu_peak_bytes = peak;
+    }
+  };
+  // Per-GPU memory never grows with more pipeline stages or (under ZeRO) more data-parallel ranks, so
+  // for each TP degree and ZeRO stage the smallest fitting PP and DP are found by bisection.
+  for (int t : tps) {
+    for (int pp = 1; pp <= m.layers && t * pp <= max_gpus; ++pp) {
+      if (best.gpus > 0 && t * pp > best.gpus) break;
+      const std::vector<int> zeros = training ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{req.par.zero};
+      for (int zero : zeros) {
+        const int max_dp = training && zero > 0 ? max_gpus / (t * pp) : 1;
+        double peak_hi = evaluate(t, pp, max_dp, zero);
+        if (peak_hi < 0 || peak_hi > cap) continue;
+        int lo = 1, hi = max_dp;
+        while (lo < hi) {
+          const int mid = lo + (hi - lo) / 2;
+          const double pk = evaluate(t, pp, mid, zero);
+          if (pk >= 0 && pk <= cap) {
+            hi = mid;
+            peak_hi = pk;
+          } else {
+            lo = mid + 1;
           }
         }
+        consider(t, pp, lo, zero, evaluate(t, pp, lo, zero));
       }
     }
-    if (best_peak >= 0) {
-      best.gpus = n;
-      best.layout = best_par;
-      best.per_gpu_peak_bytes = best_peak;
-      return best;
-    }
-    // Inference beyond 8-way TP and the layer count cannot shard further.
-    if (!training && n > 8 * m.layers) break;
   }
-  best.reason = last_error.empty() ? fmt::format("does not fit on up to {} GPUs of {}", max_gpus, gpu.id) : last_error;
+  if (best.gpus == 0) {
+    best.reason =
+        last_error.empty() ? fmt::format("does not fit on up to {} GPUs of {}", max_gpus, gpu.id) : last_error;
+  }
   return best;
 }
 

@@ -1,0 +1,63 @@
+// How long one evaluation of the models takes (Google Benchmark). The planner's search needs a
+// training evaluation in microseconds; docs/validation.md §6 records the figures.
+#include <benchmark/benchmark.h>
+
+#include "suanli/memory.h"
+#include "suanli/perf.h"
+
+namespace {
+
+struct Fixture {
+  suanli::HardwareCatalog hw = *suanli::HardwareCatalog::Load(suanli::CatalogOptions{});
+  suanli::ModelCatalog models = *suanli::ModelCatalog::Load(suanli::CatalogOptions{});
+  suanli::ModelSpec gpt3 = *models.Resolve("gpt3-175b");
+  const suanli::GpuSpec* gpu = *hw.FindGpu("a100-sxm-80gb");
+  suanli::Cluster cluster = *suanli::MakeCluster(hw, *gpu, 8, "ib-hdr");
+  suanli::Efficiency eff = *suanli::LoadEfficiency(gpu->id);
+};
+Fixture& F() {
+  static Fixture f;
+  return f;
+}
+
+void BM_EstimateTraining(benchmark::State& state) {
+  auto& f = F();
+  suanli::TrainConfig c;
+  c.fit.par.tp = 8;
+  c.fit.par.pp = 8;
+  c.fit.par.dp = 16;
+  c.fit.par.zero = 1;
+  c.fit.par.sequence_parallel = true;
+  c.fit.batch = 1024;
+  c.fit.seq = 2048;
+  c.fit.micro_batch = 1;
+  c.fit.recompute = suanli::Recompute::kSelective;
+  for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateTraining(f.gpt3, f.cluster, c, f.eff));
+}
+BENCHMARK(BM_EstimateTraining);
+
+void BM_EstimateMemory(benchmark::State& state) {
+  auto& f = F();
+  suanli::FitRequest r;
+  r.mode = suanli::Mode::kTrain;
+  r.par.tp = 8;
+  r.par.pp = 8;
+  r.par.dp = 16;
+  r.batch = 1024;
+  r.seq = 2048;
+  for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateMemory(f.gpt3, r));
+}
+BENCHMARK(BM_EstimateMemory);
+
+void BM_EstimateInference(benchmark::State& state) {
+  auto& f = F();
+  suanli::InferConfig c;
+  c.fit.batch = 32;
+  c.fit.par.tp = 8;
+  for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateInference(f.gpt3, f.cluster, c, f.eff));
+}
+BENCHMARK(BM_EstimateInference);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,183 @@
+// The performance model: time per operator (roofline with achievable efficiency), an
+// alpha-beta communication model, and the training schedule (TP/SP, PP with 1F1B or
+// interleaving, DP with ZeRO/FSDP, CP, EP, recompute) and inference (prefill, decode).
+// Formulas and citations: docs/methodology.md §6-§9. Validation: docs/validation.md.
+//
+// Everything here is a pure function of its inputs; one training evaluation takes
+// microseconds (bench/perf_bench.cc measures it), which is what makes `suanli plan` possible.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "suanli/hardware.h"
+#include "suanli/memory.h"
+#include "suanli/model.h"
+#include "suanli/status.h"
+
+namespace suanli {
+
+// Achievable fractions of a GPU's datasheet peaks (data/efficiency.toml, or a calibration
+// file from `suanli bench export-calibration`).
+struct Efficiency {
+  double gemm = 0.75;          // best-shape dense GEMM / dense peak (16-bit)
+  double gemm_fp8 = 0;         // FP8 GEMM / FP8 peak; 0 = use `gemm`
+  double memory = 0.85;        // triad bandwidth / datasheet bandwidth
+  double attention = 0.45;     // FlashAttention kernel / dense 16-bit peak
+  double link = 0.75;          // NCCL bus bandwidth / GPU link bandwidth per direction
+  double network = 0.85;       // NCCL bus bandwidth / NIC line rate
+  double kernel_launch_s = 5e-6;
+  double dequant_ops_int8 = 2, dequant_ops_int4 = 4, dequant_ops_nf4 = 5, dequant_ops_gguf = 4;
+  std::vector<std::string> sources;  // "field: citation" lines
+};
+
+// Loads data/efficiency.toml (embedded) and returns the entry for `gpu_id` over the defaults.
+Result<Efficiency> LoadEfficiency(std::string_view gpu_id);
+Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view file, std::string_view gpu_id);
+
+// The machine: GPUs per node, the link inside a node, the fabric between nodes.
+struct Cluster {
+  const GpuSpec* gpu = nullptr;
+  int gpus_per_node = 8;
+  double intra_bw_per_dir = 0;   // bytes/s per GPU per direction (NVLink, or PCIe when no link)
+  double intra_latency_s = 2e-6;
+  std::string intra_name;
+  double inter_bw_per_gpu = 0;   // bytes/s per GPU per direction across nodes (NIC share)
+  double inter_latency_s = 5e-6;
+  std::string inter_name;
+};
+// Builds a cluster from the catalog: intra-node link from the GPU's spec (PCIe when none),
+// inter-node from an interconnect id (e.g. "ib-ndr") with `nics_per_node` NICs (default one per GPU).
+Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int gpus_per_node,
+                            std::string_view inter_node, int nics_per_node = 0);
+
+// Collective times (seconds) for `bytes` per rank over `n` ranks with bus bandwidth `busbw`
+// (bytes/s) and per-step latency `alpha` (s). Ring algorithms (NCCL's bus-bandwidth convention:
+// busbw = algbw x 2(n-1)/n for all-reduce, (n-1)/n for all-gather / reduce-scatter).
+double AllReduceTime(double bytes, int n, double busbw, double alpha);
+double AllGatherTime(double bytes, int n, double busbw, double alpha);      // bytes = the full output
+double ReduceScatterTime(double bytes, int n, double busbw, double alpha);  // bytes = the full input
+double AllToAllTime(double bytes, int n, double busbw, double alpha);
+double P2PTime(double bytes, double bw, double alpha);
+
+// Achievable bus bandwidth (bytes/s) and per-step latency of a collective over `n` ranks that sit
+// `stride` ranks apart (rank order TP, CP, DP, PP from the innermost; TP stride 1, DP stride TP x CP).
+// Inside one node: the GPU link x link efficiency. Across nodes, NCCL runs one ring per NIC through
+// the k group members of each node, so the bus bandwidth is k x the per-GPU NIC share (capped by the
+// link inside the node): 8 x 200 Gb/s HDR per node gives about 170 GB/s, not 25 GB/s.
+double GroupBusBandwidth(const Cluster& c, const Efficiency& e, int n, int stride);
+double GroupLatency(const Cluster& c, int n, int stride);
+
+// Time of a kernel with compute time `t_compute` and memory time `t_memory` (both at achievable
+// rates): a smooth roofline, max() far from the ridge point, slower than max() near it.
+double RooflineTime(double t_compute, double t_memory);
+
+enum class Bound { kCompute, kMemory, kLatency, kCommunication };
+const char* BoundName(Bound b);
+
+// One row of the per-operator table (`--explain`).
+struct OpCost {
+  std::string name;
+  std::string phase;        // forward | backward | recompute | step
+  double flops = 0;         // per GPU, per micro-batch (per step for "step" ops)
+  double bytes = 0;         // memory traffic
+  double time_s = 0;        // per occurrence
+  double count = 1;         // occurrences per training step / per token
+  Bound bound = Bound::kCompute;
+  double intensity() const { return bytes > 0 ? flops / bytes : 0; }
+};
+
+// Time of one GEMM (M x K) @ (K x N), `batch` times, on a GPU: a roofline with a shape
+// efficiency (tile and wave quantisation) and a kernel-launch floor. `elem_bytes` is the input
+// element size; `peak` the dense rate for the dtype.
+struct GemmTime {
+  double time_s = 0, flops = 0, bytes = 0, utilisation = 0;
+  Bound bound = Bound::kCompute;
+};
+// `weight_elem_bytes` (the K x N operand) defaults to `elem_bytes`; weight-only quantisation sets it.
+GemmTime EstimateGemm(double m, double n, double k, double batch, double elem_bytes, double peak,
+                      double gemm_eff, const GpuSpec& gpu, const Efficiency& eff, double weight_elem_bytes = -1);
+
+enum class AttentionImpl { kFlash, kUnfused };
+enum class FlopConvention { k6N, kMegatron };
+
+struct TrainConfig {
+  FitRequest fit;             // model-state options; fit.par is the layout, fit.batch the global batch
+  bool micro_batch_auto = false;   // choose the fastest micro-batch that fits
+  bool recompute_auto = false;     // choose the fastest recompute setting that fits
+  Precision dtype = Precision::kBf16;
+  AttentionImpl attention = AttentionImpl::kFlash;
+  bool dp_overlap = true;     // overlap gradient reduction with backward (DDP buckets, FSDP, Megatron-Core)
+  bool tp_overlap = false;    // overlap tensor-parallel communication with GEMMs (Megatron --tp-comm-overlap)
+  double moe_imbalance = 1.1; // busiest expert's load / mean load
+  double tokens = 0;          // train on this many tokens (0 = not asked)
+  double price_per_gpu_hour = 0;
+  FlopConvention convention = FlopConvention::k6N;
+};
+
+struct TrainBreakdown {
+  double compute = 0;                // forward + backward + recompute, on the critical path
+  double communication_exposed = 0;  // TP, PP, DP/ZeRO, CP, EP time not hidden under compute
+  double pipeline_bubble = 0;
+  double optimizer = 0;
+};
+
+struct TrainResult {
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double model_flops_per_step = 0;     // by the chosen convention
+  double hardware_flops_per_step = 0;  // including recompute
+  double model_tflops_per_gpu = 0;
+  double mfu = 0, hfu = 0;
+  double peak_flops_per_gpu = 0;       // the dense peak MFU is against
+  int64_t micro_batch = 1;
+  Recompute recompute = Recompute::kNone;
+  int num_micro_batches = 1;
+  TrainBreakdown breakdown_s;
+  double communication_total_s = 0;    // before overlap
+  FitResult memory;
+  bool fits = true;
+  double shortfall_bytes = 0;          // when it does not fit
+  double train_time_s = 0, gpu_hours = 0, cost_usd = 0;
+  std::string dominant;                // which term dominates, in words
+  std::vector<OpCost> ops;             // per-layer operators of one micro-batch, plus step ops
+  std::string convention;              // the FLOP convention in words
+  std::vector<std::string> notes;
+};
+
+// Validates the layout (divisibility etc.) and estimates one training step. A layout that
+// does not fit memory returns fits=false with the shortfall (and still the time it would take).
+Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& c, const TrainConfig& cfg,
+                                     const Efficiency& eff);
+
+struct InferConfig {
+  FitRequest fit;             // weights, kv dtype, batch, par.tp / par.pp
+  int64_t input_len = 512;
+  int64_t output_len = 128;
+  Precision compute = Precision::kBf16;  // kFp8 for FP8 (weights and activations)
+};
+
+struct InferResult {
+  double ttft_s = 0;                   // prefill of the whole batch's prompts
+  double tpot_s = 0;                   // one decode step at the mean context
+  double decode_tokens_per_s = 0;      // batch / tpot
+  double e2e_latency_s = 0;            // ttft + output_len x tpot
+  double output_tokens_per_s_per_gpu = 0;
+  int64_t max_batch = 0;               // at input + output context
+  bool fits = true;
+  double per_gpu_peak_bytes = 0;
+  std::string prefill_bound, decode_bound;
+  std::vector<OpCost> prefill_ops, decode_ops;
+  std::vector<std::string> notes;
+};
+Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& c, const InferConfig& cfg,
+                                      const Efficiency& eff);
+
+// Model FLOPs per token (forward + backward = 3x forward) under a convention, for sequence s.
+// 6N + 12*L*d_attn*s (PaLM, non-causal attention) or Megatron's 72*s*L*h^2*(1+s/6h+V/12hL)/s.
+double ModelFlopsPerToken(const ModelSpec& m, double seq, FlopConvention c);
+
+}  // namespace suanli

@@ -1,0 +1,55 @@
+// The validation harness: runs every published measurement in a cases file through the
+// performance model and reports predicted vs published, per case and per group.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "suanli/hardware.h"
+#include "suanli/model.h"
+#include "suanli/status.h"
+
+namespace suanli {
+
+struct ValidationCase {
+  std::string group;    // training | decode | ttft | throughput
+  std::string role;     // calibration | holdout
+  std::string name;
+  std::string source;
+  std::string metric;
+  double published = 0;
+  double predicted = 0;
+  double error = 0;     // (predicted - published) / published
+  std::string failure;  // non-empty when the case could not be evaluated
+  std::string detail;   // layout chosen etc.
+};
+
+struct ValidationGroup {
+  std::string group;
+  int cases = 0;
+  double mean_abs_error = 0, worst_abs_error = 0;
+  double mean_abs_error_calibration = 0, mean_abs_error_holdout = 0;
+  int holdout_cases = 0;
+  double target_mean = 0, target_worst = 0;  // 0 = no target
+  bool meets_target() const {
+    return target_mean <= 0 || (mean_abs_error <= target_mean && worst_abs_error <= target_worst);
+  }
+};
+
+struct ValidationReport {
+  std::vector<ValidationCase> cases;
+  std::vector<ValidationGroup> groups;
+};
+
+// Reads a file referenced by the cases file (model configs), relative to it.
+using CaseFileReader = std::function<Result<std::string>(const std::string& relative_path)>;
+
+Result<ValidationReport> RunPerfValidation(std::string_view cases_toml, std::string_view file,
+                                           const HardwareCatalog& hw, const ModelCatalog& models,
+                                           const CaseFileReader& read);
+// The bundled cases (tests/validation/perf_cases.toml, embedded at build time).
+Result<ValidationReport> RunBundledPerfValidation(const HardwareCatalog& hw, const ModelCatalog& models);
+
+}  // namespace suanli

@@ -1,0 +1,318 @@
+// `suanli perf train` and `suanli perf infer`: how fast, how long, how much.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/cli.h"
+#include "suanli/perf.h"
+#include "suanli/units.h"
+
+namespace suanli::cli {
+
+namespace {
+using json = nlohmann::json;
+
+struct PerfFlags {
+  std::string model = "llama-3.1-8b", gpu = "h100-sxm";
+  int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0;
+  int64_t micro_batch = 0, global_batch = 0, seq = 4096;
+  std::string recompute, dtype = "bf16", inter_node = "ib-ndr", attention = "flash", convention = "6n";
+  bool sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, fp32_grads = false;
+  double tokens = 0, price = 0;
+  // infer
+  int64_t batch = 1, input_len = 512, output_len = 128;
+  std::string weights = "bf16", kv_dtype = "bf16";
+  std::string calibration;
+};
+
+Result<Precision> ParseDtype(const std::string& s) {
+  if (s == "bf16") return Precision::kBf16;
+  if (s == "fp16") return Precision::kFp16;
+  if (s == "fp8") return Precision::kFp8;
+  return InvalidArgument(fmt::format("unknown --dtype '{}' (valid: bf16, fp16, fp8)", s));
+}
+
+json OpsJson(const std::vector<OpCost>& ops, double ridge) {
+  json a = json::array();
+  for (const auto& o : ops) {
+    a.push_back({{"name", o.name}, {"phase", o.phase}, {"flops", o.flops}, {"bytes", o.bytes},
+                 {"arithmetic_intensity_flops_per_byte", o.intensity()}, {"ridge_point_flops_per_byte", ridge},
+                 {"time_s", o.time_s}, {"count", o.count}, {"bound", BoundName(o.bound)}});
+  }
+  return a;
+}
+
+void PrintOps(const std::vector<OpCost>& ops, double ridge, double total) {
+  Table t({"operator", "phase", "GFLOP", "MB", "FLOP/B", "bound", "time", "x", "share"});
+  for (const auto& o : ops) {
+    t.Row({o.name, o.phase, fmt::format("{:.2f}", o.flops / 1e9), fmt::format("{:.1f}", o.bytes / 1e6),
+           o.bytes > 0 ? fmt::format("{:.0f}", o.intensity()) : "-", BoundName(o.bound), FormatSeconds(o.time_s),
+           fmt::format("{:.0f}", o.count), total > 0 ? fmt::format("{:.1f}%", 100 * o.time_s * o.count / total) : "-"});
+  }
+  std::cout << t.Render() << fmt::format("ridge point of this GPU: {:.0f} FLOP/byte (above: compute-bound)\n", ridge);
+}
+
+Result<Efficiency> EfficiencyFor(const PerfFlags& f, const GpuSpec& g) {
+  SUANLI_ASSIGN_OR_RETURN(Efficiency e, LoadEfficiency(g.id));
+  if (!f.calibration.empty()) return Unsupported("--calibration files come from `suanli bench export-calibration`, "
+                                                 "which this build does not include yet");
+  return e;
+}
+}  // namespace
+
+Action SetupPerf(CLI::App* sub, Context* ctx) {
+  auto f = std::make_shared<PerfFlags>();
+  sub->require_subcommand(1);
+  auto common = [&](CLI::App* a) {
+    a->add_option("--model,-m", f->model, "Model id, alias or HF config.json")->capture_default_str();
+    a->add_option("--gpu,-g", f->gpu, "GPU id or alias")->capture_default_str();
+    a->add_option("--tp", f->tp, "Tensor-parallel degree")->capture_default_str();
+    a->add_option("--pp", f->pp, "Pipeline-parallel degree")->capture_default_str();
+    a->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node")->capture_default_str();
+    a->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ...")
+        ->capture_default_str();
+    a->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)");
+    a->add_flag("--explain", f->explain, "Per-operator roofline table");
+    a->add_option("--calibration", f->calibration, "Efficiency file from `suanli bench export-calibration`");
+  };
+  auto* train = sub->add_subcommand("train", "Training step time, throughput, MFU, time and cost to train");
+  common(train);
+  train->add_option("--gpus", f->gpus, "Total GPUs (DP = GPUs / (TP x PP x CP))")->required();
+  train->add_option("--cp", f->cp, "Context-parallel degree")->capture_default_str();
+  train->add_option("--ep", f->ep, "Expert-parallel degree")->capture_default_str();
+  train->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP)")->capture_default_str();
+  train->add_option("--micro-batch", f->micro_batch, "Sequences per micro-batch (default: fastest that fits)");
+  train->add_option("--global-batch", f->global_batch, "Sequences per step")->required();
+  train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
+  train->add_option("--recompute", f->recompute, "none | selective | full (default: fastest that fits)");
+  train->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism");
+  train->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
+  train->add_option("--dtype", f->dtype, "bf16 | fp16 | fp8")->capture_default_str();
+  train->add_option("--attention", f->attention, "flash | unfused")->capture_default_str();
+  train->add_option("--flops", f->convention, "MFU convention: 6n (PaLM) | megatron")->capture_default_str();
+  train->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward instead of overlapped");
+  train->add_flag("--tp-overlap", f->tp_overlap, "Overlap tensor-parallel communication with GEMMs");
+  train->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients (18 B/param Adam)");
+  train->add_option("--tokens", f->tokens, "Train on this many tokens: time and GPU-hours");
+  train->add_option("--price-per-gpu-hour", f->price, "USD per GPU-hour for the cost");
+  auto* infer = sub->add_subcommand("infer", "Time to first token, time per output token, throughput");
+  common(infer);
+  infer->add_option("--gpus", f->gpus, "Total GPUs (default TP x PP)");
+  infer->add_option("--batch,-b", f->batch, "Concurrent sequences (static batch)")->capture_default_str();
+  infer->add_option("--input-len", f->input_len, "Prompt tokens")->capture_default_str();
+  infer->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
+  infer->add_option("--weights", f->weights, "bf16 fp16 fp8 int8 int4 nf4 q4_k_m ...")->capture_default_str();
+  infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
+
+  return [ctx, f, train, infer]() -> int {
+    auto mc = ctx->models();
+    if (!mc.ok()) return PrintError(mc.status());
+    auto hw = ctx->hardware();
+    if (!hw.ok()) return PrintError(hw.status());
+    auto model = (*mc)->Resolve(f->model);
+    if (!model.ok()) return PrintError(model.status());
+    auto gpu = (*hw)->FindGpu(f->gpu);
+    if (!gpu.ok()) return PrintError(gpu.status());
+    auto cluster = MakeCluster(**hw, **gpu, f->gpus_per_node, f->inter_node, f->nics_per_node);
+    if (!cluster.ok()) return PrintError(cluster.status());
+    auto eff = EfficiencyFor(*f, **gpu);
+    if (!eff.ok()) return PrintError(eff.status());
+    const double bf = (*gpu)->PeakFlops(Precision::kBf16).value_or((*gpu)->PeakFlops(Precision::kFp16).value_or(0));
+    const double ridge = bf / ((*gpu)->memory_bandwidth_bytes_per_s.value);
+    const bool json_out = ctx->options().json;
+
+    if (train->parsed()) {
+      TrainConfig cfg;
+      auto dt = ParseDtype(f->dtype);
+      if (!dt.ok()) return PrintError(dt.status());
+      cfg.dtype = *dt;
+      if (f->attention == "flash") cfg.attention = AttentionImpl::kFlash;
+      else if (f->attention == "unfused") cfg.attention = AttentionImpl::kUnfused;
+      else return PrintError(InvalidArgument("--attention must be flash or unfused"));
+      if (f->convention == "6n") cfg.convention = FlopConvention::k6N;
+      else if (f->convention == "megatron") cfg.convention = FlopConvention::kMegatron;
+      else return PrintError(InvalidArgument("--flops must be 6n or megatron"));
+      const int mp = f->tp * f->pp * f->cp;
+      if (mp < 1 || f->gpus < 1) return PrintError(InvalidArgument("--gpus, --tp, --pp and --cp must be at least 1"));
+      if (f->gpus % mp != 0)
+        return PrintError(InvalidArgument(fmt::format(
+            "--gpus {} is not divisible by TP x PP x CP = {} x {} x {} = {}; valid GPU counts are multiples of {}",
+            f->gpus, f->tp, f->pp, f->cp, mp, mp)));
+      cfg.fit.par.tp = f->tp;
+      cfg.fit.par.pp = f->pp;
+      cfg.fit.par.cp = f->cp;
+      cfg.fit.par.ep = f->ep;
+      cfg.fit.par.dp = f->gpus / mp;
+      cfg.fit.par.zero = f->zero;
+      cfg.fit.par.interleave = f->interleave;
+      cfg.fit.par.sequence_parallel = f->sequence_parallel;
+      cfg.fit.batch = f->global_batch;
+      cfg.fit.seq = f->seq;
+      cfg.fit.fp32_grads = f->fp32_grads;
+      if (f->global_batch < 1) return PrintError(InvalidArgument("--global-batch must be at least 1"));
+      if (f->global_batch % cfg.fit.par.dp != 0)
+        return PrintError(InvalidArgument(fmt::format("--global-batch {} is not divisible by DP = {} (GPUs / (TP x PP x CP))",
+                                                      f->global_batch, cfg.fit.par.dp)));
+      if (f->micro_batch > 0) {
+        cfg.fit.micro_batch = f->micro_batch;
+        if (f->global_batch % (cfg.fit.par.dp * f->micro_batch) != 0)
+          return PrintError(InvalidArgument(fmt::format(
+              "--global-batch {} is not divisible by DP x micro-batch = {} x {}", f->global_batch, cfg.fit.par.dp,
+              f->micro_batch)));
+      } else {
+        cfg.micro_batch_auto = true;
+      }
+      if (!f->recompute.empty()) {
+        auto rc = ParseRecompute(f->recompute);
+        if (!rc.ok()) return PrintError(rc.status());
+        cfg.fit.recompute = *rc;
+      } else {
+        cfg.recompute_auto = true;
+      }
+      cfg.dp_overlap = !f->no_dp_overlap;
+      cfg.tp_overlap = f->tp_overlap;
+      cfg.tokens = f->tokens;
+      cfg.price_per_gpu_hour = f->price;
+      auto r = EstimateTraining(*model, *cluster, cfg, *eff);
+      if (!r.ok()) return PrintError(r.status());
+      if (json_out) {
+        json j = JsonEnvelope("suanli.perf.train/1");
+        j["model"] = model->id;
+        j["gpu"] = (*gpu)->id;
+        j["gpus"] = f->gpus;
+        j["layout"] = {{"tp", f->tp}, {"pp", f->pp}, {"dp", cfg.fit.par.dp}, {"cp", f->cp}, {"ep", f->ep},
+                       {"zero", f->zero}, {"sequence_parallel", f->sequence_parallel}, {"interleave", f->interleave}};
+        j["fits"] = r->fits;
+        j["shortfall_bytes"] = r->shortfall_bytes;
+        j["step_time_s"] = r->step_time_s;
+        j["tokens_per_s"] = r->tokens_per_s;
+        j["tokens_per_s_per_gpu"] = r->tokens_per_s_per_gpu;
+        j["model_tflops_per_gpu"] = r->model_tflops_per_gpu;
+        j["mfu"] = r->mfu;
+        j["hfu"] = r->hfu;
+        j["flop_convention"] = r->convention;
+        j["micro_batch"] = r->micro_batch;
+        j["num_micro_batches"] = r->num_micro_batches;
+        j["recompute"] = RecomputeName(r->recompute);
+        j["per_gpu_peak_bytes"] = r->memory.per_gpu_peak_bytes;
+        j["breakdown_s"] = {{"compute", r->breakdown_s.compute},
+                            {"communication_exposed", r->breakdown_s.communication_exposed},
+                            {"pipeline_bubble", r->breakdown_s.pipeline_bubble},
+                            {"optimizer", r->breakdown_s.optimizer}};
+        j["communication_total_s"] = r->communication_total_s;
+        j["dominant"] = r->dominant;
+        if (f->tokens > 0) {
+          j["train_time_s"] = r->train_time_s;
+          j["gpu_hours"] = r->gpu_hours;
+          if (f->price > 0) j["cost_usd"] = r->cost_usd;
+        }
+        j["efficiency_sources"] = eff->sources;
+        j["notes"] = r->notes;
+        if (f->explain) j["ops"] = OpsJson(r->ops, ridge);
+        PrintJson(j);
+        return r->fits ? kExitOk : kExitNoFit;
+      }
+      std::cout << fmt::format("{} on {} x {} (TP={} PP={} DP={}{}{}), global batch {} x {} tokens\n", model->id,
+                               f->gpus, (*gpu)->id, f->tp, f->pp, cfg.fit.par.dp,
+                               f->cp > 1 ? fmt::format(" CP={}", f->cp) : "", f->zero ? fmt::format(" ZeRO-{}", f->zero) : "",
+                               f->global_batch, f->seq);
+      std::cout << fmt::format("micro-batch {} ({} per step per pipeline), recompute {}, intra-node {}, inter-node {}\n\n",
+                               r->micro_batch, r->num_micro_batches, RecomputeName(r->recompute), cluster->intra_name,
+                               cluster->inter_name);
+      if (!r->fits)
+        std::cout << fmt::format("DOES NOT FIT: needs {} more per GPU (peak {}); the time below is what it would take\n\n",
+                                 FormatBytes(r->shortfall_bytes), FormatBytes(r->memory.per_gpu_peak_bytes));
+      Table t({"", "value"});
+      t.Row({"step time", FormatSeconds(r->step_time_s)});
+      t.Row({"  compute", FormatSeconds(r->breakdown_s.compute)});
+      t.Row({"  exposed communication", FormatSeconds(r->breakdown_s.communication_exposed)});
+      t.Row({"  pipeline bubble", FormatSeconds(r->breakdown_s.pipeline_bubble)});
+      t.Row({"  optimizer step", FormatSeconds(r->breakdown_s.optimizer)});
+      t.Row({"tokens/s", fmt::format("{:.0f} ({:.0f} per GPU)", r->tokens_per_s, r->tokens_per_s_per_gpu)});
+      t.Row({"model TFLOP/s per GPU", fmt::format("{:.1f}", r->model_tflops_per_gpu)});
+      t.Row({"MFU / HFU", fmt::format("{:.1f}% / {:.1f}%", 100 * r->mfu, 100 * r->hfu)});
+      t.Row({"memory per GPU", FormatBytes(r->memory.per_gpu_peak_bytes)});
+      if (f->tokens > 0) {
+        t.Row({"time to train", FormatSeconds(r->train_time_s)});
+        t.Row({"GPU-hours", fmt::format("{:.0f}", r->gpu_hours)});
+        if (f->price > 0) t.Row({"cost", fmt::format("${:.0f} at ${:.2f}/GPU-hour", r->cost_usd, f->price)});
+      }
+      std::cout << t.Render();
+      std::cout << "dominant term: " << r->dominant << "\nMFU convention: " << r->convention << "\n";
+      for (const auto& n : r->notes) std::cout << "note: " << n << "\n";
+      if (f->explain) {
+        std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "
+                     "equivalents per step on the critical stage):\n";
+        PrintOps(r->ops, ridge, r->step_time_s);
+      }
+      return r->fits ? kExitOk : kExitNoFit;
+    }
+
+    InferConfig cfg;
+    auto wf = ParseWeightFormat(f->weights);
+    if (!wf.ok()) return PrintError(wf.status());
+    cfg.fit.weights = *wf;
+    if (wf->id == "fp8") cfg.compute = Precision::kFp8;
+    auto kv = ParseKvDtype(f->kv_dtype);
+    if (!kv.ok()) return PrintError(kv.status());
+    cfg.fit.kv_bytes_per_elem = *kv;
+    cfg.fit.batch = f->batch;
+    cfg.fit.par.tp = f->tp;
+    cfg.fit.par.pp = f->pp;
+    if (f->gpus > 0 && f->gpus != f->tp * f->pp)
+      return PrintError(InvalidArgument(fmt::format("--gpus {} must equal TP x PP = {} for one serving replica", f->gpus,
+                                                    f->tp * f->pp)));
+    cfg.input_len = f->input_len;
+    cfg.output_len = f->output_len;
+    auto r = EstimateInference(*model, *cluster, cfg, *eff);
+    if (!r.ok()) return PrintError(r.status());
+    if (json_out) {
+      json j = JsonEnvelope("suanli.perf.infer/1");
+      j["model"] = model->id;
+      j["gpu"] = (*gpu)->id;
+      j["layout"] = {{"tp", f->tp}, {"pp", f->pp}};
+      j["weights"] = cfg.fit.weights.id;
+      j["batch"] = f->batch;
+      j["fits"] = r->fits;
+      j["ttft_s"] = r->ttft_s;
+      j["tpot_s"] = r->tpot_s;
+      j["decode_tokens_per_s"] = r->decode_tokens_per_s;
+      j["output_tokens_per_s_per_gpu"] = r->output_tokens_per_s_per_gpu;
+      j["e2e_latency_s"] = r->e2e_latency_s;
+      j["max_batch"] = r->max_batch;
+      j["per_gpu_peak_bytes"] = r->per_gpu_peak_bytes;
+      j["prefill_bound"] = r->prefill_bound;
+      j["decode_bound"] = r->decode_bound;
+      j["efficiency_sources"] = eff->sources;
+      j["notes"] = r->notes;
+      if (f->explain) {
+        j["prefill_ops"] = OpsJson(r->prefill_ops, ridge);
+        j["decode_ops"] = OpsJson(r->decode_ops, ridge);
+      }
+      PrintJson(j);
+      return r->fits ? kExitOk : kExitNoFit;
+    }
+    std::cout << fmt::format("{} on {} x {} (TP={} PP={}), weights {}, batch {}, {} in / {} out tokens\n\n", model->id,
+                             f->tp * f->pp, (*gpu)->id, f->tp, f->pp, cfg.fit.weights.id, f->batch, f->input_len,
+                             f->output_len);
+    if (!r->fits) std::cout << "DOES NOT FIT: " << FormatBytes(r->per_gpu_peak_bytes) << " per GPU needed\n\n";
+    Table t({"", "value"});
+    t.Row({"time to first token", fmt::format("{} ({}-bound)", FormatSeconds(r->ttft_s), r->prefill_bound)});
+    t.Row({"time per output token", fmt::format("{} ({}-bound)", FormatSeconds(r->tpot_s), r->decode_bound)});
+    t.Row({"decode tokens/s", fmt::format("{:.1f}", r->decode_tokens_per_s)});
+    t.Row({"end-to-end latency", FormatSeconds(r->e2e_latency_s)});
+    t.Row({"output tokens/s per GPU", fmt::format("{:.1f}", r->output_tokens_per_s_per_gpu)});
+    t.Row({"largest batch that fits", std::to_string(r->max_batch)});
+    std::cout << t.Render();
+    for (const auto& n : r->notes) std::cout << "note: " << n << "\n";
+    if (f->explain) {
+      std::cout << "\nprefill operators:\n";
+      PrintOps(r->prefill_ops, ridge, r->ttft_s);
+      std::cout << "\ndecode operators (one step):\n";
+      PrintOps(r->decode_ops, ridge, r->tpot_s);
+    }
+    return r->fits ? kExitOk : kExitNoFit;
+  };
+}
+
+}  // namespace suanli::cli

@@ -1,0 +1,85 @@
+// `suanli validate`: the performance model against every published measurement we keep.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/cli.h"
+#include "core/files.h"
+#include "suanli/validate.h"
+
+namespace suanli::cli {
+
+Action SetupValidate(CLI::App* sub, Context* ctx) {
+  auto cases = std::make_shared<std::string>();
+  auto group = std::make_shared<std::string>();
+  sub->add_option("--cases", *cases, "A cases file (default: the bundled tests/validation/perf_cases.toml)");
+  sub->add_option("--group", *group, "Only this group: training | decode | ttft | throughput");
+  return [ctx, cases, group]() -> int {
+    auto hw = ctx->hardware();
+    if (!hw.ok()) return PrintError(hw.status());
+    auto mc = ctx->models();
+    if (!mc.ok()) return PrintError(mc.status());
+    Result<ValidationReport> rep = Internal("not run");
+    if (cases->empty()) {
+      rep = RunBundledPerfValidation(**hw, **mc);
+    } else {
+      auto text = detail::ReadFile(*cases);
+      if (!text.ok()) return PrintError(text.status());
+      const std::filesystem::path base = std::filesystem::path(*cases).parent_path();
+      auto read = [base](const std::string& rel) { return detail::ReadFile((base / rel).string(), 16u << 20); };
+      rep = RunPerfValidation(*text, *cases, **hw, **mc, read);
+    }
+    if (!rep.ok()) return PrintError(rep.status());
+    bool all_ok = true;
+    for (const auto& g : rep->groups) all_ok &= g.meets_target();
+    if (ctx->options().json) {
+      nlohmann::json j = JsonEnvelope("suanli.validate/1");
+      j["cases"] = nlohmann::json::array();
+      for (const auto& c : rep->cases) {
+        if (!group->empty() && c.group != *group) continue;
+        nlohmann::json e = {{"group", c.group},         {"role", c.role},       {"name", c.name},
+                            {"source", c.source},       {"metric", c.metric},   {"published", c.published},
+                            {"predicted", c.predicted}, {"error", c.error},     {"detail", c.detail}};
+        if (!c.failure.empty()) e["failure"] = c.failure;
+        j["cases"].push_back(e);
+      }
+      j["groups"] = nlohmann::json::array();
+      for (const auto& g : rep->groups) {
+        j["groups"].push_back({{"group", g.group},
+                               {"cases", g.cases},
+                               {"mean_abs_error", g.mean_abs_error},
+                               {"worst_abs_error", g.worst_abs_error},
+                               {"mean_abs_error_calibration", g.mean_abs_error_calibration},
+                               {"mean_abs_error_holdout", g.mean_abs_error_holdout},
+                               {"holdout_cases", g.holdout_cases},
+                               {"target_mean", g.target_mean},
+                               {"target_worst", g.target_worst},
+                               {"meets_target", g.meets_target()}});
+      }
+      PrintJson(j);
+      return all_ok ? kExitOk : kExitNoFit;
+    }
+    Table t({"group", "role", "case", "metric", "published", "predicted", "error", "detail"});
+    for (const auto& c : rep->cases) {
+      if (!group->empty() && c.group != *group) continue;
+      t.Row({c.group, c.role, c.name, c.metric, fmt::format("{:.4g}", c.published),
+             c.failure.empty() ? fmt::format("{:.4g}", c.predicted) : "ERROR",
+             c.failure.empty() ? fmt::format("{:+.1f}%", 100 * c.error) : "-",
+             c.failure.empty() ? c.detail : c.failure});
+    }
+    std::cout << t.Render() << "\n";
+    Table s({"group", "cases", "mean |error|", "worst |error|", "calibration mean", "holdout mean (n)", "target", "meets"});
+    for (const auto& g : rep->groups) {
+      s.Row({g.group, std::to_string(g.cases), fmt::format("{:.1f}%", 100 * g.mean_abs_error),
+             fmt::format("{:.1f}%", 100 * g.worst_abs_error), fmt::format("{:.1f}%", 100 * g.mean_abs_error_calibration),
+             g.holdout_cases ? fmt::format("{:.1f}% ({})", 100 * g.mean_abs_error_holdout, g.holdout_cases) : "-",
+             g.target_mean > 0 ? fmt::format("<= {:.0f}% / {:.0f}%", 100 * g.target_mean, 100 * g.target_worst) : "none",
+             g.meets_target() ? "yes" : "NO"});
+    }
+    std::cout << s.Render();
+    return all_ok ? kExitOk : kExitNoFit;
+  };
+}
+
+}  // namespace suanli::cli

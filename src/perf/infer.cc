@@ -1,0 +1,191 @@
+// Inference: prefill (time to first token) and decode (time per output token).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "suanli/perf.h"
+#include "suanli/units.h"
+#include "perf/internal.h"
+
+namespace suanli {
+
+namespace {
+
+double PeakFor(const GpuSpec& g, Precision p) {
+  if (auto v = g.PeakFlops(p)) return *v;
+  if (p == Precision::kBf16)
+    if (auto v = g.PeakFlops(Precision::kFp16)) return *v;
+  return 0;
+}
+
+struct Pass {
+  double time = 0;
+  double flops = 0, bytes = 0;
+  double compute_time = 0, memory_time = 0;  // GEMM time split by bound, for the verdict
+  std::vector<OpCost> ops;
+};
+
+// One forward pass over `tokens` new tokens per sequence x `batch` sequences, attending to `ctx`
+// keys, on one GPU of a TP group, through all layers held by one pipeline stage.
+Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const InferConfig& cfg, double batch,
+             double new_tokens, double ctx, bool decode) {
+  const GpuSpec& gpu = *cl.gpu;
+  const int t = cfg.fit.par.tp;
+  const double T = batch * new_tokens;
+  const double h = double(m.hidden);
+  const bool fp8 = cfg.compute == Precision::kFp8;
+  const double peak = PeakFor(gpu, fp8 ? Precision::kFp8 : Precision::kBf16);
+  const double gemm_eff = fp8 && eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
+  const WeightFormat& wf = cfg.fit.weights;
+  const double wbytes = fp8 ? 1.0 : wf.bits_per_weight / 8;  // bytes per weight as stored
+  const double bw = gpu.memory_bandwidth_bytes_per_s.value * eff.memory;
+  const ParamCounts pc = CountParams(m);
+  Pass p;
+  // Weight-only quantisation dequantises on the FP32 pipes once per weight per pass.
+  double dq_ops = 0;
+  if (!fp8 && wf.bits_per_weight < 16) {
+    if (wf.id == "int8") dq_ops = eff.dequant_ops_int8;
+    else if (wf.id == "nf4" || wf.id == "nf4-nodq") dq_ops = eff.dequant_ops_nf4;
+    else if (wf.id.rfind("q", 0) == 0) dq_ops = eff.dequant_ops_gguf;
+    else dq_ops = eff.dequant_ops_int4;
+  }
+  const double fp32_peak = gpu.PeakFlops(Precision::kFp32).value_or(peak / 16);
+  const int layers = static_cast<int>(std::ceil(double(m.layers) / cfg.fit.par.pp));
+  const perf_detail::LayerShape sh = perf_detail::Shape(m);
+  const double act_bytes = fp8 ? 1.0 : 2.0;
+  auto gemm = [&](const char* name, double M, double N, double K, double batch_n, double layer_frac) {
+    const GemmTime g = EstimateGemm(M, N, K, batch_n, act_bytes, peak, gemm_eff, gpu, eff, wbytes);
+    p.ops.push_back(OpCost{name, decode ? "decode" : "prefill", g.flops, g.bytes, g.time_s, layer_frac, g.bound});
+    p.time += g.time_s * layer_frac;
+    p.flops += g.flops * layer_frac;
+    p.bytes += g.bytes * layer_frac;
+    (g.bound == Bound::kCompute ? p.compute_time : p.memory_time) += g.time_s * layer_frac;
+  };
+  gemm("qkv projection", T, sh.attn_proj_params / h / t, h, 1, 1);
+  gemm("output projection", T, h, sh.out_proj_in / t, 1, 1);
+  const double moe_frac = m.moe ? double(m.moe_layer_count()) / m.layers : 0.0;
+  const double mats = m.gated_mlp ? 2.0 : 1.0;
+  if (moe_frac < 1) {
+    gemm("mlp up/gate", T, mats * double(m.ffn) / t, h, 1, 1 - moe_frac);
+    gemm("mlp down", T, h, double(m.ffn) / t, 1, 1 - moe_frac);
+  }
+  if (m.moe) {
+    const auto& e = *m.moe;
+    // Experts touched by this step's T tokens (each picks k of E): E x (1 - (1 - k/E)^T).
+    const double touched = e.num_experts * (1 - std::pow(1 - double(e.experts_per_token) / e.num_experts, T));
+    const double tokens_per_expert = std::max(1.0, T * e.experts_per_token / std::max(1.0, touched));
+    gemm("router", T, e.num_experts, h, 1, moe_frac);
+    gemm("experts up/gate", tokens_per_expert, mats * double(e.expert_ffn) / t, h, touched, moe_frac);
+    gemm("experts down", tokens_per_expert, h, double(e.expert_ffn) / t, touched, moe_frac);
+    if (e.shared_ffn > 0) {
+      gemm("shared expert up/gate", T, mats * double(e.shared_ffn) / t, h, 1, moe_frac);
+      gemm("shared expert down", T, h, double(e.shared_ffn) / t, 1, moe_frac);
+    }
+  }
+  // Weight-only quantisation: dequantisation on the FP32 pipes, once per weight per pass.
+  if (dq_ops > 0) {
+    double params_read = (pc.attention + pc.mlp_dense) / m.layers / t;
+    if (m.moe) params_read += pc.moe_experts / std::max(1, m.moe_layer_count()) / t * moe_frac;
+    const double dq_time = params_read * dq_ops / (fp32_peak * 0.8);
+    p.ops.push_back(OpCost{"dequantise weights", decode ? "decode" : "prefill", params_read * dq_ops, 0, dq_time, 1,
+                           Bound::kCompute});
+    p.time += dq_time;
+  }
+  // Attention: reads the KV cache of each sequence (decode) or computes causal attention (prefill).
+  const double q_dim = double(m.heads) * m.head_dim;
+  const double kv_layer_token = KvBytesPerToken(m, cfg.fit.kv_bytes_per_elem, t) / m.layers;
+  const double attn_flops = 4.0 * batch * new_tokens * ctx * q_dim / t * (decode ? 1.0 : 0.5);
+  const double attn_bytes = batch * std::min<double>(ctx, m.sliding_window > 0 ? std::max<double>(ctx, 0) : ctx) *
+                                kv_layer_token +
+                            T * q_dim / t * 4;
+  {
+    const double peak16 = PeakFor(gpu, Precision::kBf16);
+    const double tc = attn_flops / (peak16 * eff.attention);
+    const double tm = attn_bytes / bw;
+    const double time = std::max(tc, tm) + eff.kernel_launch_s;
+    p.ops.push_back(OpCost{"attention", decode ? "decode" : "prefill", attn_flops, attn_bytes, time, 1,
+                           tc >= tm ? Bound::kCompute : Bound::kMemory});
+    p.time += time;
+    (tc >= tm ? p.compute_time : p.memory_time) += std::max(tc, tm);
+  }
+  // Element-wise kernels.
+  const double ew_bytes = T * (m.norms_per_layer * 4 * h + 12 * h);
+  const double ew_time = ew_bytes / bw + 6 * eff.kernel_launch_s;
+  p.ops.push_back(OpCost{"norms, residuals, activation", decode ? "decode" : "prefill", 0, ew_bytes, ew_time, 1,
+                         Bound::kLatency});
+  p.time += ew_time;
+  // Tensor parallelism: two all-reduces per layer.
+  if (t > 1) {
+    const double busbw = GroupBusBandwidth(cl, eff, t, 1);
+    const double alpha = GroupLatency(cl, t, 1);
+    const double ar = 2 * AllReduceTime(T * h * 2, t, busbw, alpha);
+    p.ops.push_back(OpCost{"TP all-reduce (x2)", decode ? "decode" : "prefill", 0, T * h * 4, ar, 1,
+                           Bound::kCommunication});
+    p.time += ar;
+  }
+  for (auto& o : p.ops) o.count = layers;
+  p.time *= layers;
+  p.compute_time *= layers;
+  p.memory_time *= layers;
+  // Output head for the last token of each sequence (vocab-parallel over TP).
+  {
+    const double head_params = (m.tie_embeddings ? pc.embedding : pc.lm_head) / t;
+    const double flops = 2 * batch * head_params;
+    const double bytes = head_params * (wf.quantizes_embeddings ? wbytes : 2);
+    const double tc = flops / (peak * gemm_eff), tm = bytes / bw;
+    const double time = std::max(tc, tm) + 2 * eff.kernel_launch_s;
+    p.ops.push_back(OpCost{"output head", decode ? "decode" : "prefill", flops, bytes, time, 1,
+                           tc >= tm ? Bound::kCompute : Bound::kMemory});
+    p.time += time;
+  }
+  // Pipeline stages run one after another for one batch: the other stages' time is the same again.
+  if (cfg.fit.par.pp > 1) {
+    const double stage = p.time;
+    p.time = stage * cfg.fit.par.pp + (cfg.fit.par.pp - 1) * P2PTime(T * h * 2, cl.inter_bw_per_gpu, cl.inter_latency_s);
+  }
+  return p;
+}
+
+}  // namespace
+
+Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, const InferConfig& cfg_in,
+                                      const Efficiency& eff) {
+  if (!cl.gpu) return InvalidArgument("no GPU given");
+  InferConfig cfg = cfg_in;
+  if (cfg.fit.weights.id.empty()) cfg.fit.weights = *ParseWeightFormat("bf16");
+  cfg.fit.mode = Mode::kInfer;
+  if (cfg.input_len < 1 || cfg.output_len < 1 || cfg.input_len > (int64_t(1) << 24) || cfg.output_len > (int64_t(1) << 24))
+    return InvalidArgument("--input-len and --output-len must be between 1 and 16M tokens");
+  cfg.fit.seq = cfg.input_len + cfg.output_len;
+  if (cfg.compute == Precision::kFp8) {
+    if (!cl.gpu->Supports(Precision::kFp8))
+      return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Ada, Hopper or newer)", cl.gpu->id));
+    cfg.fit.weights = *ParseWeightFormat("fp8");
+  }
+  auto mem = EstimateMemory(m, cfg.fit);
+  if (!mem.ok()) return mem.status();
+  InferResult r;
+  r.per_gpu_peak_bytes = mem->per_gpu_peak_bytes;
+  r.fits = CheckFit(*mem, *cl.gpu).fits;
+  r.max_batch = MaxBatchThatFits(m, cfg.fit, *cl.gpu);
+  const double batch = double(cfg.fit.batch);
+  const Pass prefill = Forward(m, cl, eff, cfg, batch, double(cfg.input_len), double(cfg.input_len), false);
+  const double mid_ctx = double(cfg.input_len) + double(cfg.output_len) / 2;
+  const Pass decode = Forward(m, cl, eff, cfg, batch, 1, mid_ctx, true);
+  r.ttft_s = prefill.time;
+  r.tpot_s = decode.time;
+  r.decode_tokens_per_s = batch / r.tpot_s;
+  r.e2e_latency_s = r.ttft_s + double(cfg.output_len) * r.tpot_s;
+  const int gpus = cfg.fit.par.tp * cfg.fit.par.pp;
+  r.output_tokens_per_s_per_gpu = batch * double(cfg.output_len) / r.e2e_latency_s / gpus;
+  r.prefill_bound = prefill.compute_time >= prefill.memory_time ? "compute" : "memory";
+  r.decode_bound = decode.compute_time >= decode.memory_time ? "compute" : "memory";
+  r.prefill_ops = prefill.ops;
+  r.decode_ops = decode.ops;
+  if (!r.fits) r.notes.push_back(fmt::format("does not fit: peak {} per GPU", FormatBytes(r.per_gpu_peak_bytes)));
+  r.notes.push_back("TTFT = prefill of the whole batch; TPOT = one decode step at context input + output/2");
+  return r;
+}
+
+}  // namespace suanli

@@ -1,0 +1,635 @@
+#include "suanli/perf.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/data_registry.h"
+#include "core/toml_reader.h"
+#include "suanli/text.h"
+#include "suanli/units.h"
+#include "perf/internal.h"
+
+namespace suanli {
+
+namespace {
+// GEMM tile used for wave/tile quantisation (CUTLASS/cuBLAS 16-bit kernels on Ampere/Hopper
+// commonly use 128x128 or 128x256 CTA tiles; docs/methodology.md §6.2).
+constexpr double kTileM = 128, kTileN = 128;
+// Exponent of the smooth roofline (RooflineTime). Chosen on the calibration cases only (training and
+// decode groups, docs/validation.md §4): p = 1, 1.5, 2, 3 give training 5.4/5.9/6.9/7.5% and decode
+// 10.4/5.4/4.5/4.0% mean error; 1.5 is the best joint choice.
+constexpr double kRooflineP = 1.5;
+// Kernels per transformer layer outside the GEMMs and attention (norms, residual adds, activation,
+// rotary), each paying the launch floor.
+constexpr double kElementwiseKernelsPerLayer = 6;
+// FlashAttention-2's backward pass does 2.5x the forward FLOPs (5 matmuls vs 2; Dao 2023 §3.2).
+constexpr double kFlashBackwardFactor = 2.5;
+// Optimizer step traffic per locally-held parameter for Adam with FP32 master weights:
+// read master, m, v (12 B) and the gradient, write master, m, v (12 B) and the 16-bit weight.
+constexpr double kAdamStepBytesBase = 24;
+// Cross-entropy over the vocabulary: read logits (2 B), write/read FP32 softmax (4+4), write grad (2).
+constexpr double kLossBytesPerLogit = 12;
+
+}  // namespace
+
+const char* BoundName(Bound b) {
+  switch (b) {
+    case Bound::kCompute: return "compute";
+    case Bound::kMemory: return "memory";
+    case Bound::kLatency: return "latency";
+    case Bound::kCommunication: return "communication";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------
+// Efficiency data.
+
+Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view file_sv, std::string_view gpu_id) {
+  const std::string file(file_sv);
+  SUANLI_ASSIGN_OR_RETURN(toml::table doc, detail::ParseTomlText(text, file));
+  std::map<std::string, std::string> sources;
+  if (const toml::table* st = doc["sources"].as_table()) {
+    for (const auto& [k, v] : *st) sources[std::string(k.str())] = v.value_or(std::string());
+  } else {
+    return ParseError(file + ": missing [sources]");
+  }
+  Efficiency e;
+  auto apply = [&](const toml::table& t, const std::string& path) -> Status {
+    detail::TableReader r(t, file, path, &sources);
+    auto frac = [&](const char* key, double* out, double lo, double hi) -> Status {
+      SUANLI_ASSIGN_OR_RETURN(auto v, r.OptSourcedNumber(key));
+      if (v) {
+        if (v->value < lo || v->value > hi)
+          return ParseError(fmt::format("{}: {} is outside {}..{}", r.Where(key), v->value, lo, hi));
+        *out = v->value;
+        e.sources.push_back(fmt::format("{} = {:.3g}: {}{}", key, v->value, v->source,
+                                        v->note.empty() ? "" : " (" + v->note + ")"));
+      }
+      return Status::Ok();
+    };
+    SUANLI_RETURN_IF_ERROR(frac("gemm", &e.gemm, 0.05, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("gemm_fp8", &e.gemm_fp8, 0.05, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("memory", &e.memory, 0.05, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("attention", &e.attention, 0.05, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("link", &e.link, 0.05, 2.0));
+    SUANLI_RETURN_IF_ERROR(frac("network", &e.network, 0.05, 1.0));
+    SUANLI_ASSIGN_OR_RETURN(auto kl, r.OptQuantity("kernel_launch", Dimension::kSeconds));
+    if (kl) {
+      if (kl->value > 1e-3) return ParseError(r.Where("kernel_launch") + " must be below 1 ms");
+      e.kernel_launch_s = kl->value;
+    }
+    return r.CheckNoUnknownKeys();
+  };
+  if (const toml::table* d = doc["default"].as_table()) SUANLI_RETURN_IF_ERROR(apply(*d, "default"));
+  if (const toml::table* g = doc["gpu"].as_table()) {
+    if (const toml::table* mine = (*g)[gpu_id].as_table()) SUANLI_RETURN_IF_ERROR(apply(*mine, "gpu." + std::string(gpu_id)));
+  }
+  if (const toml::table* dq = doc["dequant"].as_table()) {
+    detail::TableReader r(*dq, file, "dequant", &sources);
+    for (auto [key, out] : {std::pair{"int8", &e.dequant_ops_int8}, {"int4", &e.dequant_ops_int4},
+                            {"nf4", &e.dequant_ops_nf4}, {"gguf", &e.dequant_ops_gguf}}) {
+      SUANLI_ASSIGN_OR_RETURN(auto v, r.OptSourcedNumber(key));
+      if (v) *out = v->value;
+    }
+    SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
+  }
+  return e;
+}
+
+Result<Efficiency> LoadEfficiency(std::string_view gpu_id) {
+  const auto* f = detail::FindEmbeddedFile("data/efficiency.toml");
+  if (!f) return Internal("data/efficiency.toml is not embedded");
+  return ParseEfficiencyToml(f->content, "embedded:data/efficiency.toml", gpu_id);
+}
+
+// ---------------------------------------------------------------------------------------
+// Cluster and collectives.
+
+Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int gpus_per_node,
+                            std::string_view inter_node, int nics_per_node) {
+  if (gpus_per_node < 1 || gpus_per_node > 1024)
+    return InvalidArgument(fmt::format("--gpus-per-node must be between 1 and 1024, got {}", gpus_per_node));
+  Cluster c;
+  c.gpu = &gpu;
+  c.gpus_per_node = gpus_per_node;
+  if (gpu.link_bandwidth_per_direction_bytes_per_s && (!gpu.link_peers || gpus_per_node <= gpu.link_peers->value)) {
+    c.intra_bw_per_dir = gpu.link_bandwidth_per_direction_bytes_per_s->value;
+    c.intra_name = gpu.link_kind ? gpu.link_kind->value : "gpu link";
+    if (gpu.link_kind) {
+      auto ic = hw.FindInterconnect(gpu.link_kind->value);
+      if (ic.ok() && (*ic)->latency_s) c.intra_latency_s = (*ic)->latency_s->value;
+    }
+  } else {
+    // No GPU link (or more GPUs than a bridge joins): peer traffic crosses PCIe.
+    const int gen = gpu.pcie_generation ? gpu.pcie_generation->value : 4;
+    auto ic = hw.FindInterconnect(fmt::format("pcie-gen{}-x16", gen));
+    if (!ic.ok()) return ic.status();
+    c.intra_bw_per_dir = (*ic)->bandwidth_per_direction_bytes_per_s.value;
+    if ((*ic)->latency_s) c.intra_latency_s = (*ic)->latency_s->value;
+    c.intra_name = (*ic)->id;
+  }
+  auto net = hw.FindInterconnect(inter_node);
+  if (!net.ok()) return net.status();
+  const int nics = nics_per_node > 0 ? nics_per_node : gpus_per_node;
+  c.inter_bw_per_gpu = (*net)->bandwidth_per_direction_bytes_per_s.value * nics / gpus_per_node;
+  if ((*net)->latency_s) c.inter_latency_s = (*net)->latency_s->value;
+  c.inter_name = fmt::format("{} x{} per node", (*net)->id, nics);
+  return c;
+}
+
+double AllReduceTime(double bytes, int n, double busbw, double alpha) {
+  if (n <= 1 || bytes <= 0) return 0;
+  // NCCL picks ring or tree per message size: the ring pays 2(n-1) latency steps, the (double binary)
+  // tree 2*log2(n) steps at about the same bus bandwidth for large messages.
+  const double ring = 2.0 * (n - 1) / n * bytes / busbw + 2.0 * (n - 1) * alpha;
+  const double tree = 2.0 * (n - 1) / n * bytes / busbw + 2.0 * std::ceil(std::log2(double(n))) * alpha;
+  return std::min(ring, tree);
+}
+double AllGatherTime(double bytes, int n, double busbw, double alpha) {
+  if (n <= 1 || bytes <= 0) return 0;
+  return double(n - 1) / n * bytes / busbw + (n - 1) * alpha;
+}
+double ReduceScatterTime(double bytes, int n, double busbw, double alpha) { return AllGatherTime(bytes, n, busbw, alpha); }
+double AllToAllTime(double bytes, int n, double busbw, double alpha) {
+  if (n <= 1 || bytes <= 0) return 0;
+  return double(n - 1) / n * bytes / busbw + (n - 1) * alpha;
+}
+double P2PTime(double bytes, double bw, double alpha) { return bytes <= 0 ? 0 : bytes / bw + alpha; }
+
+namespace {
+int RanksPerNode(const Cluster& c, int n, int stride) {
+  if (stride >= c.gpus_per_node) return 1;
+  return std::max(1, std::min(n, c.gpus_per_node / std::max(1, stride)));
+}
+}  // namespace
+
+double GroupBusBandwidth(const Cluster& c, const Efficiency& e, int n, int stride) {
+  const double intra = c.intra_bw_per_dir * e.link;
+  const int k = RanksPerNode(c, n, stride);
+  if (n <= k) return intra;
+  return std::min(intra, k * c.inter_bw_per_gpu * e.network);
+}
+
+double GroupLatency(const Cluster& c, int n, int stride) {
+  return n <= RanksPerNode(c, n, stride) ? c.intra_latency_s : c.inter_latency_s;
+}
+
+// ---------------------------------------------------------------------------------------
+// Operators.
+
+double RooflineTime(double t_compute, double t_memory) {
+  // A smooth roofline: the p-norm of the two times. p = infinity is the ideal max() (perfect overlap
+  // of loads and math); p = 1 is no overlap. Near the ridge point neither pipe saturates, and kernels
+  // reach roughly 2^(-1/p) of the ideal roofline (docs/methodology.md §6.2).
+  const double hi = std::max(t_compute, t_memory), lo = std::min(t_compute, t_memory);
+  if (hi <= 0) return 0;
+  return hi * std::pow(1.0 + std::pow(lo / hi, kRooflineP), 1.0 / kRooflineP);
+}
+
+GemmTime EstimateGemm(double m, double n, double k, double batch, double elem_bytes, double peak, double gemm_eff,
+                      const GpuSpec& gpu, const Efficiency& eff, double weight_elem_bytes) {
+  if (weight_elem_bytes < 0) weight_elem_bytes = elem_bytes;
+  GemmTime g;
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return g;
+  g.flops = 2 * m * n * k * batch;
+  g.bytes = (m * k * elem_bytes + k * n * weight_elem_bytes + m * n * 2) * batch;  // 16-bit output
+  const double sms = gpu.sm_count ? gpu.sm_count->value : 108;
+  // Tile quantisation (padding to whole tiles) and wave quantisation (the last wave of CTAs
+  // leaves SMs idle). Split-K raises the CTA count when the output is too small to fill the GPU.
+  // Skinny GEMMs (decode, small batches) use short tiles: M pads to a power of two between 16 (the
+  // tensor-core MMA height) and 128, not to a full 128-row tile.
+  const double tile_m = std::clamp(std::exp2(std::ceil(std::log2(std::max(1.0, m)))), 16.0, kTileM);
+  const double tm = std::ceil(m / tile_m), tn = std::ceil(n / kTileN);
+  double tiles = tm * tn * batch;
+  const double pad = (m * n) / (tm * tile_m * tn * kTileN);
+  if (tiles < sms) tiles *= std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / 512)));
+  const double waves = std::ceil(tiles / sms);
+  const double wave_util = tiles / (waves * sms);
+  g.utilisation = pad * wave_util;
+  double t_compute = g.flops / (peak * gemm_eff * g.utilisation);
+  if (m < 16) {
+    // Matrix-vector kernels (batch-1 decode) run on the CUDA cores rather than pad M to the 16-row MMA.
+    const double fp32 = gpu.PeakFlops(Precision::kFp32).value_or(0);
+    if (fp32 > 0) t_compute = std::min(t_compute, g.flops / (fp32 * gemm_eff));
+  }
+  const double t_memory = g.bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory);
+  g.bound = t_compute >= t_memory ? Bound::kCompute : Bound::kMemory;
+  g.time_s = RooflineTime(t_compute, t_memory) + eff.kernel_launch_s;
+  if (eff.kernel_launch_s > std::max(t_compute, t_memory)) g.bound = Bound::kLatency;
+  return g;
+}
+
+namespace {
+using perf_detail::LayerShape;
+using perf_detail::PeakFor;
+using perf_detail::Shape;
+
+// Accumulates operators of one micro-batch on one GPU.
+struct OpList {
+  std::vector<OpCost> ops;
+  void Add(std::string name, std::string phase, double flops, double bytes, double time, double count, Bound b) {
+    ops.push_back(OpCost{std::move(name), std::move(phase), flops, bytes, time, count, b});
+  }
+  double Time(const char* phase = nullptr) const {
+    double t = 0;
+    for (const auto& o : ops)
+      if (!phase || o.phase == phase) t += o.time_s * o.count;
+    return t;
+  }
+};
+
+struct PassTimes {
+  double fwd = 0, bwd = 0, recompute = 0;   // compute, one layer, one micro-batch
+  double tp_comm = 0;                        // TP communication per layer per micro-batch (fwd+bwd+recompute)
+  double ep_comm = 0, cp_comm = 0;
+  double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
+};
+
+struct LayerContext {
+  const ModelSpec* m;
+  const GpuSpec* gpu;
+  const Efficiency* eff;
+  const Cluster* cluster;
+  double tokens;       // tokens of this micro-batch on this GPU (b * s / cp)
+  double seq;          // full sequence length (keys attended to)
+  double micro_batch;
+  int tp, cp, ep;
+  bool sp;
+  double peak, gemm_eff, elem_bytes;
+  AttentionImpl attention;
+  double moe_imbalance;
+  bool moe_layer;
+  bool dropout;
+};
+
+// Groups of the layer's collectives: TP (stride 1), CP (stride TP), EP (inside the DP x CP ranks, stride TP).
+double TpBusBw(const LayerContext& c, int n, int stride = 1) { return GroupBusBandwidth(*c.cluster, *c.eff, n, stride); }
+double TpAlpha(const LayerContext& c, int n, int stride = 1) { return GroupLatency(*c.cluster, n, stride); }
+
+// One transformer layer: forward operators (added to `ops` when non-null) and pass times.
+PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
+  const ModelSpec& m = *c.m;
+  const LayerShape sh = Shape(m);
+  const double T = c.tokens, h = double(m.hidden), t = c.tp;
+  PassTimes p;
+  auto gemm = [&](const char* name, double M, double N, double K, double batch = 1) {
+    const GemmTime g = EstimateGemm(M, N, K, batch, c.elem_bytes, c.peak, c.gemm_eff, *c.gpu, *c.eff);
+    if (ops) ops->Add(name, "forward", g.flops, g.bytes, g.time_s, 1, g.bound);
+    p.fwd += g.time_s;
+    p.fwd_flops += g.flops;
+    return g;
+  };
+  gemm("qkv projection", T, sh.attn_proj_params / h / t, h);
+  // Attention core.
+  double attn_time = 0, attn_flops = 0;
+  const double heads_local = m.heads / t;
+  const double d_qk = sh.q_dim / m.heads;
+  if (c.attention == AttentionImpl::kFlash) {
+    // Causal: each query attends to half the keys on average (FlashAttention skips masked blocks).
+    attn_flops = 4.0 * T * c.seq * sh.q_dim / t * 0.5;
+    const double peak16 = PeakFor(*c.gpu, Precision::kBf16);
+    const double bytes = T * (sh.q_dim + 2 * sh.kv_dim + sh.out_proj_in) / t * 2;
+    const double t_c = attn_flops / (peak16 * c.eff->attention);
+    const double t_m = bytes / (c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory);
+    attn_time = std::max(t_c, t_m) + c.eff->kernel_launch_s;
+    if (ops) ops->Add("attention (flash)", "forward", attn_flops, bytes, attn_time, 1, t_c >= t_m ? Bound::kCompute : Bound::kMemory);
+  } else {
+    // Unfused (Megatron 2021-22): two batched GEMMs over the full s x s score matrix, and a fused
+    // scale-mask-softmax(-dropout) kernel streaming the scores.
+    const double sq = T / c.micro_batch;  // queries per sequence on this GPU
+    const GemmTime qk = EstimateGemm(sq, c.seq, d_qk, c.micro_batch * heads_local, 2, c.peak, c.gemm_eff, *c.gpu, *c.eff);
+    const GemmTime pv = EstimateGemm(sq, d_qk, c.seq, c.micro_batch * heads_local, 2, c.peak, c.gemm_eff, *c.gpu, *c.eff);
+    const double scores = c.micro_batch * heads_local * sq * c.seq;
+    // Read scores, write probabilities (16-bit); with attention dropout also write the 1-byte mask and the
+    // dropped-out probabilities that feed the second GEMM.
+    const double sm_bytes = scores * (c.dropout ? 7.0 : 4.0);
+    const double sm_time = sm_bytes / (c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory) + c.eff->kernel_launch_s;
+    attn_flops = qk.flops + pv.flops;
+    attn_time = qk.time_s + pv.time_s + sm_time;
+    if (ops) {
+      ops->Add("attention scores QK^T", "forward", qk.flops, qk.bytes, qk.time_s, 1, qk.bound);
+      ops->Add("softmax (fused)", "forward", 0, sm_bytes, sm_time, 1, Bound::kMemory);
+      ops->Add("attention x V", "forward", pv.flops, pv.bytes, pv.time_s, 1, pv.bound);
+    }
+  }
+  p.fwd += attn_time;
+  p.fwd_flops += attn_flops;
+  gemm("output projection", T, h, sh.out_proj_in / t);
+  // MLP or experts.
+  double ffn_width = double(m.ffn);
+  if (c.moe_layer && m.moe) {
+    const auto& e = *m.moe;
+    gemm("router", T, e.num_experts, h);
+    const double local_experts = double(e.num_experts) / c.ep;
+    const double tokens_per_expert = T * e.experts_per_token / e.num_experts * c.ep * c.moe_imbalance;
+    const double mats = m.gated_mlp ? 2 : 1;
+    gemm("experts up/gate", tokens_per_expert, mats * e.expert_ffn / t, h, local_experts);
+    gemm("experts down", tokens_per_expert, h, e.expert_ffn / t, local_experts);
+    if (e.shared_ffn > 0) {
+      gemm("shared expert up/gate", T, mats * e.shared_ffn / t, h);
+      gemm("shared expert down", T, h, e.shared_ffn / t);
+    }
+    ffn_width = double(e.expert_ffn) * e.experts_per_token + e.shared_ffn;
+    // Dispatch and combine all-to-all over the EP group (each token's hidden state to k experts).
+    if (c.ep > 1) {
+      const double bytes = T * e.experts_per_token * h * 2;
+      const double a2a = 2 * AllToAllTime(bytes, c.ep, TpBusBw(c, c.ep, c.tp * c.cp), TpAlpha(c, c.ep, c.tp * c.cp));
+      p.ep_comm = a2a * 2;  // forward and backward
+      if (ops) ops->Add("expert all-to-all (x2)", "forward", 0, bytes * 2, a2a, 1, Bound::kCommunication);
+    }
+  } else {
+    gemm("mlp up/gate", T, (m.gated_mlp ? 2.0 : 1.0) * ffn_width / t, h);
+    gemm("mlp down", T, h, ffn_width / t);
+  }
+  // Element-wise, memory-bound: norms, residual adds (+ dropout), activation, rotary.
+  const double tok_rep = c.sp ? T / t : T;  // SP shards the replicated region over TP
+  double ew = tok_rep * (m.norms_per_layer * 4 * h + 2 * 6 * h);
+  ew += T * (m.gated_mlp ? 6.0 : 4.0) * ffn_width / t;
+  if (sh.rotary) ew += T * 4 * (sh.q_dim + sh.kv_dim) / t;
+  const double ew_time = ew / (c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory) +
+                         kElementwiseKernelsPerLayer * c.eff->kernel_launch_s;
+  if (ops) ops->Add("norms, residuals, activation", "forward", 0, ew, ew_time, 1, Bound::kMemory);
+  p.fwd += ew_time;
+
+  // Tensor-parallel communication: 2 all-reduces per layer forward (or all-gather + reduce-scatter
+  // with SP: the same bytes on a ring), 2 in backward.
+  if (c.tp > 1) {
+    const double bytes = T * h * 2;
+    const double one = AllReduceTime(bytes, c.tp, TpBusBw(c, c.tp), TpAlpha(c, c.tp));
+    p.tp_comm = 2 * one * 2;
+    if (ops) ops->Add(c.sp ? "TP all-gather + reduce-scatter (x2)" : "TP all-reduce (x2)", "forward", 0, 2 * bytes,
+                      2 * one, 1, Bound::kCommunication);
+  }
+  // Context parallelism: ring exchange of K and V blocks (forward; backward exchanges K, V and grads).
+  if (c.cp > 1) {
+    const double kv_bytes = T * 2 * sh.kv_dim / t * 2;
+    const double ring = (c.cp - 1) * P2PTime(kv_bytes, TpBusBw(c, c.cp, c.tp), TpAlpha(c, c.cp, c.tp));
+    p.cp_comm = std::max(0.0, ring - attn_time) + std::max(0.0, 2 * ring - attn_time * kFlashBackwardFactor);
+  }
+
+  // Backward: GEMMs twice the forward (data and weight gradients), attention per its kernel,
+  // element-wise about twice the traffic.
+  const double gemm_fwd = p.fwd - attn_time - ew_time;
+  const double gemm_fwd_flops = p.fwd_flops - attn_flops;
+  const double attn_bwd = c.attention == AttentionImpl::kFlash ? attn_time * kFlashBackwardFactor : 2 * attn_time;
+  p.bwd = 2 * gemm_fwd + attn_bwd + 2 * ew_time;
+  p.bwd_flops = 2 * gemm_fwd_flops + attn_flops * (c.attention == AttentionImpl::kFlash ? kFlashBackwardFactor : 2);
+  if (rc == Recompute::kFull) {
+    p.recompute = p.fwd;
+    p.recompute_flops = p.fwd_flops;
+    p.tp_comm *= 1.5;  // the recomputed forward repeats its all-reduces
+  } else if (rc == Recompute::kSelective && c.attention == AttentionImpl::kUnfused) {
+    p.recompute = attn_time;
+    p.recompute_flops = attn_flops;
+  }
+  return p;
+}
+
+}  // namespace
+
+double ModelFlopsPerToken(const ModelSpec& m, double seq, FlopConvention conv) {
+  if (conv == FlopConvention::kMegatron) {
+    const double h = double(m.hidden), L = m.layers, V = double(m.vocab);
+    return 72.0 * L * h * h * (1 + seq / (6 * h) + V / (12 * h * L)) / 1.0;
+  }
+  const ParamCounts c = CountParams(m);
+  // Matmul parameters: all active parameters except the input-embedding lookup (a tied table is
+  // used once, as the output head).
+  const double n = c.active - (m.tie_embeddings ? 0.0 : c.embedding);
+  const double attn_dim = m.mla ? double(m.heads) * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim)
+                                : double(m.heads) * m.head_dim;
+  return 6 * n + 12.0 * m.layers * attn_dim * seq;
+}
+
+Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, const TrainConfig& cfg_in,
+                                     const Efficiency& eff) {
+  if (!cl.gpu) return InvalidArgument("no GPU given");
+  const GpuSpec& gpu = *cl.gpu;
+  TrainConfig cfg = cfg_in;
+  if (cfg.fit.weights.id.empty()) cfg.fit.weights = *ParseWeightFormat("bf16");
+  cfg.fit.mode = Mode::kTrain;
+  const Parallelism& par = cfg.fit.par;
+
+  // Automatic micro-batch / recompute: the fastest setting that fits.
+  if (cfg.micro_batch_auto || cfg.recompute_auto) {
+    std::vector<int64_t> mbs;
+    if (cfg.micro_batch_auto) {
+      const int64_t per_rank = cfg.fit.batch / std::max(1, par.dp);
+      for (int64_t b = 1; b <= std::min<int64_t>(per_rank, 64); b *= 2)
+        if (per_rank % b == 0) mbs.push_back(b);
+      if (mbs.empty()) mbs.push_back(1);
+    } else {
+      mbs.push_back(cfg.fit.micro_batch);
+    }
+    std::vector<Recompute> rcs = cfg.recompute_auto
+                                     ? std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull}
+                                     : std::vector<Recompute>{cfg.fit.recompute};
+    std::optional<TrainResult> best, best_any;
+    Status last = Status::Ok();
+    for (int64_t b : mbs) {
+      for (Recompute rc : rcs) {
+        TrainConfig c2 = cfg;
+        c2.micro_batch_auto = c2.recompute_auto = false;
+        c2.fit.micro_batch = b;
+        c2.fit.recompute = rc;
+        auto r = EstimateTraining(m, cl, c2, eff);
+        if (!r.ok()) {
+          last = r.status();
+          continue;
+        }
+        if (r->fits && (!best || r->step_time_s < best->step_time_s)) best = *r;
+        if (!best_any || r->shortfall_bytes < best_any->shortfall_bytes) best_any = *r;
+      }
+    }
+    if (best) {
+      best->notes.push_back(fmt::format("chosen automatically: micro-batch {}, recompute {} (fastest that fits)",
+                                        best->micro_batch, RecomputeName(best->recompute)));
+      return *best;
+    }
+    if (best_any) return *best_any;
+    return last;
+  }
+
+  SUANLI_RETURN_IF_ERROR(ValidateRequest(m, cfg.fit));
+  if (cfg.fit.batch % (par.dp * cfg.fit.micro_batch) != 0)
+    return InvalidArgument("global batch must be divisible by DP x micro-batch");
+  TrainResult res;
+  res.micro_batch = cfg.fit.micro_batch;
+  res.recompute = cfg.fit.recompute;
+  const int n_gpus = par.gpus();
+  const double s = double(cfg.fit.seq);
+  const double b = double(cfg.fit.micro_batch);
+  const int mb_count = static_cast<int>(cfg.fit.batch / (par.dp * cfg.fit.micro_batch));
+  res.num_micro_batches = mb_count;
+
+  // Memory.
+  auto mem = EstimateMemory(m, cfg.fit);
+  if (!mem.ok()) return mem.status();
+  res.memory = *mem;
+  const FitVerdict fv = CheckFit(*mem, gpu);
+  res.fits = fv.fits;
+  res.shortfall_bytes = fv.fits ? 0 : -fv.headroom_bytes;
+
+  // Precision.
+  double peak = PeakFor(gpu, cfg.dtype);
+  double gemm_eff = eff.gemm;
+  double elem = 2;
+  if (cfg.dtype == Precision::kFp8) {
+    if (!gpu.Supports(Precision::kFp8))
+      return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Hopper, Ada or newer)", gpu.id));
+    gemm_eff = eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
+    elem = 1;
+  }
+  if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu.id, PrecisionKey(cfg.dtype)));
+  res.peak_flops_per_gpu = peak;
+
+  LayerContext lc{&m, &gpu, &eff, &cl, b * s / par.cp, s, b, par.tp, par.cp, par.ep, par.sequence_parallel,
+                  peak, gemm_eff, elem, cfg.attention, cfg.moe_imbalance, false, cfg.fit.dropout};
+  OpList ops;
+  const PassTimes dense = Layer(lc, cfg.fit.recompute, &ops);
+  PassTimes moe;
+  const int moe_layers = m.moe_layer_count();
+  if (moe_layers > 0) {
+    lc.moe_layer = true;
+    OpList moe_ops;
+    moe = Layer(lc, cfg.fit.recompute, &moe_ops);
+    for (auto& o : moe_ops.ops) {
+      o.name = "[moe] " + o.name;
+      ops.ops.push_back(o);
+    }
+  }
+  // Per stage: layers, and the head on the last stage.
+  auto stage_layers = [&](int st) { return m.layers / par.pp + (st < m.layers % par.pp ? 1 : 0); };
+  const double moe_frac = m.layers > 0 ? double(moe_layers) / m.layers : 0;
+  auto per_layer = [&](double dense_v, double moe_v) { return (1 - moe_frac) * dense_v + moe_frac * moe_v; };
+  const double lf = per_layer(dense.fwd, moe.fwd), lb = per_layer(dense.bwd, moe.bwd),
+               lr = per_layer(dense.recompute, moe.recompute);
+  const double ltp = per_layer(dense.tp_comm, moe.tp_comm), lep = moe_frac * moe.ep_comm,
+               lcp = per_layer(dense.cp_comm, moe.cp_comm);
+  // Logits and loss on the last stage.
+  const double T = b * s / par.cp;
+  const GemmTime head = EstimateGemm(T, double(m.vocab) / par.tp, double(m.hidden), 1, elem, peak, gemm_eff, gpu, eff);
+  const double loss_bytes = T * double(m.vocab) / par.tp * kLossBytesPerLogit;
+  const double loss_t = loss_bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory) + 3 * eff.kernel_launch_s;
+  ops.Add("logits (output head)", "forward", head.flops, head.bytes, head.time_s, 1, head.bound);
+  ops.Add("cross-entropy", "forward", 0, loss_bytes, loss_t, 1, Bound::kMemory);
+  const double head_time = 3 * head.time_s + 2 * loss_t;  // forward + data and weight gradients
+
+  double stage_compute = 0, stage_comm = 0;
+  for (int st = 0; st < par.pp; st += std::max(1, par.pp - 1)) {
+    const int ls = stage_layers(st);
+    double comp = ls * (lf + lb + lr) + (st == par.pp - 1 ? head_time : 0);
+    double comm = cfg.tp_overlap ? 0 : ls * ltp;
+    comm += ls * (lep + lcp);
+    if (comp + comm > stage_compute + stage_comm) {
+      stage_compute = comp;
+      stage_comm = comm;
+    }
+    if (par.pp == 1) break;
+  }
+  // Pipeline point-to-point: activations forward, gradients backward, per micro-batch per boundary
+  // (Megatron's scatter-gather optimisation sends 1/TP of the tensor per rank).
+  double p2p = 0;
+  if (par.pp > 1) {
+    // Adjacent stages are TP x CP x DP ranks apart: point-to-point over each GPU's own NIC across nodes.
+    const bool inter = par.tp * par.cp * par.dp >= cl.gpus_per_node;
+    const double bw = inter ? cl.inter_bw_per_gpu * eff.network : cl.intra_bw_per_dir * eff.link;
+    const double alpha = inter ? cl.inter_latency_s : cl.intra_latency_s;
+    p2p = 2 * P2PTime(T * m.hidden * 2 / par.tp, bw, alpha) * par.interleave;
+  }
+  // ZeRO-3 / FSDP: parameters gathered for forward and backward and gradients reduce-scattered,
+  // every micro-batch, overlapped with that micro-batch's compute.
+  const double params_gpu = res.memory.params_per_gpu;
+  const int dp_group = par.dp * par.cp;
+  const double dp_bw = GroupBusBandwidth(cl, eff, dp_group, par.tp);
+  const double dp_alpha = GroupLatency(cl, dp_group, par.tp);
+  double zero3_exposed_mb = 0, zero3_comm_mb = 0;
+  if (par.zero == 3 && dp_group > 1) {
+    const double pbytes = params_gpu * 2;
+    zero3_comm_mb = 2 * AllGatherTime(pbytes, dp_group, dp_bw, dp_alpha) +
+                    ReduceScatterTime(pbytes * (cfg.fit.fp32_grads ? 2 : 1), dp_group, dp_bw, dp_alpha);
+    zero3_exposed_mb = std::max(0.0, zero3_comm_mb - stage_compute);
+  }
+  const double t_mb = stage_compute + stage_comm + p2p + zero3_exposed_mb;
+  const double bubble = double(par.pp - 1) / par.interleave * t_mb;
+  const double pipeline = mb_count * t_mb + bubble;
+
+  // Data-parallel gradient reduction (ZeRO 0-2: all-reduce volume; 1-2 as reduce-scatter + all-gather).
+  double dp_comm = 0, dp_exposed = 0;
+  if (dp_group > 1 && par.zero < 3) {
+    const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
+    dp_comm = AllReduceTime(gbytes, dp_group, dp_bw, dp_alpha);
+    // Overlap window: the backward pass of the last micro-batch on this stage.
+    const double window = cfg.dp_overlap ? stage_layers(0) * (lb + lr) : 0;
+    dp_exposed = std::max(0.0, dp_comm - window);
+  }
+  // Optimizer step over the locally held (sharded) parameters.
+  const double local_params = par.zero >= 1 ? params_gpu / dp_group : params_gpu;
+  const double opt_bytes =
+      local_params * (kAdamStepBytesBase + (cfg.fit.fp32_grads ? 4 : 2) + 2);
+  const double t_opt = opt_bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory) + 10 * eff.kernel_launch_s;
+  ops.Add("optimizer step (Adam)", "step", 0, opt_bytes, t_opt, 1, Bound::kMemory);
+  if (dp_comm > 0) ops.Add("DP gradient all-reduce", "step", 0, params_gpu * 2, dp_comm, 1, Bound::kCommunication);
+
+  res.step_time_s = pipeline + dp_exposed + t_opt;
+  res.breakdown_s.compute = mb_count * stage_compute;
+  res.breakdown_s.communication_exposed = mb_count * (stage_comm + p2p + zero3_exposed_mb) + dp_exposed;
+  res.breakdown_s.pipeline_bubble = bubble;
+  res.breakdown_s.optimizer = t_opt;
+  res.communication_total_s =
+      mb_count * (stage_layers(0) * (ltp + lep) + p2p + zero3_comm_mb) + dp_comm;
+
+  // Throughput and utilisation.
+  const double tokens_step = double(cfg.fit.batch) * s;
+  res.tokens_per_s = tokens_step / res.step_time_s;
+  res.tokens_per_s_per_gpu = res.tokens_per_s / n_gpus;
+  res.model_flops_per_step = ModelFlopsPerToken(m, s, cfg.convention) * tokens_step;
+  double recompute_frac = 0;
+  if (cfg.fit.recompute == Recompute::kFull) recompute_frac = 1.0 / 3.0;  // one more forward of 3 passes
+  const double hw_extra = per_layer(dense.recompute_flops, moe.recompute_flops) * m.layers / par.pp;
+  const double hw_model = per_layer(dense.fwd_flops + dense.bwd_flops, moe.fwd_flops + moe.bwd_flops) * m.layers / par.pp;
+  res.hardware_flops_per_step = res.model_flops_per_step * (1 + (hw_model > 0 ? hw_extra / hw_model : recompute_frac));
+  res.model_tflops_per_gpu = res.model_flops_per_step / res.step_time_s / n_gpus / 1e12;
+  res.mfu = res.model_flops_per_step / (res.step_time_s * n_gpus * peak);
+  res.hfu = res.hardware_flops_per_step / (res.step_time_s * n_gpus * peak);
+  res.convention = cfg.convention == FlopConvention::kMegatron
+                       ? "Megatron: 72*B*s*L*h^2*(1 + s/6h + V/12hL) per step (Narayanan et al. 2021 eq. 3 without recompute)"
+                       : "6N + 12*L*d_attn*s per token (PaLM appendix B); N = matmul parameters (active, without the "
+                         "input-embedding lookup)";
+  if (cfg.tokens > 0) {
+    res.train_time_s = cfg.tokens / res.tokens_per_s;
+    res.gpu_hours = res.train_time_s * n_gpus / 3600;
+    res.cost_usd = res.gpu_hours * cfg.price_per_gpu_hour;
+  }
+  // Which term dominates.
+  const double terms[] = {res.breakdown_s.compute, res.breakdown_s.communication_exposed, res.breakdown_s.pipeline_bubble,
+                          res.breakdown_s.optimizer};
+  const char* names[] = {"compute", "exposed communication", "pipeline bubble", "optimizer step"};
+  int dom = 0;
+  for (int i = 1; i < 4; ++i)
+    if (terms[i] > terms[dom]) dom = i;
+  res.dominant = fmt::format("{} ({:.0f}% of the step)", names[dom], 100 * terms[dom] / res.step_time_s);
+  // Occurrences per step on the critical stage: layer operators once per layer per micro-batch in the
+  // forward pass, again in the recomputed forward, and their backward at 2x (FlashAttention 2.5x) the time;
+  // `count` folds all of that in so that time x count is the operator's share of the step.
+  const double passes_rc = cfg.fit.recompute == Recompute::kFull ? 1.0 : 0.0;
+  for (auto& o : ops.ops) {
+    if (o.phase != "forward") continue;
+    const bool head_op = o.name == "logits (output head)" || o.name == "cross-entropy";
+    const bool comm = o.bound == Bound::kCommunication;
+    const double bwd = o.name == "attention (flash)" ? kFlashBackwardFactor : (head_op && o.name == "cross-entropy" ? 1.0 : 2.0);
+    const double layers_here = head_op ? 1.0 : double(stage_layers(par.pp > 1 ? 0 : 0));
+    o.count = mb_count * layers_here * (comm ? (2 + passes_rc) : (1 + bwd + (head_op ? 0 : passes_rc)));
+    if (o.name.rfind("[moe]", 0) == 0) o.count *= moe_frac;
+    else if (!head_op && moe_frac > 0 && (o.name.find("mlp") != std::string::npos)) o.count *= 1 - moe_frac;
+  }
+  res.ops = std::move(ops.ops);
+  if (!res.fits)
+    res.notes.push_back(fmt::format("does not fit: needs {} more per GPU", FormatBytes(res.shortfall_bytes)));
+  return res;
+}
+
+}  // namespace suanli

@@ -1,0 +1,215 @@
+#include "suanli/perf.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace suanli {
+namespace {
+
+class Perf : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    models_ = new ModelCatalog(*ModelCatalog::Load(CatalogOptions{}));
+    hw_ = new HardwareCatalog(*HardwareCatalog::Load(CatalogOptions{}));
+  }
+  static void TearDownTestSuite() {
+    delete models_;
+    delete hw_;
+  }
+  static ModelSpec M(const char* id) { return *models_->Resolve(id); }
+  static const GpuSpec& G(const char* id) { return **hw_->FindGpu(id); }
+  static Cluster C(const GpuSpec& g, const char* net = "ib-ndr") { return *MakeCluster(*hw_, g, 8, net); }
+  static Efficiency E(const GpuSpec& g) { return *LoadEfficiency(g.id); }
+  static TrainConfig Train(int gpus, int tp, int pp, int64_t gbs, int64_t seq = 4096, int64_t mb = 1) {
+    TrainConfig c;
+    c.fit.par.tp = tp;
+    c.fit.par.pp = pp;
+    c.fit.par.dp = gpus / (tp * pp);
+    c.fit.par.zero = 1;
+    c.fit.batch = gbs;
+    c.fit.seq = seq;
+    c.fit.micro_batch = mb;
+    return c;
+  }
+  static ModelCatalog* models_;
+  static HardwareCatalog* hw_;
+};
+ModelCatalog* Perf::models_ = nullptr;
+HardwareCatalog* Perf::hw_ = nullptr;
+
+TEST(Collectives, RingFormulasAndBusBandwidthConvention) {
+  // Large message: all-reduce moves 2(n-1)/n x S per rank at the bus bandwidth.
+  const double S = 1e9, B = 100e9;
+  EXPECT_NEAR(AllReduceTime(S, 8, B, 0), 2.0 * 7 / 8 * S / B, 1e-12);
+  EXPECT_NEAR(AllGatherTime(S, 8, B, 0), 7.0 / 8 * S / B, 1e-12);
+  EXPECT_NEAR(ReduceScatterTime(S, 8, B, 0), 7.0 / 8 * S / B, 1e-12);
+  // Small message: latency-bound; the tree's 2*log2(n) steps beat the ring's 2(n-1).
+  EXPECT_NEAR(AllReduceTime(8, 8, B, 1e-6), 2.0 * 3 * 1e-6 + 2.0 * 7 / 8 * 8 / B, 1e-12);
+  EXPECT_EQ(AllReduceTime(S, 1, B, 1e-6), 0);
+}
+
+TEST_F(Perf, InterNodeBusBandwidthScalesWithRanksPerNode) {
+  const Cluster c = C(G("a100-sxm-80gb"), "ib-hdr");
+  const Efficiency e = E(G("a100-sxm-80gb"));
+  // One rank per node (DP across nodes with TP=8): one HDR NIC, 25 GB/s x network efficiency.
+  EXPECT_NEAR(GroupBusBandwidth(c, e, 16, 8), 25e9 * e.network, 1e6);
+  // Eight ranks per node: eight rings, one per NIC.
+  EXPECT_NEAR(GroupBusBandwidth(c, e, 64, 1), 8 * 25e9 * e.network, 1e6);
+  // Inside one node: NVLink.
+  EXPECT_NEAR(GroupBusBandwidth(c, e, 8, 1), 300e9 * e.link, 1e6);
+}
+
+TEST_F(Perf, GemmRoofline) {
+  const GpuSpec& g = G("h100-sxm");
+  const Efficiency e = E(g);
+  const double peak = *g.PeakFlops(Precision::kBf16);
+  // A large square GEMM runs at the GEMM efficiency of the peak, less the last wave's idle SMs
+  // (4096 tiles of 128x128 on 132 SMs: 31.03 waves -> 32), plus the launch floor.
+  const GemmTime big = EstimateGemm(8192, 8192, 8192, 1, 2, peak, e.gemm, g, e);
+  EXPECT_EQ(big.bound, Bound::kCompute);
+  const double ideal = big.flops / (peak * e.gemm);
+  EXPECT_NEAR(big.utilisation, 4096.0 / (32 * 132), 1e-9);
+  EXPECT_NEAR(big.time_s, RooflineTime(ideal / big.utilisation, big.bytes / (g.memory_bandwidth_bytes_per_s.value * e.memory)) +
+                              e.kernel_launch_s, 1e-12);
+  // A matrix-vector product (decode at batch 1) is memory-bound.
+  const GemmTime gemv = EstimateGemm(1, 8192, 8192, 1, 2, peak, e.gemm, g, e);
+  EXPECT_EQ(gemv.bound, Bound::kMemory);
+  EXPECT_LT(gemv.flops / gemv.bytes, peak / g.memory_bandwidth_bytes_per_s.value);
+  // The smooth roofline is max() far from the ridge point and slower near it.
+  EXPECT_NEAR(RooflineTime(1.0, 0.01), 1.0, 1e-3);
+  EXPECT_GT(RooflineTime(1.0, 1.0), 1.2);  // at the ridge point: well above max() ...
+  EXPECT_LT(RooflineTime(1.0, 1.0), 2.0);  // ... and below no overlap at all
+}
+
+TEST_F(Perf, FlopConventions) {
+  const ModelSpec m = M("llama-2-7b");
+  const ParamCounts c = CountParams(m);
+  // 6N + 12*L*d_attn*s, N without the (untied) input embedding.
+  EXPECT_DOUBLE_EQ(ModelFlopsPerToken(m, 4096, FlopConvention::k6N),
+                   6 * (c.total - c.embedding) + 12.0 * 32 * 4096 * 4096);
+  // Megatron: 72*L*h^2*(1 + s/6h + V/12hL) per token.
+  const double h = 4096, L = 32, V = 32000, s = 2048;
+  EXPECT_DOUBLE_EQ(ModelFlopsPerToken(m, s, FlopConvention::kMegatron), 72 * L * h * h * (1 + s / (6 * h) + V / (12 * h * L)));
+}
+
+TEST_F(Perf, PipelineBubbleIsPMinusOneMicroBatches) {
+  const ModelSpec m = M("llama-2-70b");
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(64, 8, 4, 32, 4096);  // DP=2, 16 micro-batches of 1
+  auto r = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const double per_mb = (r->breakdown_s.compute + r->breakdown_s.communication_exposed - 0) / r->num_micro_batches;
+  EXPECT_EQ(r->num_micro_batches, 16);
+  EXPECT_NEAR(r->breakdown_s.pipeline_bubble, 3 * per_mb, 0.05 * r->breakdown_s.pipeline_bubble);
+  // Interleaving with v virtual stages divides the bubble by v.
+  c.fit.par.interleave = 2;
+  auto ri = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(ri.ok()) << ri.status().message();
+  EXPECT_NEAR(ri->breakdown_s.pipeline_bubble, r->breakdown_s.pipeline_bubble / 2, 0.05 * r->breakdown_s.pipeline_bubble);
+}
+
+TEST_F(Perf, MoreBandwidthNeverSlowsAStep) {
+  const ModelSpec m = M("llama-3.1-8b");
+  GpuSpec g = G("h100-sxm");
+  const TrainConfig c = Train(16, 2, 1, 64, 4096);
+  const double base = EstimateTraining(m, C(g), c, E(g))->step_time_s;
+  g.memory_bandwidth_bytes_per_s.value *= 1.5;
+  EXPECT_LE(EstimateTraining(m, C(g), c, E(g))->step_time_s, base);
+  Cluster fast = C(G("h100-sxm"));
+  fast.inter_bw_per_gpu *= 4;
+  fast.intra_bw_per_dir *= 2;
+  EXPECT_LE(EstimateTraining(m, fast, c, E(G("h100-sxm")))->step_time_s, base);
+  // And a slower network never speeds it up.
+  EXPECT_GE(EstimateTraining(m, C(G("h100-sxm"), "eth-10g"), c, E(G("h100-sxm")))->step_time_s, base);
+}
+
+TEST_F(Perf, DoublingTheTokensDoublesTheTime) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(8, 1, 1, 64, 4096);
+  c.tokens = 1e12;
+  c.price_per_gpu_hour = 2;
+  auto a = EstimateTraining(m, C(g), c, E(g));
+  c.tokens = 2e12;
+  auto b = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NEAR(b->train_time_s, 2 * a->train_time_s, 1e-6 * a->train_time_s);
+  EXPECT_NEAR(b->gpu_hours, 2 * a->gpu_hours, 1e-6 * a->gpu_hours);
+  EXPECT_NEAR(a->cost_usd, a->gpu_hours * 2, 1e-6 * a->cost_usd);
+  EXPECT_NEAR(a->gpu_hours, a->train_time_s * 8 / 3600, 1e-9 * a->gpu_hours);
+}
+
+TEST_F(Perf, DecodeAtBatchOneIsBandwidthBoundOnEveryGpu) {
+  const ModelSpec m = M("llama-3.1-8b");
+  for (const auto& g : hw_->gpus()) {
+    if (!g.PeakFlops(Precision::kBf16) && !g.PeakFlops(Precision::kFp16)) continue;
+    InferConfig c;
+    c.fit.weights = *ParseWeightFormat("int4");  // fits every card, even 8 GB
+    c.input_len = 128;
+    c.output_len = 128;
+    auto r = EstimateInference(m, C(g), c, E(g));
+    ASSERT_TRUE(r.ok()) << g.id << ": " << r.status().message();
+    EXPECT_EQ(r->decode_bound, "memory") << g.id;
+  }
+}
+
+TEST_F(Perf, PrefillIsComputeBoundDecodeTimeFollowsBandwidth) {
+  const ModelSpec m = M("llama-2-7b");
+  InferConfig c;
+  c.input_len = 2048;
+  c.output_len = 128;
+  auto a100 = EstimateInference(m, C(G("a100-sxm-80gb")), c, E(G("a100-sxm-80gb")));
+  auto h200 = EstimateInference(m, C(G("h200-sxm")), c, E(G("h200-sxm")));
+  ASSERT_TRUE(a100.ok() && h200.ok());
+  EXPECT_EQ(a100->prefill_bound, "compute");
+  // Decode time ratio follows the achievable bandwidth ratio (within launch overheads).
+  const double bw_ratio = (4.8e12 * E(G("h200-sxm")).memory) / (2.039e12 * E(G("a100-sxm-80gb")).memory);
+  EXPECT_NEAR(a100->tpot_s / h200->tpot_s, bw_ratio, 0.25 * bw_ratio);
+  EXPECT_NEAR(a100->e2e_latency_s, a100->ttft_s + 128 * a100->tpot_s, 1e-9);
+}
+
+TEST_F(Perf, ImpossibleLayoutsAreErrorsAndNonFittingLayoutsReportTheShortfall) {
+  const ModelSpec m = M("llama-2-7b");
+  const GpuSpec& g = G("h100-sxm");
+  auto bad_tp = EstimateTraining(m, C(g), Train(24, 3, 1, 64), E(g));
+  ASSERT_FALSE(bad_tp.ok());
+  EXPECT_NE(bad_tp.status().message().find("valid TP"), std::string::npos);
+  EXPECT_FALSE(EstimateTraining(m, C(g), Train(64, 1, 64, 64), E(g)).ok());  // PP > layers
+  auto bad_gbs = EstimateTraining(m, C(g), Train(8, 1, 1, 12, 4096, 1), E(g));
+  ASSERT_FALSE(bad_gbs.ok());
+  // Full training of a 70B model on 8 GPUs without sharding does not fit: fits=false, shortfall reported.
+  TrainConfig c = Train(8, 1, 1, 8);
+  c.fit.par.zero = 0;
+  auto nofit = EstimateTraining(M("llama-2-70b"), C(g), c, E(g));
+  ASSERT_TRUE(nofit.ok());
+  EXPECT_FALSE(nofit->fits);
+  EXPECT_GT(nofit->shortfall_bytes, 1e12);
+}
+
+TEST_F(Perf, AutomaticChoiceFitsMemory) {
+  const ModelSpec m = M("llama-2-13b");
+  const GpuSpec& g = G("a100-sxm-80gb");
+  TrainConfig c = Train(8, 1, 1, 256, 4096);
+  c.fit.par.zero = 3;
+  c.micro_batch_auto = true;
+  c.recompute_auto = true;
+  auto r = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->fits);
+  EXPECT_GE(r->micro_batch, 1);
+}
+
+TEST_F(Perf, MfuIsModelFlopsOverPeak) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  auto r = EstimateTraining(m, C(g), Train(8, 1, 1, 64, 4096), E(g));
+  ASSERT_TRUE(r.ok());
+  EXPECT_NEAR(r->mfu, r->model_flops_per_step / (r->step_time_s * 8 * 989.4e12), 1e-9);
+  EXPECT_GT(r->mfu, 0.2);
+  EXPECT_LT(r->mfu, 0.8);
+  EXPECT_GE(r->hfu, r->mfu);
+}
+
+}  // namespace
+}  // namespace suanli

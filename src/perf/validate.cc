@@ -1,0 +1,172 @@
+#include "suanli/validate.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "core/data_registry.h"
+#include "core/toml_reader.h"
+#include "suanli/perf.h"
+
+namespace suanli {
+
+namespace {
+
+struct Targets {
+  double mean, worst;
+};
+// Issue 3's targets per group.
+const std::map<std::string, Targets> kTargets = {
+    {"training", {0.07, 0.15}}, {"decode", {0.10, 0.20}}, {"ttft", {0.10, 0.20}}};
+
+Result<ModelSpec> LoadModel(const toml::table& t, const ModelCatalog& models, const CaseFileReader& read) {
+  if (auto cfg = t["config"].value<std::string>()) {
+    SUANLI_ASSIGN_OR_RETURN(std::string text, read(*cfg));
+    return ParseHfConfig(text, *cfg);
+  }
+  auto id = t["model"].value<std::string>();
+  if (!id) return ParseError("case has neither 'config' nor 'model'");
+  return models.Resolve(*id);
+}
+
+Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
+                         const CaseFileReader& read, std::string* detail) {
+  SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
+  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, hw.FindGpu(t["gpu"].value_or(std::string())));
+  SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, 8, t["inter_node"].value_or(std::string("ib-ndr"))));
+  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
+  TrainConfig c;
+  const int gpus = static_cast<int>(t["gpus"].value_or(int64_t{1}));
+  c.fit.par.tp = static_cast<int>(t["tp"].value_or(int64_t{1}));
+  c.fit.par.pp = static_cast<int>(t["pp"].value_or(int64_t{1}));
+  c.fit.par.zero = static_cast<int>(t["zero"].value_or(int64_t{0}));
+  c.fit.par.dp = gpus / (c.fit.par.tp * c.fit.par.pp);
+  c.fit.par.sequence_parallel = t["sequence_parallel"].value_or(false);
+  c.fit.batch = t["global_batch"].value_or(int64_t{1});
+  c.fit.seq = t["seq"].value_or(int64_t{2048});
+  c.fit.dropout = t["dropout"].value_or(false);
+  c.fit.flash_attention = t["attention"].value_or(std::string("flash")) == "flash";
+  c.attention = c.fit.flash_attention ? AttentionImpl::kFlash : AttentionImpl::kUnfused;
+  c.dp_overlap = t["dp_overlap"].value_or(true);
+  if (auto mb = t["micro_batch"].value<int64_t>()) {
+    c.fit.micro_batch = *mb;
+  } else {
+    c.micro_batch_auto = true;
+  }
+  SUANLI_ASSIGN_OR_RETURN(c.fit.recompute, ParseRecompute(t["recompute"].value_or(std::string("none"))));
+  const std::string metric = t["metric"].value_or(std::string());
+  c.convention = FlopConvention::kMegatron;
+  SUANLI_ASSIGN_OR_RETURN(TrainResult r, EstimateTraining(m, cl, c, eff));
+  *detail = fmt::format("micro-batch {}, step {:.3f} s, MFU {:.1f}%{}", r.micro_batch, r.step_time_s, 100 * r.mfu,
+                        r.fits ? "" : ", DOES NOT FIT");
+  const double gpus_d = gpus;
+  if (metric == "step_time_s") return r.step_time_s;
+  if (metric == "mfu_megatron") return r.mfu;
+  if (metric == "tokens_per_s_per_gpu") return r.tokens_per_s_per_gpu;
+  if (metric == "narayanan_tflops") {
+    const double h = double(m.hidden), l = m.layers, V = double(m.vocab), s = double(c.fit.seq), B = double(c.fit.batch);
+    const double f = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+    return f / r.step_time_s / gpus_d / 1e12;
+  }
+  return ParseError("unknown training metric '" + metric + "'");
+}
+
+Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
+                         const CaseFileReader& read, std::string* detail) {
+  SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
+  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, hw.FindGpu(t["gpu"].value_or(std::string())));
+  SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, 8, "ib-ndr"));
+  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
+  InferConfig c;
+  SUANLI_ASSIGN_OR_RETURN(c.fit.weights, ParseWeightFormat(t["weights"].value_or(std::string("bf16"))));
+  if (c.fit.weights.id == "fp8") c.compute = Precision::kFp8;
+  SUANLI_ASSIGN_OR_RETURN(c.fit.kv_bytes_per_elem, ParseKvDtype(t["kv_dtype"].value_or(std::string("bf16"))));
+  c.fit.par.tp = static_cast<int>(t["tp"].value_or(int64_t{1}));
+  c.fit.batch = t["batch"].value_or(int64_t{1});
+  c.input_len = t["input_len"].value_or(int64_t{128});
+  c.output_len = t["output_len"].value_or(int64_t{128});
+  SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, cl, c, eff));
+  *detail = fmt::format("TTFT {:.2f} ms ({}), TPOT {:.2f} ms ({}){}", r.ttft_s * 1e3, r.prefill_bound, r.tpot_s * 1e3,
+                        r.decode_bound, r.fits ? "" : ", DOES NOT FIT");
+  const std::string metric = t["metric"].value_or(std::string());
+  if (metric == "decode_tokens_per_s") return r.decode_tokens_per_s;
+  if (metric == "ttft_s") return r.ttft_s;
+  if (metric == "output_tokens_per_s_per_gpu") return r.output_tokens_per_s_per_gpu;
+  return ParseError("unknown inference metric '" + metric + "'");
+}
+
+}  // namespace
+
+Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_view file_sv, const HardwareCatalog& hw,
+                                           const ModelCatalog& models, const CaseFileReader& read) {
+  const std::string file(file_sv);
+  SUANLI_ASSIGN_OR_RETURN(toml::table doc, detail::ParseTomlText(text, file));
+  ValidationReport rep;
+  for (const char* kind : {"train", "infer"}) {
+    const toml::array* arr = doc[kind].as_array();
+    if (!arr) continue;
+    for (const auto& node : *arr) {
+      const toml::table* t = node.as_table();
+      if (!t) return ParseError(file + ": every [[" + kind + "]] must be a table");
+      ValidationCase vc;
+      vc.group = t->get("group") ? (*t)["group"].value_or(std::string()) : std::string(kind);
+      vc.role = (*t)["role"].value_or(std::string("holdout"));
+      vc.name = (*t)["name"].value_or(std::string("?"));
+      vc.source = (*t)["source"].value_or(std::string());
+      vc.metric = (*t)["metric"].value_or(std::string());
+      vc.published = (*t)["published"].value_or(0.0);
+      if (vc.published <= 0) return ParseError(fmt::format("{}: case '{}' has no positive 'published'", file, vc.name));
+      auto v = std::string(kind) == "train" ? EvalTrain(*t, hw, models, read, &vc.detail)
+                                            : EvalInfer(*t, hw, models, read, &vc.detail);
+      if (!v.ok()) {
+        vc.failure = v.status().message();
+      } else {
+        vc.predicted = *v;
+        vc.error = (vc.predicted - vc.published) / vc.published;
+      }
+      rep.cases.push_back(std::move(vc));
+    }
+  }
+  std::map<std::string, ValidationGroup> groups;
+  std::map<std::string, int> calib_n;
+  for (const auto& c : rep.cases) {
+    auto& g = groups[c.group];
+    g.group = c.group;
+    const double e = c.failure.empty() ? std::fabs(c.error) : 1.0;  // an unevaluable case counts as 100%
+    g.cases++;
+    g.mean_abs_error += e;
+    g.worst_abs_error = std::max(g.worst_abs_error, e);
+    if (c.role == "holdout") {
+      g.holdout_cases++;
+      g.mean_abs_error_holdout += e;
+    } else {
+      calib_n[c.group]++;
+      g.mean_abs_error_calibration += e;
+    }
+  }
+  for (auto& [name, g] : groups) {
+    g.mean_abs_error /= std::max(1, g.cases);
+    if (g.holdout_cases) g.mean_abs_error_holdout /= g.holdout_cases;
+    if (calib_n[name]) g.mean_abs_error_calibration /= calib_n[name];
+    if (auto it = kTargets.find(name); it != kTargets.end()) {
+      g.target_mean = it->second.mean;
+      g.target_worst = it->second.worst;
+    }
+    rep.groups.push_back(g);
+  }
+  return rep;
+}
+
+Result<ValidationReport> RunBundledPerfValidation(const HardwareCatalog& hw, const ModelCatalog& models) {
+  const auto* f = detail::FindEmbeddedFile("tests/validation/perf_cases.toml");
+  if (!f) return Internal("tests/validation/perf_cases.toml is not embedded");
+  auto read = [](const std::string& rel) -> Result<std::string> {
+    const auto* e = detail::FindEmbeddedFile("tests/validation/" + rel);
+    if (!e) return NotFound("tests/validation/" + rel + " is not embedded");
+    return std::string(e->content);
+  };
+  return RunPerfValidation(f->content, "embedded:tests/validation/perf_cases.toml", hw, models, read);
+}
+
+}  // namespace suanli
