@@ -1,9 +1,12 @@
 // `suanli doctor`: diagnose a GPU machine (live or from files) and `suanli doctor collect DIR`.
 // Exit codes (docs/doctor.md): 0 healthy (PASS/SKIP only), 10 WARN, 11 FAIL, 12 ERROR (some
-// input or check could not be read/run, nothing failed); 1 usage error, 2 unreadable input file.
+// input or check could not be read/run, nothing failed); 1 usage error, 2 invalid input (bad --env,
+// unreadable file or bundle).
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "cli/cli.h"
@@ -101,7 +104,11 @@ void PrintHuman(const dr::DoctorReport& r, bool all) {
 Status ReadInto(const std::vector<std::string>& paths, std::vector<dr::TextInput>* out) {
   for (const auto& p : paths) {
     std::FILE* f = std::fopen(p.c_str(), "rb");
-    if (!f) return suanli::detail::ReadFile(p).status();  // the shared helper words the error
+    if (!f) {
+      const int e = errno;
+      if (e == ENOENT) return NotFound(fmt::format("{}: no such file", p));
+      return InvalidArgument(fmt::format("{}: cannot open: {}", p, std::strerror(e)));
+    }
     std::string text;
     if (std::fseek(f, 0, SEEK_END) == 0) {
       long n = std::ftell(f);
@@ -123,7 +130,7 @@ Status ReadInto(const std::vector<std::string>& paths, std::vector<dr::TextInput
     }
     const bool err = std::ferror(f) != 0;
     std::fclose(f);
-    if (err) return IoError(fmt::format("{}: read error", p));
+    if (err) return InvalidArgument(fmt::format("{}: cannot read (a directory, or an I/O error)", p));
     out->push_back({p, std::move(text)});
   }
   return Status::Ok();
@@ -147,7 +154,7 @@ Action SetupDoctor(CLI::App* sub, Context* ctx) {
   sub->add_flag("--all", f->all, "List PASS and SKIP findings too");
   sub->footer(
       "Exit codes: 0 healthy, 10 WARN, 11 FAIL, 12 ERROR (an input or check could not be read/run); 1 usage error, "
-      "2 unreadable input file.\nSee docs/doctor.md for every rule.");
+      "2 invalid input (bad --env, unreadable file).\nSee docs/doctor.md for every rule.");
   CLI::App* collect = sub->add_subcommand("collect", "Write a bundle of this machine's evidence into DIR for offline analysis");
   collect->add_option("dir", f->collect_dir, "Output directory (created if missing)")->required();
 

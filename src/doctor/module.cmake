@@ -25,3 +25,10 @@ list(APPEND SUANLI_DATA_FILES
   data/doctor/thresholds.toml
 )
 list(APPEND SUANLI_EXTRA_FUZZ_TARGETS fuzz_doctor)
+# End-to-end CLI checks (exit codes, JSON, bundle, simulated live machine). add_test only records
+# the test; the suanli target it names is defined later in CMakeLists.txt.
+if(SUANLI_BUILD_TESTS)
+  enable_testing()
+  add_test(NAME doctor_cli COMMAND ${CMAKE_COMMAND} -DSUANLI=$<TARGET_FILE:suanli> -DROOT=${CMAKE_SOURCE_DIR}
+           -P ${CMAKE_SOURCE_DIR}/tests/doctor_cli.cmake)
+endif()
