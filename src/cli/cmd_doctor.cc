@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/cli.h"
@@ -103,6 +104,8 @@ void PrintHuman(const dr::DoctorReport& r, bool all) {
 // gigabytes: growing a string by doubling costs twice the memory and many page faults).
 Status ReadInto(const std::vector<std::string>& paths, std::vector<dr::TextInput>* out) {
   for (const auto& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) return InvalidArgument(fmt::format("{}: is a directory, expected a file", p));
     std::FILE* f = std::fopen(p.c_str(), "rb");
     if (!f) {
       const int e = errno;
@@ -114,7 +117,7 @@ Status ReadInto(const std::vector<std::string>& paths, std::vector<dr::TextInput
       long n = std::ftell(f);
       if (n > (long{2} << 30)) {
         std::fclose(f);
-        return IoError(fmt::format("{}: larger than 2 GiB, refusing to read", p));
+        return InvalidArgument(fmt::format("{}: larger than 2 GiB, refusing to read", p));
       }
       if (n > 0) text.reserve(static_cast<std::size_t>(n));
       std::fseek(f, 0, SEEK_SET);
@@ -125,7 +128,7 @@ Status ReadInto(const std::vector<std::string>& paths, std::vector<dr::TextInput
       text.append(buf, got);
       if (text.size() > (std::size_t{2} << 30)) {
         std::fclose(f);
-        return IoError(fmt::format("{}: larger than 2 GiB, refusing to read", p));
+        return InvalidArgument(fmt::format("{}: larger than 2 GiB, refusing to read", p));
       }
     }
     const bool err = std::ferror(f) != 0;
