@@ -137,10 +137,12 @@ struct KernelEvent {
 };
 
 struct KernelLogParse {
+  std::string name;           // the input's name
   std::vector<KernelEvent> events;
   int64_t lines = 0;
   int64_t nvrm_lines = 0;     // lines containing "NVRM"
   bool truncated = false;     // a line longer than the limit, or the input hit the size limit
+  bool has_nul = false;       // NUL bytes seen: binary data, not a text log
   std::vector<std::string> problems;  // non-fatal parse problems (-> ERROR findings)
 };
 
@@ -191,6 +193,7 @@ struct TextInput {
 // Everything Diagnose() looks at.
 struct DoctorInputs {
   std::vector<TextInput> kernel_logs;
+  std::vector<KernelLogParse> kernel_logs_parsed;  // large logs streamed through KernelLogScanner
   std::vector<TextInput> smi_xml;
   std::vector<TextInput> smi_csv;       // --query-gpu or --query-compute-apps CSV
   std::vector<TextInput> app_logs;
@@ -288,6 +291,22 @@ struct DoctorKnowledge {
 
 // Kernel log (dmesg, journalctl -k, /var/log/kern.log, syslog). Lines over 64 KiB are cut.
 KernelLogParse ParseKernelLog(std::string_view text, std::string_view name);
+// The same parser fed in pieces split anywhere (e.g. 4 MiB reads of a multi-gigabyte file), so
+// memory stays bounded by the chunk size plus one line. Feed() any number of times, then Finish()
+// once. Gives exactly what ParseKernelLog gives on the concatenated text.
+class KernelLogScanner {
+ public:
+  explicit KernelLogScanner(std::string name);
+  void Feed(std::string_view chunk);
+  KernelLogParse Finish();
+
+ private:
+  std::string name_;
+  std::string carry_;  // a partial line waiting for its '\n' (at most 64 KiB + 1)
+  int64_t lines_ = 0;
+  bool cut_ = false;
+  KernelLogParse out_;
+};
 // nvidia-smi -q -x. Accepts old (clocks_throttle_reasons, power_readings, pre-Ampere ECC) and
 // new element names, "N/A"/"[N/A]" values and MIG devices.
 Result<std::vector<GpuTelemetry>> ParseSmiXml(std::string_view text, std::string_view name);

@@ -139,6 +139,31 @@ Status ReadInto(const std::vector<std::string>& paths, std::vector<dr::TextInput
   return Status::Ok();
 }
 
+// Kernel logs can be gigabytes: stream them through the scanner in 4 MiB reads instead of
+// holding the whole file in memory.
+Status StreamKernelLogs(const std::vector<std::string>& paths, std::vector<dr::KernelLogParse>* out) {
+  constexpr std::size_t kChunk = std::size_t{4} << 20;
+  std::vector<char> buf(kChunk);
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) return InvalidArgument(fmt::format("{}: is a directory, expected a file", p));
+    std::FILE* f = std::fopen(p.c_str(), "rb");
+    if (!f) {
+      const int e = errno;
+      if (e == ENOENT) return NotFound(fmt::format("{}: no such file", p));
+      return InvalidArgument(fmt::format("{}: cannot open: {}", p, std::strerror(e)));
+    }
+    dr::KernelLogScanner scanner(p);
+    std::size_t got;
+    while ((got = std::fread(buf.data(), 1, buf.size(), f)) > 0) scanner.Feed(std::string_view(buf.data(), got));
+    const bool err = std::ferror(f) != 0;
+    std::fclose(f);
+    if (err) return InvalidArgument(fmt::format("{}: cannot read (an I/O error)", p));
+    out->push_back(scanner.Finish());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Action SetupDoctor(CLI::App* sub, Context* ctx) {
@@ -192,7 +217,7 @@ Action SetupDoctor(CLI::App* sub, Context* ctx) {
     for (const auto& kv : f->env)
       if (Status s = dr::AddFact(kv, &in); !s.ok()) return PrintError(s);
     Status s;
-    if (s.ok()) s = ReadInto(f->kernel_logs, &in.kernel_logs);
+    if (s.ok()) s = StreamKernelLogs(f->kernel_logs, &in.kernel_logs_parsed);
     if (s.ok()) s = ReadInto(f->smi_xml, &in.smi_xml);
     if (s.ok()) s = ReadInto(f->smi_csv, &in.smi_csv);
     if (s.ok()) s = ReadInto(f->app_logs, &in.app_logs);

@@ -37,12 +37,22 @@ struct Case {
   State overall;
 };
 
-DoctorReport RunCase(const Case& c) {
+DoctorReport RunCase(const Case& c, bool streamed = false) {
   DoctorInputs in;
   for (const auto& [kind, file] : c.files) {
     TextInput t{file, Read(file)};
     switch (kind) {
-      case kKernel: in.kernel_logs.push_back(t); break;
+      case kKernel: {
+        // Whole-text and streamed (7-byte pieces) paths must give the same findings.
+        if (!streamed) {
+          in.kernel_logs.push_back(t);
+        } else {
+          KernelLogScanner sc(t.name);
+          for (std::size_t i = 0; i < t.text.size(); i += 7) sc.Feed(std::string_view(t.text).substr(i, 7));
+          in.kernel_logs_parsed.push_back(sc.Finish());
+        }
+        break;
+      }
       case kXml: in.smi_xml.push_back(t); break;
       case kCsv: in.smi_csv.push_back(t); break;
       case kApp: in.app_logs.push_back(t); break;
@@ -136,10 +146,13 @@ const std::vector<Case>& Cases() {
 TEST(DoctorGolden, EveryFixtureGivesItsFindings) {
   for (const auto& c : Cases()) {
     SCOPED_TRACE(c.name);
-    DoctorReport r = RunCase(c);
-    auto keys = Keys(r);
-    for (const auto& e : c.expect) EXPECT_TRUE(keys.count(e)) << "missing '" << e << "' in:\n" << Dump(r);
-    EXPECT_EQ(StateName(r.overall), std::string(StateName(c.overall))) << Dump(r);
+    for (bool streamed : {false, true}) {
+      SCOPED_TRACE(streamed ? "streamed" : "whole");
+      DoctorReport r = RunCase(c, streamed);
+      auto keys = Keys(r);
+      for (const auto& e : c.expect) EXPECT_TRUE(keys.count(e)) << "missing '" << e << "' in:\n" << Dump(r);
+      EXPECT_EQ(StateName(r.overall), std::string(StateName(c.overall))) << Dump(r);
+    }
   }
 }
 

@@ -48,6 +48,18 @@ Status LoadBundle(const std::string& dir, DoctorInputs* inputs) {
       kind = kKernel;
     else if (ext == ".log" || ext == ".txt" || ext == ".out" || ext == ".err") kind = kApp;
     if (kind == kNone) continue;
+    if (kind == kKernel) {  // streamed: kernel logs can be gigabytes
+      std::FILE* f = std::fopen(p.string().c_str(), "rb");
+      if (!f) return IoError(fmt::format("{}: cannot open", p.string()));
+      KernelLogScanner scanner(p.string());
+      std::vector<char> buf(std::size_t{4} << 20);
+      std::size_t got;
+      while ((got = std::fread(buf.data(), 1, buf.size(), f)) > 0) scanner.Feed(std::string_view(buf.data(), got));
+      std::fclose(f);
+      inputs->kernel_logs_parsed.push_back(scanner.Finish());
+      ++used;
+      continue;
+    }
     auto text = suanli::detail::ReadFile(p.string(), std::size_t{2} << 30);
     if (!text.ok()) return text.status();
     ++used;

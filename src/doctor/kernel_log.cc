@@ -173,34 +173,35 @@ void ParseLine(std::string_view line, int64_t line_no, std::string_view name, Ke
   }
 }
 
-}  // namespace
-
-KernelLogParse ParseKernelLog(std::string_view text, std::string_view name) {
-  KernelLogParse out;
+// Scans `text`, made of whole lines (the last may lack its '\n'), whose first line is number
+// `first_line`. Returns the number of lines in `text`.
+int64_t ScanBuffer(std::string_view text, std::string_view name, int64_t first_line, KernelLogParse* out) {
+  if (text.empty()) return 0;
+  if (std::memchr(text.data(), '\0', text.size())) out->has_nul = true;
   const std::string_view markers[] = {"NVRM", "Xid (", "XID "};
   constexpr int kMarkers = 3;
   std::size_t next[kMarkers];
   for (int i = 0; i < kMarkers; ++i) next[i] = Find(text, 0, markers[i]);
-  std::size_t counted = 0;  // newlines before this offset are counted in `line_no - 1`
-  int64_t line_no = 1;
+  std::size_t counted = 0;  // newlines before this offset are counted in `line_no`
+  int64_t line_no = first_line;
   while (true) {
     std::size_t hit = std::string_view::npos;
     for (int i = 0; i < kMarkers; ++i) hit = std::min(hit, next[i]);
     if (hit == std::string_view::npos) break;
     line_no += CountNewlines(text, counted, hit);
-    // Line bounds around the hit.
     std::size_t start = hit;
     while (start > counted && text[start - 1] != '\n') --start;
     const void* nl = std::memchr(text.data() + hit, '\n', text.size() - hit);
     std::size_t end = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - text.data()) : text.size();
     std::string_view line = text.substr(start, end - start);
-    if (Contains(line, "NVRM")) ++out.nvrm_lines;
+    if (Contains(line, "NVRM")) ++out->nvrm_lines;
     if (line.size() > kMaxLine) {
       line = line.substr(0, kMaxLine);
-      out.truncated = true;
-      out.problems.push_back(std::string(name) + ":" + std::to_string(line_no) + ": line longer than 64 KiB was cut");
+      out->truncated = true;
+      if (out->problems.size() < 20)
+        out->problems.push_back(std::string(name) + ":" + std::to_string(line_no) + ": line longer than 64 KiB was cut");
     }
-    ParseLine(line, line_no, name, &out);
+    ParseLine(line, line_no, name, out);
     if (end >= text.size()) {
       counted = text.size();
       break;
@@ -211,9 +212,53 @@ KernelLogParse ParseKernelLog(std::string_view text, std::string_view name) {
       if (next[i] != std::string_view::npos && next[i] < counted) next[i] = Find(text, counted, markers[i]);
   }
   line_no += CountNewlines(text, counted, text.size());
-  // A final line without '\n' still counts.
-  out.lines = text.empty() ? 0 : (text.back() == '\n' ? line_no - 1 : line_no);
-  if (out.problems.size() > 20) out.problems.resize(20);
+  const int64_t lines = line_no - first_line + (text.back() == '\n' ? 0 : 1);
+  return lines;
+}
+
+}  // namespace
+
+KernelLogScanner::KernelLogScanner(std::string name) : name_(std::move(name)) { out_.name = name_; }
+
+void KernelLogScanner::Feed(std::string_view chunk) {
+  while (!chunk.empty()) {
+    if (!carry_.empty() || chunk.find('\n') == std::string_view::npos) {
+      // Complete the pending partial line first (bounded: an over-long line is cut).
+      std::size_t nl = chunk.find('\n');
+      std::string_view head = nl == std::string_view::npos ? chunk : chunk.substr(0, nl + 1);
+      if (carry_.size() < kMaxLine + 1) carry_.append(head.substr(0, std::min(head.size(), kMaxLine + 1 - carry_.size())));
+      if (nl == std::string_view::npos) {
+        cut_ |= head.size() > 0 && carry_.size() > kMaxLine;
+        return;
+      }
+      if (carry_.back() != '\n') {  // the line was cut to the limit; keep it a line
+        carry_.push_back('\n');
+      }
+      lines_ += ScanBuffer(carry_, name_, lines_ + 1, &out_);
+      carry_.clear();
+      chunk.remove_prefix(nl + 1);
+      continue;
+    }
+    std::size_t last_nl = chunk.rfind('\n');
+    lines_ += ScanBuffer(chunk.substr(0, last_nl + 1), name_, lines_ + 1, &out_);
+    chunk.remove_prefix(last_nl + 1);
+  }
+}
+
+KernelLogParse KernelLogScanner::Finish() {
+  if (!carry_.empty()) {
+    lines_ += ScanBuffer(carry_, name_, lines_ + 1, &out_);
+    carry_.clear();
+  }
+  out_.lines = lines_;
+  if (cut_) out_.truncated = true;
+  return std::move(out_);
+}
+
+KernelLogParse ParseKernelLog(std::string_view text, std::string_view name) {
+  KernelLogParse out;
+  out.name = std::string(name);
+  out.lines = ScanBuffer(text, name, 1, &out);
   return out;
 }
 

@@ -194,3 +194,53 @@ TEST(DoctorParse, AppLogNcclLines) {
 
 }  // namespace
 }  // namespace suanli::doctor
+
+namespace suanli::doctor {
+namespace {
+
+KernelLogParse Chunked(std::string_view text, std::size_t chunk) {
+  KernelLogScanner s("k.log");
+  for (std::size_t i = 0; i < text.size(); i += chunk) s.Feed(text.substr(i, chunk));
+  return s.Finish();
+}
+
+TEST(DoctorParse, KernelLogScannerMatchesWholeParseAtEverySplit) {
+  const std::string log =
+      "[1.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15\n"
+      "[2.0] NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', GPU has fallen off the bus.\n"
+      "noise line without markers\n"
+      "\n"
+      "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32\n"
+      "[3.0] NVRM: Xid (PCI:0000:91:00): 45, pid=1, name=python, Ch 00000010";  // no final newline
+  const KernelLogParse whole = ParseKernelLog(log, "k.log");
+  ASSERT_EQ(whole.events.size(), 3u);
+  ASSERT_EQ(whole.lines, 6);
+  for (std::size_t chunk = 1; chunk <= log.size(); ++chunk) {
+    SCOPED_TRACE(chunk);
+    const KernelLogParse p = Chunked(log, chunk);
+    EXPECT_EQ(p.lines, whole.lines);
+    EXPECT_EQ(p.nvrm_lines, whole.nvrm_lines);
+    ASSERT_EQ(p.events.size(), whole.events.size());
+    for (std::size_t i = 0; i < p.events.size(); ++i) {
+      EXPECT_EQ(p.events[i].code, whole.events[i].code);
+      EXPECT_EQ(p.events[i].line, whole.events[i].line);
+      EXPECT_EQ(p.events[i].text, whole.events[i].text);
+    }
+  }
+}
+
+TEST(DoctorParse, KernelLogScannerBoundsAHugeLine) {
+  KernelLogScanner s("big");
+  std::string piece(1 << 20, 'x');
+  s.Feed("NVRM: Xid (PCI:0000:01:00): 13, ");
+  for (int i = 0; i < 8; ++i) s.Feed(piece);  // 8 MiB without a newline
+  s.Feed("\nNVRM: Xid (PCI:0000:02:00): 31, next\n");
+  KernelLogParse p = s.Finish();
+  EXPECT_TRUE(p.truncated);
+  EXPECT_EQ(p.lines, 2);
+  ASSERT_EQ(p.events.size(), 2u);
+  EXPECT_EQ(p.events[1].line, 2);
+}
+
+}  // namespace
+}  // namespace suanli::doctor

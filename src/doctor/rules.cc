@@ -1203,10 +1203,12 @@ DoctorReport Diagnose(const DoctorInputs& in, const DoctorKnowledge& k) {
   }
 
   std::vector<KernelLogParse> klogs;
-  for (const auto& x : in.kernel_logs) {
-    klogs.push_back(ParseKernelLog(x.text, x.name));
-    if (klogs.back().truncated) input_error(x.name, fmt::format("{}: partly read (over-long lines or too many events)", x.name));
-    if (x.text.find('\0') != std::string::npos) input_error(x.name, fmt::format("{}: contains binary data (NUL bytes)", x.name));
+  for (const auto& x : in.kernel_logs) klogs.push_back(ParseKernelLog(x.text, x.name));
+  for (const auto& p : in.kernel_logs_parsed) klogs.push_back(p);
+  for (const auto& l : klogs) {
+    const std::string name = l.name;
+    if (l.truncated) input_error(name, fmt::format("{}: partly read (over-long lines or too many events)", name));
+    if (l.has_nul) input_error(name, fmt::format("{}: contains binary data (NUL bytes)", name));
   }
   std::vector<AppEvent> app;
   for (const auto& x : in.app_logs) {
@@ -1242,7 +1244,7 @@ DoctorReport Diagnose(const DoctorInputs& in, const DoctorKnowledge& k) {
       break;
     }
 
-  const bool any_input = !in.kernel_logs.empty() || !in.smi_xml.empty() || !in.smi_csv.empty() || !in.app_logs.empty() ||
+  const bool any_input = !in.kernel_logs.empty() || !in.kernel_logs_parsed.empty() || !in.smi_xml.empty() || !in.smi_csv.empty() || !in.app_logs.empty() ||
                          !in.prometheus.empty() || !in.gpus.empty() || !in.facts.empty();
   if (!any_input) {
     Finding& f = Add(c, "doctor.no_inputs", State::kError, "Nothing to diagnose: no input could be read");

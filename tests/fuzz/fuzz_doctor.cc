@@ -15,7 +15,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return k.ok() ? new dr::DoctorKnowledge(std::move(k).value()) : nullptr;  // lives for the process
   }();
   const std::string text(reinterpret_cast<const char*>(data), size);
-  (void)dr::ParseKernelLog(text, "fuzz.log");
+  // Differential check: the streaming scanner, fed in two pieces split at a data-chosen point,
+  // must agree with the whole-text parse.
+  const dr::KernelLogParse whole = dr::ParseKernelLog(text, "fuzz.log");
+  {
+    const std::size_t cut = size ? (data[0] * 131u + size / 3) % (size + 1) : 0;
+    dr::KernelLogScanner sc("fuzz.log");
+    sc.Feed(std::string_view(text).substr(0, cut));
+    sc.Feed(std::string_view(text).substr(cut));
+    const dr::KernelLogParse parts = sc.Finish();
+    if (!whole.truncated && !parts.truncated &&
+        (parts.events.size() != whole.events.size() || parts.lines != whole.lines || parts.nvrm_lines != whole.nvrm_lines))
+      __builtin_trap();
+  }
   (void)dr::ParseSmiXml(text, "fuzz.xml");
   (void)dr::ParseSmiCsv(text, "fuzz.csv");
   (void)dr::ParsePrometheus(text, "fuzz.prom");
