@@ -234,9 +234,9 @@ Action SetupDoctor(CLI::App* sub, Context* ctx) {
       j["overall"] = dr::StateName(report.overall);
       j["exit_code"] = rc;
       j["mode"] = offline ? (f->live ? "offline+live" : "offline") : "live";
+      // JSON always carries every finding, PASS and SKIP included (--all only affects the table).
       json fs = json::array();
-      for (const auto& x : report.findings)
-        if (f->all || x.state != dr::State::kPass || true) fs.push_back(FindingJson(x));
+      for (const auto& x : report.findings) fs.push_back(FindingJson(x));
       j["findings"] = fs;
       json gs = json::array();
       for (const auto& g : report.gpus) {

@@ -166,6 +166,21 @@ TEST(DoctorGolden, FleetRanksTheBadNodeFirst) {
   EXPECT_EQ(r.gpus[11].state, State::kPass);
 }
 
+TEST(DoctorGolden, KernelXidIsMappedToTheGpuIndexByBusId) {
+  // smi-8gpu-bus91.xml is the H100 capture with GPU 6 moved to bus 91: the Xid 79 names bus 91.
+  Case c{"map", {{kKernel, "fixtures/kernel-xid79.log"}, {kXml, "fixtures/smi-8gpu-bus91.xml"}}, {}, {}, State::kFail};
+  DoctorReport r = RunCase(c);
+  bool found = false;
+  for (const auto& f : r.findings)
+    if (f.code == "xid.79") {
+      found = true;
+      EXPECT_EQ(f.gpu_index, 6);
+    }
+  EXPECT_TRUE(found);
+  for (const auto& g : r.gpus)
+    if (g.index == 6) EXPECT_EQ(g.state, State::kFail);
+}
+
 TEST(DoctorGolden, EvidenceCarriesFileAndLine) {
   Case c{"xid79", {{kKernel, "fixtures/kernel-xid79.log"}}, {}, {}, State::kFail};
   DoctorReport r = RunCase(c);

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "core/files.h"
@@ -433,6 +434,24 @@ Collected Collect(HostProbe& host, DeviceBackend& device) {
       for (char ch : k) key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
       c.facts[key] = v;
     }
+  // CUDA user-space libraries the dynamic loader knows (driver API and runtimes).
+  if (auto l = host.Run({"ldconfig", "-p"})) {
+    std::set<std::string> libs;
+    detail::ForEachLine(*l, [&](std::string_view line, int64_t) {
+      line = detail::Trim(line);
+      for (std::string_view lib : {std::string_view("libcuda.so."), std::string_view("libcudart.so."),
+                                   std::string_view("libnvidia-ml.so."), std::string_view("libnccl.so.")}) {
+        if (detail::StartsWith(line, lib)) {
+          std::size_t sp = line.find_first_of(" \t");
+          libs.insert(std::string(line.substr(0, sp)));
+        }
+      }
+      return libs.size() < 64;
+    });
+    std::string s;
+    for (const auto& x : libs) s += (s.empty() ? "" : ",") + x;
+    c.facts["cuda_libraries"] = s.empty() ? "none" : s;
+  }
   std::vector<std::string> toolkits;
   for (const auto& n : host.ListDir("/usr/local"))
     if (detail::StartsWith(n, "cuda-")) toolkits.push_back(n.substr(5));
