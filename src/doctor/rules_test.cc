@@ -140,3 +140,41 @@ TEST(DoctorRules, DriverTooOldNamesTheDriverAndTheWheel) {
 
 }  // namespace
 }  // namespace suanli::doctor
+
+namespace suanli::doctor {
+namespace {
+
+DoctorReport WithGpuAndTorch(const std::string& name, const std::string& torch) {
+  DoctorInputs in;
+  GpuTelemetry g;
+  g.origin = "test";
+  g.index = 0;
+  g.name = name;
+  in.gpus.push_back(g);
+  EXPECT_TRUE(AddFact("torch=" + torch, &in).ok());
+  return Diagnose(in, std::move(DoctorKnowledge::LoadEmbedded()).value());
+}
+
+bool Has(const DoctorReport& r, const std::string& code) {
+  for (const auto& f : r.findings)
+    if (f.code == code) return true;
+  return false;
+}
+
+TEST(DoctorRules, WheelArchitectureCoverage) {
+  // P100 (sm_60) is older than everything in the 2.8 cu128 wheel (7.5 and up).
+  EXPECT_TRUE(Has(WithGpuAndTorch("Tesla P100-PCIE-16GB", "2.8.0+cu128"), "env.gpu_too_old_for_wheel"));
+  // ... but cu126 of the same release still has sm_60.
+  EXPECT_FALSE(Has(WithGpuAndTorch("Tesla P100-PCIE-16GB", "2.8.0+cu126"), "env.gpu_too_old_for_wheel"));
+  // RTX 5090 (sm_120) is missing from cu126, present in cu128.
+  EXPECT_TRUE(Has(WithGpuAndTorch("NVIDIA GeForce RTX 5090", "2.7.1+cu126"), "env.arch_not_in_wheel"));
+  EXPECT_FALSE(Has(WithGpuAndTorch("NVIDIA GeForce RTX 5090", "2.7.1+cu128"), "env.arch_not_in_wheel"));
+  // A10 (sm_86) runs sm_80 SASS... and the list has 8.6 anyway; H100 with cu118 has sm_90.
+  EXPECT_FALSE(Has(WithGpuAndTorch("NVIDIA A10", "2.1.0+cu118"), "env.arch_not_in_wheel"));
+  EXPECT_FALSE(Has(WithGpuAndTorch("NVIDIA H100 80GB HBM3", "2.1.0+cu118"), "env.arch_not_in_wheel"));
+  // GB300 (sm_103): cu130 has 10.0 (same major, lower minor: binary compatible).
+  EXPECT_FALSE(Has(WithGpuAndTorch("NVIDIA GB300", "2.9.0+cu130"), "env.arch_not_in_wheel"));
+}
+
+}  // namespace
+}  // namespace suanli::doctor
