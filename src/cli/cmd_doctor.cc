@@ -65,7 +65,7 @@ void PrintHuman(const dr::DoctorReport& r, bool all) {
       if (f.state == st) fs.push_back(&f);
     if (fs.empty()) continue;
     const bool detail = st == dr::State::kFail || st == dr::State::kError || st == dr::State::kWarn;
-    if (!detail && !all) {
+    if (st == dr::State::kPass && !all) {
       std::printf("%s: %zu check(s)%s\n", dr::StateName(st), fs.size(), st == dr::State::kPass ? " passed (--all lists them)" : " not applicable here (--all lists them)");
       continue;
     }

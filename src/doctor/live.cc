@@ -409,6 +409,21 @@ Collected Collect(HostProbe& host, DeviceBackend& device) {
       if (!c.facts.count("driver")) c.facts["driver"] = km;
     }
   }
+  // NVIDIA GPUs on the PCI bus (vendor 0x10de, display class 0x03xxxx), independent of the
+  // driver: lets the rules tell "no GPU here" from "GPU present but driver unusable / GPU lost".
+  {
+    std::string ids;
+    int n = 0;
+    for (const auto& dev : host.ListDir("/sys/bus/pci/devices")) {
+      auto vendor = host.ReadFile("/sys/bus/pci/devices/" + dev + "/vendor");
+      if (!vendor || detail::Trim(*vendor) != "0x10de") continue;
+      auto cls = host.ReadFile("/sys/bus/pci/devices/" + dev + "/class");
+      if (!cls || !detail::StartsWith(detail::Trim(*cls), "0x03")) continue;
+      ids += (ids.empty() ? "" : ",") + NormalizeBusId(dev);
+      if (++n >= 1024) break;
+    }
+    c.facts["pci_nvidia_gpus"] = ids.empty() ? "none" : ids;
+  }
   // Kernel log: dmesg, then the journal; both may be restricted for ordinary users.
   if (auto k = host.Run({"dmesg"}); k && !k->empty()) {
     c.kernel_log = std::move(k);

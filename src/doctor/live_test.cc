@@ -40,6 +40,13 @@ class FakeHost : public HostProbe {
   }
   std::vector<std::string> ListDir(const std::string& p) override {
     if (p == "/usr/local") return {"bin", "cuda-12.4", "lib"};
+    if (p == "/sys/bus/pci/devices") {
+      std::vector<std::string> out;
+      for (const auto& [path, _] : files)
+        if (path.rfind("/sys/bus/pci/devices/", 0) == 0 && path.size() > 34 && path.substr(path.size() - 7) == "/vendor")
+          out.push_back(path.substr(21, path.size() - 21 - 7));
+      return out;
+    }
     return {};
   }
 };
@@ -84,15 +91,50 @@ TEST(DoctorLive, FakeMachineWithOldDriverAndNewWheel) {
   EXPECT_TRUE(xid94);
 }
 
-TEST(DoctorLive, NoNvmlIsSkipNotCrash) {
+void AddPciDevice(FakeHost& h, const std::string& bus, const std::string& vendor, const std::string& cls) {
+  h.files["/sys/bus/pci/devices/" + bus + "/vendor"] = vendor + "\n";
+  h.files["/sys/bus/pci/devices/" + bus + "/class"] = cls + "\n";
+}
+
+bool HasFinding(const DoctorReport& r, const std::string& code, State st) {
+  for (const auto& f : r.findings)
+    if (f.code == code && f.state == st) return true;
+  return false;
+}
+
+TEST(DoctorLive, NoNvmlAndNoGpuIsSkipNotCrash) {
   auto backend = MakeUnavailableBackend("NVML not available: libnvidia-ml.so.1 could not be loaded");
   FakeHost host;
+  AddPciDevice(host, "0000:00:00.0", "0x8086", "0x060000");
   DoctorInputs in;
   CollectLive(host, *backend, &in);
   DoctorReport r = Diagnose(in, K());
-  bool skip = false;
-  for (const auto& f : r.findings) skip |= f.code == "nvml.unavailable" && f.state == State::kSkip;
-  EXPECT_TRUE(skip);
+  EXPECT_TRUE(HasFinding(r, "nvml.unavailable", State::kSkip));
+  EXPECT_TRUE(HasFinding(r, "gpu.none", State::kSkip));
+}
+
+TEST(DoctorLive, GpuOnPciButNoDriverIsFail) {
+  auto backend = MakeUnavailableBackend("nvmlInit failed: Driver Not Loaded (NVML error 9)");
+  FakeHost host;
+  AddPciDevice(host, "0000:17:00.0", "0x10de", "0x030200");
+  AddPciDevice(host, "0000:05:00.0", "0x10de", "0x068000");  // an NVSwitch bridge: not a GPU
+  DoctorInputs in;
+  CollectLive(host, *backend, &in);
+  EXPECT_EQ(in.facts["pci_nvidia_gpus"], "0000:17:00.0");
+  DoctorReport r = Diagnose(in, K());
+  EXPECT_TRUE(HasFinding(r, "env.driver_not_loaded", State::kFail));
+}
+
+TEST(DoctorLive, GpuOnPciMissingFromTheDriverIsFail) {
+  auto backend = MakeFakeBackend(ReadGolden("real/qx-a100.xml"), "a100");  // one GPU at 0000:06:00.0
+  ASSERT_TRUE(backend.ok());
+  FakeHost host;
+  AddPciDevice(host, "0000:06:00.0", "0x10de", "0x030200");
+  AddPciDevice(host, "0000:07:00.0", "0x10de", "0x030200");
+  DoctorInputs in;
+  CollectLive(host, **backend, &in);
+  DoctorReport r = Diagnose(in, K());
+  EXPECT_TRUE(HasFinding(r, "gpu.missing", State::kFail));
 }
 
 TEST(DoctorLive, RealNvmlBackendNeverCrashes) {

@@ -398,6 +398,45 @@ void EnvRules(Ctx& c, const DoctorInputs& in, const std::vector<GpuTelemetry>& g
     }
   }
 
+  // GPUs on the PCI bus vs GPUs the driver reports (live collection fills pci_nvidia_gpus).
+  if (auto it = in.facts.find("pci_nvidia_gpus"); it != in.facts.end()) {
+    std::vector<std::string> pci;
+    if (it->second != "none")
+      for (auto id : detail::Split(it->second, ','))
+        if (!id.empty()) pci.push_back(NormalizeBusId(id));
+    std::vector<std::string> seen, missing;
+    for (const auto& g : gpus)
+      if (g.host.empty() && !g.pci_bus_id.empty()) seen.push_back(g.pci_bus_id);
+    for (const auto& id : pci)
+      if (std::find(seen.begin(), seen.end(), id) == seen.end()) missing.push_back(id);
+    if (pci.empty() && seen.empty()) {
+      Finding& f = Add(c, "gpu.none", State::kSkip, "No NVIDIA GPU on this machine's PCI bus: GPU checks do not apply");
+      f.evidence = {fact_ev("pci_nvidia_gpus")};
+    } else if (!pci.empty() && seen.empty()) {
+      Finding& f = Add(c, "env.driver_not_loaded", State::kFail,
+                       fmt::format("{} NVIDIA GPU(s) on the PCI bus but the driver reports none", pci.size()));
+      f.evidence = {fact_ev("pci_nvidia_gpus")};
+      for (const auto& n : in.collection_notes)
+        if (n.code == "nvml.unavailable") f.evidence.push_back(Evidence{"live:nvml", 0, n.title});
+      f.cause = "The NVIDIA kernel module is not loaded or failed to initialise (driver not installed, secure boot "
+                "refusing an unsigned module, a driver/kernel mismatch after a kernel update), or the libraries are "
+                "missing in this container.";
+      f.action = "Check `lsmod | grep nvidia` and the kernel log for NVRM errors; reinstall the driver for the running "
+                 "kernel (DKMS) or run the container with the NVIDIA runtime.";
+      f.source = "NVIDIA driver installation guide; scenarios.md (a GPU missing after reboot)";
+    } else if (!missing.empty()) {
+      Finding& f = Add(c, "gpu.missing", State::kFail,
+                       fmt::format("{} of {} NVIDIA GPU(s) on the PCI bus are not reported by the driver", missing.size(), pci.size()));
+      f.evidence = {fact_ev("pci_nvidia_gpus"), Evidence{"", 0, "not reported by the driver: " + Join(missing)}};
+      f.pci_bus_id = missing.front();
+      f.cause = "The driver failed to initialise these GPUs (a fallen-off-the-bus GPU, a failed init — Xid 79/143 — "
+                "or a GPU held in reset).";
+      f.action = "Look for NVRM errors for these bus ids in the kernel log; reset or power-cycle; if a GPU is missing "
+                 "after a reboot check BIOS/firmware settings and try pci=realloc.";
+      f.source = "scenarios.md (a GPU missing after reboot: firmware/BIOS, kernel log for NVRM errors, pci=realloc)";
+    }
+  }
+
   // CUDA_VISIBLE_DEVICES hiding every GPU.
   if (auto it = in.facts.find("cuda_visible_devices"); it != in.facts.end()) {
     const std::string v = std::string(detail::Trim(it->second));
