@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "core/files.h"
 #include "doctor/util.h"
@@ -39,7 +40,28 @@ Status LoadBundle(const std::string& dir, DoctorInputs* inputs) {
     const std::string ext = ToLower(p.extension().string());
     enum { kNone, kKernel, kXml, kCsv, kApp, kProm, kFacts } kind = kNone;
     if (lower == "facts.env") kind = kFacts;
-    else if (lower == "manifest.json") kind = kNone;
+    else if (lower == "manifest.json") {
+      // Collection notes ("code: title") become SKIP notes again, so the reader sees what the
+      // collector could not read on the original machine.
+      auto text = suanli::detail::ReadFile(p.string(), 1 << 20);
+      if (text.ok()) {
+        auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+        if (j.is_object() && j.contains("notes") && j["notes"].is_array()) {
+          for (const auto& n : j["notes"]) {
+            if (!n.is_string()) continue;
+            const std::string note = n.get<std::string>();
+            const std::size_t colon = note.find(": ");
+            Finding f;
+            f.code = colon == std::string::npos ? "collect.note" : note.substr(0, colon);
+            f.state = State::kSkip;
+            f.title = "(at collection) " + (colon == std::string::npos ? note : note.substr(colon + 2));
+            f.evidence.push_back(Evidence{p.string(), 0, note});
+            inputs->collection_notes.push_back(std::move(f));
+          }
+        }
+      }
+      continue;
+    }
     else if (ext == ".xml") kind = kXml;
     else if (ext == ".csv") kind = kCsv;
     else if (ext == ".prom" || lower.rfind("metrics", 0) == 0) kind = kProm;
