@@ -635,7 +635,7 @@ void KernelRules(Ctx& c, const std::vector<KernelLogParse>& logs) {
     f.evidence = {Evidence{e->file, e->line, e->text}};
     f.cause = "A row was marked for remapping; it takes effect after a GPU reset.";
     f.action = "Reset the GPU (nvidia-smi -r) or reboot at a convenient time.";
-    f.source = "debug";
+    f.source = k.FindXid(63) ? k.FindXid(63)->source : "";
   }
   if (!mismatch.empty()) {
     Finding& f = Add(c, "env.nvml_mismatch", State::kFail, "NVRM API mismatch in the kernel log");
@@ -937,7 +937,7 @@ void TelemetryRules(Ctx& c, const std::vector<GpuTelemetry>& gpus, const std::st
       f.evidence.push_back(Ev(g, "gpu_recovery_action = " + *g.recovery_action));
       f.cause = "A previous error left the GPU needing a reset, drain or reboot (see Xid 154).";
       f.action = "Carry out the requested action: drain the GPU, then reset it or reboot the node.";
-      f.source = "catalog";
+      f.source = k.FindXid(154) ? k.FindXid(154)->source : "";
     }
     // --- last Xid reported by DCGM (fleet scrapes)
     if (g.xid_last) {
