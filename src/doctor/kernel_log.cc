@@ -21,7 +21,7 @@ using detail::ContainsNoCase;
 using detail::Trim;
 
 constexpr std::size_t kMaxLine = 64 * 1024;
-constexpr std::size_t kMaxEvents = 1000000;  // keeps memory bounded on pathological logs
+constexpr std::size_t kMaxEvents = 200000;  // keeps memory bounded on pathological logs
 
 std::size_t Find(std::string_view text, std::size_t from, std::string_view needle) {
   if (from >= text.size()) return std::string_view::npos;

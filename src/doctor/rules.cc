@@ -458,13 +458,14 @@ std::string RecoveryAction(const std::string& text) {
   return std::string(detail::Trim(text.substr(p + 4)));
 }
 
-void KernelRules(Ctx& c, const std::vector<KernelLogParse>& logs) {
+void KernelRules(Ctx& c, const std::vector<const KernelLogParse*>& logs) {
   const DoctorKnowledge& k = c.k;
   const double window = k.Threshold("incident_window_s");
   std::vector<const KernelEvent*> xids, sxids, fallen, nvlink, mismatch, remap;
   int64_t lines = 0;
   std::vector<std::string> names;
-  for (const auto& l : logs) {
+  for (const KernelLogParse* lp : logs) {
+    const KernelLogParse& l = *lp;
     lines += l.lines;
     for (const auto& e : l.events) {
       switch (e.kind) {
@@ -512,6 +513,17 @@ void KernelRules(Ctx& c, const std::vector<KernelLogParse>& logs) {
       if (start) incidents.emplace_back();
       incidents.back().push_back(e);
     }
+    // A GPU that logs the same error for days would otherwise give one finding per incident:
+    // keep the first incidents apart and fold the rest into one (its findings say how many).
+    constexpr std::size_t kMaxIncidentsPerGpu = 10;
+    const std::size_t total_incidents = incidents.size();
+    if (incidents.size() > kMaxIncidentsPerGpu) {
+      std::vector<const KernelEvent*> rest;
+      for (std::size_t i = kMaxIncidentsPerGpu - 1; i < incidents.size(); ++i)
+        rest.insert(rest.end(), incidents[i].begin(), incidents[i].end());
+      incidents.resize(kMaxIncidentsPerGpu - 1);
+      incidents.push_back(std::move(rest));
+    }
     int incident_no = 0;
     for (const auto& inc : incidents) {
       ++incident_no;
@@ -527,8 +539,11 @@ void KernelRules(Ctx& c, const std::vector<KernelLogParse>& logs) {
         break;
       }
       if (primary == 0) primary = inc.front()->code;
-      const std::string inc_label =
-          incidents.size() > 1 ? fmt::format(" (incident {} of {})", incident_no, incidents.size()) : "";
+      std::string inc_label;
+      if (total_incidents > incidents.size() && incident_no == static_cast<int>(incidents.size()))
+        inc_label = fmt::format(" (incidents {}-{} of {}, folded)", incident_no, total_incidents, total_incidents);
+      else if (total_incidents > 1)
+        inc_label = fmt::format(" (incident {} of {})", incident_no, total_incidents);
       for (int code : codes) {
         std::vector<const KernelEvent*> these;
         for (const auto* e : inc)
@@ -649,8 +664,8 @@ void KernelRules(Ctx& c, const std::vector<KernelLogParse>& logs) {
   }
   if (!logs.empty() && xids.empty() && sxids.empty() && nvlink.empty() && mismatch.empty() && remap.empty()) {
     Finding& f = Add(c, "kernel.clean", State::kPass, fmt::format("No Xid, SXid or NVLink errors in {} kernel-log lines", lines));
-    for (const auto& l : logs)
-      if (!l.events.empty() || l.nvrm_lines >= 0) f.evidence.push_back(Evidence{"", 0, fmt::format("{} NVRM lines", l.nvrm_lines)});
+    for (const KernelLogParse* l : logs)
+      f.evidence.push_back(Evidence{l->name, 0, fmt::format("{} lines, {} NVRM lines", l->lines, l->nvrm_lines)});
   }
 }
 
@@ -1241,10 +1256,14 @@ DoctorReport Diagnose(const DoctorInputs& in, const DoctorKnowledge& k) {
     if (!g.pci_bus_id.empty() && g.index) c.bus_to_index[g.pci_bus_id] = *g.index;
   }
 
-  std::vector<KernelLogParse> klogs;
-  for (const auto& x : in.kernel_logs) klogs.push_back(ParseKernelLog(x.text, x.name));
-  for (const auto& p : in.kernel_logs_parsed) klogs.push_back(p);
-  for (const auto& l : klogs) {
+  std::vector<KernelLogParse> parsed_here;
+  parsed_here.reserve(in.kernel_logs.size());
+  for (const auto& x : in.kernel_logs) parsed_here.push_back(ParseKernelLog(x.text, x.name));
+  std::vector<const KernelLogParse*> klogs;  // no copies of (possibly huge) streamed parses
+  for (const auto& p : parsed_here) klogs.push_back(&p);
+  for (const auto& p : in.kernel_logs_parsed) klogs.push_back(&p);
+  for (const KernelLogParse* lp : klogs) {
+    const KernelLogParse& l = *lp;
     const std::string name = l.name;
     if (l.truncated) input_error(name, fmt::format("{}: partly read (over-long lines or too many events)", name));
     if (l.has_nul) input_error(name, fmt::format("{}: contains binary data (NUL bytes)", name));

@@ -178,3 +178,27 @@ TEST(DoctorRules, WheelArchitectureCoverage) {
 
 }  // namespace
 }  // namespace suanli::doctor
+
+namespace suanli::doctor {
+namespace {
+
+TEST(DoctorRules, RepeatedIncidentsAreFoldedNotMultiplied) {
+  std::string log;
+  for (int i = 0; i < 500; ++i)  // one Xid 13 every 120 s: 500 incidents on one GPU
+    log += "[" + std::to_string(i * 120) + ".000000] NVRM: Xid (PCI:0000:3b:00): 13, pid=1, name=x, Graphics Exception\n";
+  DoctorInputs in;
+  in.kernel_logs.push_back({"many.log", log});
+  DoctorReport r = Diagnose(in, std::move(DoctorKnowledge::LoadEmbedded()).value());
+  int n = 0;
+  std::string last;
+  for (const auto& f : r.findings)
+    if (f.code == "xid.13") {
+      ++n;
+      if (f.title.find("folded") != std::string::npos) last = f.title;
+    }
+  EXPECT_EQ(n, 10);
+  EXPECT_NE(last.find("10-500 of 500"), std::string::npos) << last;
+}
+
+}  // namespace
+}  // namespace suanli::doctor
