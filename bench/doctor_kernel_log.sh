@@ -49,9 +49,11 @@ bytes=$(stat -c %s "$file")
 echo "file: $file  $(( bytes / 1048576 )) MiB  $(wc -l < "$file") lines"
 cat "$file" > /dev/null  # warm the page cache for both tools
 
-t0=$(date +%s.%N); n=$(grep -c NVRM "$file"); t1=$(date +%s.%N)
-echo "grep -c NVRM: $n lines in $(echo "$t1 - $t0" | bc) s"
-t0=$(date +%s.%N); "$suanli" doctor --kernel-log "$file" --json > "$file.json" || true; t1=$(date +%s.%N)
-echo "suanli doctor --kernel-log: $(echo "$t1 - $t0" | bc) s  ($(python3 -c "import json;j=json.load(open('$file.json'));print(len(j['findings']),'findings, overall',j['overall'])"))"
+# Elapsed and CPU (user+sys) time: on a shared machine the CPU time is the steadier number.
+timeit() { /usr/bin/time -f "%e s elapsed, %U s user + %S s sys, peak RSS %M KiB" "$@"; }
+echo "grep -c NVRM:"
+timeit grep -c NVRM "$file"
+echo "suanli doctor --kernel-log FILE --json:"
+timeit "$suanli" doctor --kernel-log "$file" --json > "$file.json" || true
+python3 -c "import json;j=json.load(open('$file.json'));print(' ', len(j['findings']),'findings, overall',j['overall'])"
 rm -f "$file.json"
-/usr/bin/time -f "suanli peak RSS: %M KiB" "$suanli" doctor --kernel-log "$file" --json > /dev/null || true

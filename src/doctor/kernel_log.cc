@@ -3,8 +3,8 @@
 //
 // Speed matters (a kernel log can be a gigabyte): instead of testing every line, the parser
 // searches the whole buffer for the few markers that every interesting line contains ("NVRM",
-// "Xid", "XID") with memmem, counts newlines between hits with memchr, and only then looks at
-// the line. Uninteresting lines cost one memchr step each.
+// "Xid (", "XID ") with memchr on a rare byte of each, counts newlines between hits with
+// memchr, and only then looks at the line. Uninteresting lines cost one memchr step each.
 #include <cstring>
 #include <string>
 
@@ -23,22 +23,54 @@ using detail::Trim;
 constexpr std::size_t kMaxLine = 64 * 1024;
 constexpr std::size_t kMaxEvents = 200000;  // keeps memory bounded on pathological logs
 
-std::size_t Find(std::string_view text, std::size_t from, std::string_view needle) {
-  if (from >= text.size()) return std::string_view::npos;
-  const void* p = memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
-  return p ? static_cast<std::size_t>(static_cast<const char*>(p) - text.data()) : std::string_view::npos;
+// The two marker searches. glibc memmem was two thirds of the run time on a 1 GB log; memchr for
+// a rare byte of the marker, then a check of its neighbours, is several times faster:
+//   kNvrm: "NVRM"            found through 'V' (upper-case V is rare in kernel logs)
+//   kXid:  "Xid (" / "XID "  found through 'X' (covers SXid lines too)
+enum Marker { kNvrm = 0, kXid = 1 };
+std::size_t Find(std::string_view text, std::size_t from, Marker m) {
+  const char* const begin = text.data();
+  const char* const end = begin + text.size();
+  if (m == kNvrm) {
+    const char* p = begin + std::min(text.size(), from + 1);
+    while (p < end) {
+      p = static_cast<const char*>(std::memchr(p, 'V', static_cast<std::size_t>(end - p)));
+      if (!p) return std::string_view::npos;
+      if (p[-1] == 'N' && end - p >= 3 && p[1] == 'R' && p[2] == 'M') return static_cast<std::size_t>(p - 1 - begin);
+      ++p;
+    }
+    return std::string_view::npos;
+  }
+  const char* p = begin + std::min(text.size(), from);
+  while (p < end) {
+    p = static_cast<const char*>(std::memchr(p, 'X', static_cast<std::size_t>(end - p)));
+    if (!p) return std::string_view::npos;
+    const std::size_t left = static_cast<std::size_t>(end - p);
+    if (left >= 5 && p[1] == 'i' && p[2] == 'd' && p[3] == ' ' && p[4] == '(') return static_cast<std::size_t>(p - begin);
+    if (left >= 4 && p[1] == 'I' && p[2] == 'D' && p[3] == ' ') return static_cast<std::size_t>(p - begin);
+    ++p;
+  }
+  return std::string_view::npos;
 }
 
+// Counts '\n' bytes eight at a time (SWAR): one memchr call per line was the largest cost once
+// the marker search was fast. For each byte b of x = word ^ 0x0a..0a, the high bit of
+// ~(((x & 0x7f..7f) + 0x7f..7f) | x | 0x7f..7f) is set exactly when b == 0.
 int64_t CountNewlines(std::string_view text, std::size_t from, std::size_t to) {
+  constexpr uint64_t kLow7 = 0x7f7f7f7f7f7f7f7fULL;
+  constexpr uint64_t kNewlines = 0x0a0a0a0a0a0a0a0aULL;
   int64_t n = 0;
   const char* p = text.data() + from;
-  const char* end = text.data() + to;
-  while (p < end) {
-    const void* q = std::memchr(p, '\n', static_cast<std::size_t>(end - p));
-    if (!q) break;
-    ++n;
-    p = static_cast<const char*>(q) + 1;
+  const char* const end = text.data() + to;
+  while (p + 8 <= end) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    const uint64_t x = w ^ kNewlines;
+    const uint64_t zero_bytes = ~(((x & kLow7) + kLow7) | x | kLow7);
+    n += static_cast<int64_t>(((zero_bytes >> 7) * 0x0101010101010101ULL) >> 56);  // bytes set, no popcnt needed
+    p += 8;
   }
+  for (; p < end; ++p) n += *p == '\n';
   return n;
 }
 
@@ -178,8 +210,8 @@ void ParseLine(std::string_view line, int64_t line_no, std::string_view name, Ke
 int64_t ScanBuffer(std::string_view text, std::string_view name, int64_t first_line, KernelLogParse* out) {
   if (text.empty()) return 0;
   if (std::memchr(text.data(), '\0', text.size())) out->has_nul = true;
-  const std::string_view markers[] = {"NVRM", "Xid (", "XID "};
-  constexpr int kMarkers = 3;
+  constexpr int kMarkers = 2;
+  const Marker markers[kMarkers] = {kNvrm, kXid};
   std::size_t next[kMarkers];
   for (int i = 0; i < kMarkers; ++i) next[i] = Find(text, 0, markers[i]);
   std::size_t counted = 0;  // newlines before this offset are counted in `line_no`
