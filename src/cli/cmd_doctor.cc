@@ -28,7 +28,7 @@ struct DoctorFlags {
   bool all = false;
 };
 
-json FindingJson(const dr::Finding& f) {
+json FindingJson(const dr::Finding& f, const dr::DoctorReport& r) {
   json ev = json::array();
   for (const auto& e : f.evidence) {
     json j = {{"text", e.text}};
@@ -43,6 +43,10 @@ json FindingJson(const dr::Finding& f) {
     gpu = json::object();
     gpu["index"] = f.gpu_index ? json(*f.gpu_index) : json(nullptr);
     gpu["pci_bus_id"] = f.pci_bus_id.empty() ? json(nullptr) : json(f.pci_bus_id);
+    for (const auto& g : r.gpus)  // the UUID, so findings can be joined with fleet history
+      if (g.host == f.host && !g.uuid.empty() &&
+          ((!f.pci_bus_id.empty() && g.pci_bus_id == f.pci_bus_id) || (f.pci_bus_id.empty() && g.index == f.gpu_index)))
+        gpu["uuid"] = g.uuid;
   }
   j["gpu"] = gpu;
   if (!f.host.empty()) j["host"] = f.host;
@@ -58,6 +62,14 @@ std::string GpuCell(const dr::Finding& f) {
 }
 
 void PrintHuman(const dr::DoctorReport& r, bool all) {
+  {
+    std::string head;
+    for (const char* k : {"hostname", "driver", "driver_max_cuda", "torch"}) {
+      auto it = r.facts.find(k);
+      if (it != r.facts.end() && !it->second.empty()) head += (head.empty() ? "" : "  ") + std::string(k) + " " + it->second;
+    }
+    if (!head.empty()) std::printf("%s\n\n", head.c_str());
+  }
   const dr::State order[] = {dr::State::kFail, dr::State::kError, dr::State::kWarn, dr::State::kSkip, dr::State::kPass};
   for (dr::State st : order) {
     std::vector<const dr::Finding*> fs;
@@ -236,7 +248,7 @@ Action SetupDoctor(CLI::App* sub, Context* ctx) {
       j["mode"] = offline ? (f->live ? "offline+live" : "offline") : "live";
       // JSON always carries every finding, PASS and SKIP included (--all only affects the table).
       json fs = json::array();
-      for (const auto& x : report.findings) fs.push_back(FindingJson(x));
+      for (const auto& x : report.findings) fs.push_back(FindingJson(x, report));
       j["findings"] = fs;
       json gs = json::array();
       for (const auto& g : report.gpus) {

@@ -402,6 +402,10 @@ Collected Collect(HostProbe& host, DeviceBackend& device) {
     c.facts["nvml_library_version"] = *v;
     c.facts["driver"] = *v;
   }
+  if (auto h = host.ReadFile("/proc/sys/kernel/hostname")) {
+    std::string name(detail::Trim(*h));
+    if (!name.empty()) c.facts["hostname"] = name;
+  }
   if (auto v = host.ReadFile("/proc/driver/nvidia/version")) {
     std::string km = KernelModuleVersion(*v);
     if (!km.empty()) {

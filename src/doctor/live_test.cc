@@ -67,6 +67,7 @@ TEST(DoctorLive, FakeMachineWithOldDriverAndNewWheel) {
   host.files["/opt/venv/lib/python3.11/site-packages/torch/version.py"] =
       "from typing import Optional\n__version__ = '2.9.0+cu130'\ndebug = False\ncuda: Optional[str] = '13.0'\n";
   host.env["CUDA_VISIBLE_DEVICES"] = "0";
+  host.files["/proc/sys/kernel/hostname"] = "gpu-node-07\n";
   host.commands["ldconfig -p"] =
       "812 libs found in cache `/etc/ld.so.cache'\n\tlibcudart.so.12 (libc6,x86-64) => /usr/local/cuda/lib64/libcudart.so.12\n"
       "\tlibcuda.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcuda.so.1\n\tlibc.so.6 (libc6,x86-64) => /lib/libc.so.6\n";
@@ -78,6 +79,7 @@ TEST(DoctorLive, FakeMachineWithOldDriverAndNewWheel) {
   EXPECT_EQ(in.facts["torch_cuda"], "13.0");
   EXPECT_EQ(in.facts["kernel_module_version"], "570.86.15");
   EXPECT_EQ(in.facts["cuda_toolkits"], "12.4");
+  EXPECT_EQ(in.facts["hostname"], "gpu-node-07");
   EXPECT_EQ(in.facts["cuda_libraries"], "libcuda.so.1,libcudart.so.12");
   EXPECT_EQ(in.facts["nccl_ib_disable"], "1");
   ASSERT_EQ(in.kernel_logs.size(), 1u);
