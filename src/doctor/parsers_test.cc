@@ -244,3 +244,44 @@ TEST(DoctorParse, KernelLogScannerBoundsAHugeLine) {
 
 }  // namespace
 }  // namespace suanli::doctor
+
+namespace suanli::doctor {
+namespace {
+
+TEST(DoctorParse, CsvLegacyThrottleNamesAndNounits) {
+  // Drivers before the "clocks event" rename (~R535) and --format=csv,nounits.
+  const std::string csv =
+      "index, pci.bus_id, name, clocks_throttle_reasons.hw_thermal_slowdown, clocks_throttle_reasons.sw_power_cap, "
+      "power.draw [W], power.limit [W], temperature.gpu, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n"
+      "0, 00000000:3B:00.0, Tesla V100-SXM2-32GB, Active, Not Active, 291.22, 300.00, 86, 100, 30000, 32768\n";
+  auto r = ParseSmiCsv(csv, "legacy.csv");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->gpus.size(), 1u);
+  const auto& g = r->gpus[0];
+  EXPECT_EQ(g.thr_hw_thermal, true);
+  EXPECT_EQ(g.thr_sw_power_cap, false);
+  EXPECT_DOUBLE_EQ(*g.power_w, 291.22);
+  EXPECT_DOUBLE_EQ(*g.power_limit_w, 300.0);
+  EXPECT_DOUBLE_EQ(*g.mem_total_mib, 32768);
+}
+
+TEST(DoctorParse, XmlMigDevicesAndProcesses) {
+  const std::string xml = R"(<nvidia_smi_log><driver_version>580.105.08</driver_version><gpu id="00000000:53:00.0">
+    <product_name>NVIDIA H100 80GB HBM3</product_name><mig_mode><current_mig>Enabled</current_mig><pending_mig>Enabled</pending_mig></mig_mode>
+    <mig_devices><mig_device><index>0</index></mig_device><mig_device><index>1</index></mig_device></mig_devices>
+    <processes><process_info><gpu_instance_id>1</gpu_instance_id><compute_instance_id>0</compute_instance_id><pid>77</pid>
+      <type>C</type><process_name>vllm</process_name><used_memory>9000 MiB</used_memory></process_info>
+      <process_info><gpu_instance_id>N/A</gpu_instance_id><pid>12</pid><type>G</type><process_name>Xorg</process_name><used_memory>4 MiB</used_memory></process_info>
+    </processes></gpu></nvidia_smi_log>)";
+  auto r = ParseSmiXml(xml, "mig.xml");
+  ASSERT_TRUE(r.ok());
+  const auto& g = (*r)[0];
+  EXPECT_EQ(g.mig_devices, 2);
+  EXPECT_EQ(*g.mig_current, "Enabled");
+  ASSERT_EQ(g.processes.size(), 1u);  // the graphics-only Xorg client is not a compute process
+  EXPECT_EQ(g.processes[0].gpu_instance_id, 1);
+  EXPECT_DOUBLE_EQ(*g.processes[0].used_memory_mib, 9000);
+}
+
+}  // namespace
+}  // namespace suanli::doctor

@@ -1028,7 +1028,10 @@ void AppRules(Ctx& c, const std::vector<AppEvent>& app) {
                      frag ? fmt::format("CUDA out of memory caused by fragmentation: {:.2f} GiB reserved but unallocated", *unalloc)
                           : (tried ? fmt::format("CUDA out of memory (tried to allocate {:.2f} GiB)", *tried)
                                    : std::string("CUDA out of memory")));
-    if (auto g = get("gpu")) f.gpu_index = static_cast<int>(*g);
+    // "GPU 0" in the message is the CUDA device ordinal as the process saw it (after
+    // CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER), not necessarily nvidia-smi's index, so the
+    // finding is not attached to a GPU; the ordinal is stated instead.
+    if (auto g = get("gpu")) f.title += fmt::format(" on CUDA device {} (as the process numbered it)", static_cast<int>(*g));
     f.evidence.push_back(ev(e));
     std::vector<std::string> parts;
     if (total) parts.push_back(fmt::format("total {:.2f} GiB", *total));
