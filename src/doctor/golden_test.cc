@@ -181,6 +181,18 @@ TEST(DoctorGolden, KernelXidIsMappedToTheGpuIndexByBusId) {
     if (g.index == 6) EXPECT_EQ(g.state, State::kFail);
 }
 
+TEST(DoctorGolden, GpusNamedOnlyByTheKernelLogAreSummarised) {
+  Case c{"k", {{kKernel, "fixtures/kernel-mixed-old.log"}}, {}, {}, State::kFail};
+  DoctorReport r = RunCase(c);
+  std::set<std::string> buses;
+  for (const auto& g : r.gpus) buses.insert(g.pci_bus_id);
+  EXPECT_TRUE(buses.count("0000:01:00.0"));   // Xid 13/31
+  EXPECT_TRUE(buses.count("0009:01:00.0"));   // Xid 149/154
+  EXPECT_FALSE(buses.count("0000:05:00.0"));  // an NVSwitch (SXid), not a GPU
+  ASSERT_FALSE(r.gpus.empty());
+  EXPECT_EQ(r.gpus[0].state, State::kFail);
+}
+
 TEST(DoctorGolden, EvidenceCarriesFileAndLine) {
   Case c{"xid79", {{kKernel, "fixtures/kernel-xid79.log"}}, {}, {}, State::kFail};
   DoctorReport r = RunCase(c);

@@ -1344,6 +1344,30 @@ DoctorReport Diagnose(const DoctorInputs& in, const DoctorKnowledge& k) {
     }
     report.gpus.push_back(s);
   }
+  // GPUs named only by the kernel log (no telemetry given): summarise them by bus id too.
+  // SXid findings name NVSwitches, not GPUs.
+  std::set<std::string> from_log;
+  for (const auto& f : out) {
+    if (f.pci_bus_id.empty() || !f.host.empty() || f.code.rfind("sxid.", 0) == 0) continue;
+    auto it = std::find_if(report.gpus.begin(), report.gpus.end(),
+                           [&](const GpuSummary& g) { return g.host.empty() && g.pci_bus_id == f.pci_bus_id; });
+    if (it == report.gpus.end()) {
+      from_log.insert(f.pci_bus_id);
+      GpuSummary s;
+      s.pci_bus_id = f.pci_bus_id;
+      s.index = f.gpu_index;
+      s.name = "(named in the kernel log)";
+      report.gpus.push_back(s);
+      it = report.gpus.end() - 1;
+    } else if (!from_log.count(f.pci_bus_id)) {
+      continue;  // a telemetry GPU: already summarised above
+    }
+    if (StateRank(f.state) > StateRank(it->state)) it->state = f.state;
+    if (f.state != State::kPass && f.state != State::kSkip) {
+      ++it->findings;
+      if (std::find(it->codes.begin(), it->codes.end(), f.code) == it->codes.end()) it->codes.push_back(f.code);
+    }
+  }
   std::stable_sort(report.gpus.begin(), report.gpus.end(), [](const GpuSummary& a, const GpuSummary& b) {
     if (a.state != b.state) return StateRank(a.state) > StateRank(b.state);
     if (a.findings != b.findings) return a.findings > b.findings;
