@@ -181,7 +181,8 @@ AppLogParse ParseAppLog(std::string_view text, std::string_view name) {
         }
         if (Contains(line, "Duplicate GPU detected")) { add(AppEventKind::kDuplicateDevice, line, n); return true; }
         if (Contains(line, "Watchdog caught collective operation timeout") ||
-            (Contains(line, "NCCL") && Contains(line, "timed out")) || Contains(line, "ran for") && Contains(line, "before timing out")) {
+            (Contains(line, "NCCL") && Contains(line, "timed out")) ||
+            (Contains(line, "ran for") && Contains(line, "before timing out"))) {
           AppEvent& e = add(AppEventKind::kNcclTimeout, line, n);
           std::size_t p = line.find("SeqNum=");
           if (p != std::string_view::npos) {

@@ -32,3 +32,10 @@ if(SUANLI_BUILD_TESTS)
   add_test(NAME doctor_cli COMMAND ${CMAKE_COMMAND} -DSUANLI=$<TARGET_FILE:suanli> -DROOT=${CMAKE_SOURCE_DIR}
            -P ${CMAKE_SOURCE_DIR}/tests/doctor_cli.cmake)
 endif()
+# Google Benchmark program for the doctor parsers (suanli_core is defined later; CMake resolves
+# the target name at generation time).
+if(SUANLI_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+  add_executable(doctor_bench bench/doctor_bench.cc)
+  target_link_libraries(doctor_bench PRIVATE suanli_core benchmark::benchmark)
+endif()
