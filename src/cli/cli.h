@@ -93,5 +93,6 @@ Action SetupPerf(CLI::App* sub, Context* ctx);
 Action SetupValidate(CLI::App* sub, Context* ctx);
 Action SetupPlan(CLI::App* sub, Context* ctx);
 Action SetupSelect(CLI::App* sub, Context* ctx);
+Action SetupDoctor(CLI::App* sub, Context* ctx);
 
 }  // namespace suanli::cli

@@ -57,6 +57,7 @@ const std::vector<Command>& Commands() {
       {"validate", "Run the performance model against every published measurement it keeps", SetupValidate},
       {"plan", "Search parallel layouts for a training job; emit Megatron/torchrun/DeepSpeed/Slurm/Kubernetes", SetupPlan},
       {"select", "Rank every GPU for a serving target or a training job: fit, speed, cost", SetupSelect},
+      {"doctor", "Diagnose GPU machines from environment, kernel log, telemetry and app logs (live or offline)", SetupDoctor},
   };
   return cmds;
 }
