@@ -77,5 +77,6 @@ class Table {
 Action SetupGpus(CLI::App* sub, Context* ctx);
 Action SetupModels(CLI::App* sub, Context* ctx);
 Action SetupFit(CLI::App* sub, Context* ctx);
+Action SetupBench(CLI::App* sub, Context* ctx);
 
 }  // namespace suanli::cli

@@ -41,6 +41,7 @@ const std::vector<Command>& Commands() {
       {"gpus", "List the GPU catalog, or show one GPU with the source of every value", SetupGpus},
       {"models", "List the bundled models, or show one (or a config.json) with exact parameter counts", SetupModels},
       {"fit", "Memory per GPU for inference, training or fine-tuning, and whether it fits", SetupFit},
+      {"bench", "Baseline micro-benchmarks with correctness checks, history and drift (compare)", SetupBench},
   };
   return cmds;
 }
@@ -58,7 +59,12 @@ int PrintVersion(bool json) {
   if (json) {
     auto j = JsonEnvelope("suanli.version/1");
     j["version"] = SUANLI_VERSION;
-    j["features"] = {{"cuda", false}, {"nvml_runtime_loading", false}};
+    #if defined(SUANLI_HAVE_CUDA) && SUANLI_HAVE_CUDA
+    constexpr bool kCuda = true;  // the CUDA bench plugin was built (src/bench/module.cmake)
+#else
+    constexpr bool kCuda = false;
+#endif
+    j["features"] = {{"cuda", kCuda}, {"nvml_runtime_loading", false}};
     PrintJson(j);
   } else {
     std::printf("suanli %s\n", SUANLI_VERSION);
