@@ -21,6 +21,7 @@ list(APPEND SUANLI_TEST_SOURCES
   src/bench/bench_test.cc
   src/bench/cpu_device_test.cc
   src/bench/calibration_test.cc
+  src/bench/gpu_test.cc
   src/store/store_test.cc
   src/store/compare_test.cc
 )
@@ -88,3 +89,12 @@ else()
 endif()
 add_compile_definitions(SUANLI_HAVE_CUDA=${SUANLI_HAVE_CUDA}
                         SUANLI_CUDA_PLUGIN_NAME="libsuanli_cuda.so")
+
+# The GPU tests (BenchGpu.*) load the plugin from the build tree; they SKIP without a GPU.
+function(suanli_bench_test_wiring)
+  if(TARGET suanli_tests AND TARGET suanli_cuda)
+    target_compile_definitions(suanli_tests PRIVATE SUANLI_TEST_CUDA_PLUGIN="$<TARGET_FILE:suanli_cuda>")
+    add_dependencies(suanli_tests suanli_cuda)
+  endif()
+endfunction()
+cmake_language(DEFER CALL suanli_bench_test_wiring)
