@@ -328,6 +328,8 @@ BenchResult Evaluate(const BenchCase& c, const Measurement& m, const GpuSpec* gp
   } else if (c.on_gpu && !r.expected_fraction && r.peak) {
     r.message = "no published expected fraction for this test and GPU family: judged on correctness only";
   }
+  // A note from the backend (e.g. "no direct peer access: staged through the host") is kept.
+  if (!m.message.empty()) r.message = r.message.empty() ? m.message : r.message + "; " + m.message;
   return r;
 }
 

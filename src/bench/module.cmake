@@ -92,6 +92,10 @@ add_compile_definitions(SUANLI_HAVE_CUDA=${SUANLI_HAVE_CUDA}
 
 # The GPU tests (BenchGpu.*) load the plugin from the build tree; they SKIP without a GPU.
 function(suanli_bench_test_wiring)
+  if(TARGET suanli_tests)
+    add_test(NAME bench_smoke COMMAND ${CMAKE_COMMAND} -DSUANLI=$<TARGET_FILE:suanli>
+             -DWORK=${CMAKE_BINARY_DIR}/bench_smoke -P ${CMAKE_SOURCE_DIR}/tests/bench_smoke.cmake)
+  endif()
   if(TARGET suanli_tests AND TARGET suanli_cuda)
     target_compile_definitions(suanli_tests PRIVATE SUANLI_TEST_CUDA_PLUGIN="$<TARGET_FILE:suanli_cuda>")
     add_dependencies(suanli_tests suanli_cuda)

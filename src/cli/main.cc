@@ -153,7 +153,8 @@ int Main(int argc, char** argv) {
   if (version) return PrintVersion(g.json);
   if (help->parsed()) {
     if (help_topic.empty()) {
-      std::cout << app.help();
+      // app.help() would delegate to the selected `help` subcommand (same fix as on main, 54a0982).
+      std::cout << app.get_formatter()->make_help(&app, "suanli", CLI::AppFormatMode::Normal);
       return kExitOk;
     }
     for (auto& [sub, _] : actions) {
