@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <functional>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -41,17 +44,53 @@ double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 
 int Threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-// Runs fn(begin, end) over [0, n) split into one contiguous chunk per thread.
-template <typename F>
-void ParallelFor(std::size_t n, int threads, const F& fn) {
-  std::vector<std::thread> pool;
-  const std::size_t chunk = (n + threads - 1) / threads;
-  for (int t = 0; t < threads; ++t) {
-    const std::size_t b = std::min(n, chunk * t), e = std::min(n, b + chunk);
-    if (b < e) pool.emplace_back([&fn, b, e] { fn(b, e); });
+// A fixed team of threads, one per hardware thread, reused for every repetition so that thread
+// creation is not timed. Run(job) runs job(t) on every member (the caller is member 0) and
+// returns when all are done.
+class Team {
+ public:
+  explicit Team(int n) : n_(n), start_(n), done_(n) {
+    for (int t = 1; t < n; ++t)
+      threads_.emplace_back([this, t] {
+        for (;;) {
+          start_.arrive_and_wait();
+          if (stop_.load()) return;
+          (*job_)(t);
+          done_.arrive_and_wait();
+        }
+      });
   }
-  for (auto& th : pool) th.join();
-}
+  ~Team() {
+    stop_.store(true);
+    start_.arrive_and_wait();
+    for (auto& th : threads_) th.join();
+  }
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+  int size() const { return n_; }
+  void Run(const std::function<void(int)>& job) {
+    job_ = &job;
+    start_.arrive_and_wait();
+    job(0);
+    done_.arrive_and_wait();
+  }
+  // Runs fn(begin, end) over [0, n) split into one contiguous chunk per member.
+  template <typename F>
+  void For(std::size_t n, const F& fn) {
+    const std::size_t chunk = (n + n_ - 1) / n_;
+    Run([&](int t) {
+      const std::size_t b = std::min(n, chunk * t), e = std::min(n, b + chunk);
+      if (b < e) fn(b, e);
+    });
+  }
+
+ private:
+  int n_;
+  std::barrier<> start_, done_;
+  std::atomic<bool> stop_{false};
+  const std::function<void(int)>* job_ = nullptr;
+  std::vector<std::thread> threads_;
+};
 
 Measurement Triad(const BenchCase& c) {
   Measurement m;
@@ -61,7 +100,7 @@ Measurement Triad(const BenchCase& c) {
     m.message = "triad size is zero";
     return m;
   }
-  const int threads = Threads();
+  Team team(Threads());
   std::unique_ptr<double[]> a(new (std::nothrow) double[n]), b(new (std::nothrow) double[n]),
       cc(new (std::nothrow) double[n]);
   if (!a || !b || !cc) {
@@ -71,7 +110,7 @@ Measurement Triad(const BenchCase& c) {
   }
   constexpr double kScalar = 3.0;
   // First touch by the thread that will use the chunk, so pages land on its NUMA node.
-  ParallelFor(n, threads, [&](std::size_t lo, std::size_t hi) {
+  team.For(n, [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
       a[i] = 0;
       b[i] = static_cast<double>(i % 7);
@@ -82,7 +121,7 @@ Measurement Triad(const BenchCase& c) {
   const double* pb = b.get();
   const double* pc = cc.get();
   auto kernel = [&] {
-    ParallelFor(n, threads, [=](std::size_t lo, std::size_t hi) {
+    team.For(n, [=](std::size_t lo, std::size_t hi) {
       for (std::size_t i = lo; i < hi; ++i) pa[i] = pb[i] + kScalar * pc[i];
     });
   };

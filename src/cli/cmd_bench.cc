@@ -145,7 +145,21 @@ int RunBenchCommand(Context* ctx, const BenchFlags& f) {
       for (const auto& why : idle.reasons) std::cout << "  not idle: " << why << "\n";
   }
   Table t({"test", "device", "state", "value", "spread (min..max)", "% of peak", "expected", "note"});
-  for (const auto& r : run->results) {
+  const auto& rs = run->results;
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    const BenchResult& r = rs[i];
+    // Runs of SKIPs with the same reason (every GPU test on a machine without one) fold into
+    // one row; the JSON keeps every result.
+    std::size_t j = i;
+    while (r.state == BenchState::kSkip && j + 1 < rs.size() && rs[j + 1].state == BenchState::kSkip &&
+           rs[j + 1].device == r.device && rs[j + 1].message == r.message)
+      ++j;
+    if (j - i >= 2) {
+      t.Row({fmt::format("{} .. {} ({} tests)", r.name, rs[j].name, j - i + 1), r.device, "SKIP", "-", "-", "-", "-",
+             r.message});
+      i = j;
+      continue;
+    }
     const bool has_value = r.state != BenchState::kSkip && r.spread.samples > 0;
     t.Row({r.name, r.device, BenchStateName(r.state), has_value ? FormatValue(r.value, r.unit) : "-",
            has_value ? FormatValue(r.spread.min, r.unit) + " .. " + FormatValue(r.spread.max, r.unit) : "-",

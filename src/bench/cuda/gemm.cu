@@ -173,6 +173,12 @@ int MakePlan(cublasLtHandle_t h, const Types& t, const SlGemmShape& s, Plan* p, 
   const size_t ws = kWorkspaceBytes;
   if (st == CUBLAS_STATUS_SUCCESS)
     st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  // Split-K partial sums must be reduced in the compute type: reducing them in the output type
+  // (BF16/FP16) would round more than once and break the exact verification (and is not what
+  // a training framework's GEMM does by default either).
+  const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (st == CUBLAS_STATUS_SUCCESS)

@@ -293,7 +293,8 @@ void RunCopies(const SlRequest* q, SlResult* out) {
     const bool h2d = q->op == SL_OP_H2D;
     if (h2d) {
       for (uint64_t i = 0; i < words; ++i) hw[i] = Pattern(i, kSeedH2D);
-      SL_CUDA(cudaMemset(d.get(), 0, bytes));
+      SL_CUDA(cudaMemsetAsync(d.get(), 0, bytes, s.get()));
+      SL_CUDA(cudaStreamSynchronize(s.get()));
     } else {
       std::memset(hw, 0, bytes);  // also faults in pageable pages before timing
       FillPattern<<<FullGrid(FillPattern, dev), kThreads, 0, s.get()>>>(d.get<uint32_t>(), words, kSeedD2H);
@@ -338,6 +339,7 @@ void RunCopies(const SlRequest* q, SlResult* out) {
   SL_CUDA(cudaSetDevice(peer));
   SL_CUDA(p.Alloc(bytes));
   SL_CUDA(cudaMemset(p.get(), 0, bytes));
+  SL_CUDA(cudaDeviceSynchronize());  // the legacy-stream memset must finish before the timed copies
   SL_CUDA(cudaSetDevice(dev));
   auto launch = [&] { return cudaMemcpyPeerAsync(p.get(), peer, d.get(), dev, bytes, s.get()); };
   if (!TimeReps(q, out, s.get(), launch)) return;
@@ -358,6 +360,7 @@ void RunLaunchLatency(const SlRequest* q, SlResult* out) {
   DeviceBuffer counter;
   SL_CUDA(counter.Alloc(sizeof(unsigned long long)));
   SL_CUDA(cudaMemset(counter.get(), 0, sizeof(unsigned long long)));
+  SL_CUDA(cudaDeviceSynchronize());
   auto launch = [&] {
     for (int i = 0; i < kLaunchesPerRep; ++i) CountLaunch<<<1, 32, 0, s.get()>>>(counter.get<unsigned long long>());
     return cudaGetLastError();
