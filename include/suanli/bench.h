@@ -170,8 +170,9 @@ class BenchDevice {
 
 // The CPU backend: STREAM-style triad over all hardware threads, BLAS GEMM (OpenBLAS).
 std::unique_ptr<BenchDevice> MakeCpuDevice();
-// The CUDA backend: dlopen()s the plugin at `plugin_path`. Never fails: when the plugin or
-// a driver is missing, Available() says why and every GPU case is SKIP.
+// The CUDA backend: dlopen()s the plugin at `plugin_path` (in the benchmark process, never in
+// the caller's). Never fails: when the plugin or a driver is missing, Available() says why and
+// every GPU case is SKIP. An empty path means "built without CUDA".
 std::unique_ptr<BenchDevice> MakeCudaDevice(const std::string& plugin_path);
 // Whether this build produced the CUDA plugin.
 bool BuiltWithCuda();

@@ -582,12 +582,53 @@ TEST(BenchCuda, MissingPluginIsSkipNotCrash) {
   auto dev = MakeCudaDevice("/nonexistent/libsuanli_cuda.so");
   Status s = dev->Available();
   EXPECT_FALSE(s.ok());
-  if (!BuiltWithCuda()) {
-    EXPECT_EQ(s.message(), "built without CUDA");
-  }
+  EXPECT_NE(s.message().find("not found"), std::string::npos);
   BenchCase c = MemCase();
   EXPECT_EQ(dev->Run(c).outcome, BenchState::kSkip);
+  EXPECT_EQ(MakeCudaDevice("")->Available().message(), "built without CUDA");
 }
+
+TEST(BenchCuda, NotAPluginIsSkipWithTheReason) {
+  // Any shared library without the entry point: the C library itself.
+  auto dev = MakeCudaDevice("/lib/x86_64-linux-gnu/libc.so.6");
+  if (!dev->Available().ok()) GTEST_SKIP() << "no libc.so.6 at the Debian path";
+  Measurement m = dev->Run(MemCase());
+  EXPECT_EQ(m.outcome, BenchState::kSkip);
+  EXPECT_NE(m.message.find("suanli_cuda_plugin"), std::string::npos) << m.message;
+}
+
+#ifdef SUANLI_TEST_FAKE_PLUGIN
+// The real adapter, dlopen and ABI check, through a plugin with synthetic GPUs, in child processes.
+TEST(BenchCuda, FakePluginRunsEndToEndThroughTheAdapter) {
+  auto dev = MakeCudaDevice(SUANLI_TEST_FAKE_PLUGIN);
+  ASSERT_TRUE(dev->Available().ok());
+  auto iso = MakeChildProcessIsolation();
+  BenchOptions o;
+  o.quick = true;
+  o.only = {"gpu"};
+  auto run = RunBench(Env(dev.get(), iso.get()), o);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->devices.size(), 2u);
+  EXPECT_EQ(run->devices[1].uuid, "GPU-fake0000-0000-0000-0000-000000000001");
+  EXPECT_EQ(run->devices[1].catalog_id, "h100-sxm");
+  EXPECT_EQ(run->devices[1].cuda_version, "13.0 (runtime 13.0)");
+  const BenchResult* triad = Find(*run, "gpu.mem.triad", "gpu1");
+  ASSERT_NE(triad, nullptr);
+  EXPECT_EQ(triad->state, BenchState::kPass);
+  EXPECT_NEAR(*triad->fraction, 0.9, 0.01);
+  EXPECT_EQ(Find(*run, "gpu.harness.overhead", "gpu0")->state, BenchState::kPass);
+  EXPECT_EQ(Find(*run, "gpu.nccl.allreduce", "gpu0")->state, BenchState::kPass);
+  EXPECT_NEAR(Find(*run, "gpu.launch_latency", "gpu0")->value, 2.5e-6, 0.05e-6);
+  EXPECT_EQ(run->Overall(), BenchState::kPass);
+  auto cal = CalibrationFromResults(run->results, run->devices[0], run->started_at);
+  ASSERT_TRUE(cal.ok());
+  auto back = ParseCalibrationToml(CalibrationToToml(*cal), "exported.toml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_NEAR(*back->memory_bandwidth_bytes_per_s, 0.9 * 3.35e12, 0.02e12);
+  EXPECT_EQ(back->gemm.at(Precision::kBf16).size(), 2u);
+  EXPECT_GT(back->link_bandwidth_bytes_per_s.at("p2p"), 0);
+}
+#endif
 
 }  // namespace
 }  // namespace suanli

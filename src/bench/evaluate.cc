@@ -326,7 +326,7 @@ BenchResult Evaluate(const BenchCase& c, const Measurement& m, const GpuSpec* gp
   } else if (c.on_gpu && gpu == nullptr) {
     r.message = "GPU not in the catalog: no datasheet peak, judged on correctness only";
   } else if (c.on_gpu && !r.expected_fraction && r.peak) {
-    r.message = "no published expected fraction for this test and GPU family: judged on correctness only";
+    r.message = "judged on correctness only (no published fraction for this test and GPU family)";
   }
   // A note from the backend (e.g. "no direct peer access: staged through the host") is kept.
   if (!m.message.empty()) r.message = r.message.empty() ? m.message : r.message + "; " + m.message;

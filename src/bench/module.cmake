@@ -93,7 +93,14 @@ add_compile_definitions(SUANLI_HAVE_CUDA=${SUANLI_HAVE_CUDA}
 # The GPU tests (BenchGpu.*) load the plugin from the build tree; they SKIP without a GPU.
 function(suanli_bench_test_wiring)
   if(TARGET suanli_tests)
+    # A fake CUDA plugin (same C ABI, synthetic results) for end-to-end tests without a GPU.
+    add_library(suanli_fake_cuda_plugin MODULE tests/fake_cuda_plugin.cc)
+    target_include_directories(suanli_fake_cuda_plugin PRIVATE ${CMAKE_SOURCE_DIR}/src)
+    target_compile_definitions(suanli_tests PRIVATE
+                               SUANLI_TEST_FAKE_PLUGIN="$<TARGET_FILE:suanli_fake_cuda_plugin>")
+    add_dependencies(suanli_tests suanli_fake_cuda_plugin)
     add_test(NAME bench_smoke COMMAND ${CMAKE_COMMAND} -DSUANLI=$<TARGET_FILE:suanli>
+             -DFAKE_PLUGIN=$<TARGET_FILE:suanli_fake_cuda_plugin>
              -DWORK=${CMAKE_BINARY_DIR}/bench_smoke -P ${CMAKE_SOURCE_DIR}/tests/bench_smoke.cmake)
   endif()
   if(TARGET suanli_tests AND TARGET suanli_cuda)

@@ -37,6 +37,7 @@ struct BenchFlags {
   // export-calibration
   std::string out_file;
   std::string device = "0";
+  std::string cuda_plugin;
 };
 
 // The plugin lives next to the binary (build tree) or in ../lib/suanli (installed).
@@ -101,7 +102,7 @@ int RunBenchCommand(Context* ctx, const BenchFlags& f) {
     if (!s.ok()) return PrintError(s.status());
     store = std::move(s).value();
   }
-  auto gpu = MakeCudaDevice(PluginPath());
+  auto gpu = MakeCudaDevice(!f.cuda_plugin.empty() ? f.cuda_plugin : BuiltWithCuda() ? PluginPath() : "");
   auto cpu = MakeCpuDevice();
   auto iso = MakeChildProcessIsolation();
   BenchEnv env;
@@ -263,6 +264,8 @@ Action SetupBench(CLI::App* sub, Context* ctx) {
   sub->add_flag("--quick", f->quick, "Small sizes: a smoke test, not a measurement");
   sub->add_option("--time-limit", f->time_limit_s, "Watchdog limit per test, seconds")->capture_default_str();
   sub->add_flag("--list", f->list, "List the test names and exit");
+  sub->add_option("--cuda-plugin", f->cuda_plugin,
+                  "Path of the CUDA plugin (default: libsuanli_cuda.so beside the binary, or ../lib/suanli)");
 
   CLI::App* cmp = sub->add_subcommand("compare", "Drift against each GPU's own baseline and against its peers");
   cmp->fallthrough();
