@@ -334,8 +334,10 @@ struct Calibration {
   std::string measured_at;
   std::optional<double> memory_bandwidth_bytes_per_s;  // achieved device-memory bandwidth (triad)
   std::map<Precision, std::vector<CalibrationGemm>> gemm;  // sorted by m, n, k
-  // Link bandwidths, bytes/s, by key: "h2d_pinned", "d2h_pinned", "p2p", "allreduce_busbw".
+  // Link bandwidths, bytes/s, by key: "h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable",
+  // "p2p" (one direction, median over peers), "allreduce_busbw" (NCCL bus bandwidth).
   std::map<std::string, double> link_bandwidth_bytes_per_s;
+  std::optional<double> launch_latency_s;  // seconds per back-to-back kernel launch
 };
 // Pure parser. Errors name the file and key; unknown keys are rejected.
 Result<Calibration> ParseCalibrationToml(std::string_view text, std::string_view file);

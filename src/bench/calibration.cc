@@ -93,8 +93,15 @@ Result<Calibration> ParseCalibrationToml(std::string_view text, std::string_view
     }
     SUANLI_RETURN_IF_ERROR(l.CheckNoUnknownKeys());
   }
+  if (const toml::table* kt = root.SubTable("kernel")) {
+    detail::TableReader k(*kt, file, "kernel");
+    SUANLI_ASSIGN_OR_RETURN(double v, PositiveNumber(k, "launch_latency_s", true));
+    c.launch_latency_s = v;
+    SUANLI_RETURN_IF_ERROR(k.CheckNoUnknownKeys());
+  }
   SUANLI_RETURN_IF_ERROR(root.CheckNoUnknownKeys());
-  if (!c.memory_bandwidth_bytes_per_s && c.gemm.empty() && c.link_bandwidth_bytes_per_s.empty())
+  if (!c.memory_bandwidth_bytes_per_s && c.gemm.empty() && c.link_bandwidth_bytes_per_s.empty() &&
+      !c.launch_latency_s)
     return ParseError(file + ": no measurement in the file ([memory], [[gemm]] or [links])");
   return c;
 }
@@ -123,6 +130,7 @@ std::string CalibrationToToml(const Calibration& c) {
     out += "\n[links]\n";
     for (const auto& [k, v] : c.link_bandwidth_bytes_per_s) out += fmt::format("{}_bytes_per_s = {:.6g}\n", k, v);
   }
+  if (c.launch_latency_s) out += fmt::format("\n[kernel]\nlaunch_latency_s = {:.6g}\n", *c.launch_latency_s);
   for (const auto& [p, rows] : c.gemm) {
     for (const auto& g : rows) {
       out += fmt::format("\n[[gemm]]\nprecision = {}\nm = {}\nn = {}\nk = {}\nflops_per_s = {:.6g}\n", q(PrecisionKey(p)),
@@ -144,6 +152,7 @@ Result<Calibration> CalibrationFromResults(const std::vector<BenchResult>& resul
   for (const auto& r : results) {
     if (r.device != dev || (r.state != BenchState::kPass && r.state != BenchState::kWarn) || r.value <= 0) continue;
     if (r.name == "gpu.mem.triad") c.memory_bandwidth_bytes_per_s = r.value;
+    if (r.name == "gpu.launch_latency") c.launch_latency_s = r.value;
     if (r.kind == BenchKind::kGemm && r.gemms.size() == 1) {
       auto p = PrecisionFromKey(r.precision);
       if (p) c.gemm[*p].push_back({r.gemms[0].m, r.gemms[0].n, r.gemms[0].k, r.value});
@@ -164,7 +173,8 @@ Result<Calibration> CalibrationFromResults(const std::vector<BenchResult>& resul
     std::sort(v.begin(), v.end(), [](const CalibrationGemm& a, const CalibrationGemm& b) {
       return std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
     });
-  if (!c.memory_bandwidth_bytes_per_s && c.gemm.empty() && c.link_bandwidth_bytes_per_s.empty())
+  if (!c.memory_bandwidth_bytes_per_s && c.gemm.empty() && c.link_bandwidth_bytes_per_s.empty() &&
+      !c.launch_latency_s)
     return NotFound(fmt::format("no PASS or WARN GPU measurement for {} ({}) to calibrate from", dev, device.name));
   return c;
 }

@@ -18,6 +18,9 @@ convention = "STREAM triad, 2 reads + 1 write counted"
 h2d_pinned_bytes_per_s = 5.3e10
 p2p_bytes_per_s = 3.9e11
 
+[kernel]
+launch_latency_s = 2.5e-6
+
 [[gemm]]
 precision = "bf16"
 m = 8192
@@ -42,6 +45,7 @@ TEST(BenchCalibration, ParsesTheDocumentedFormat) {
   EXPECT_EQ(c->gemm.at(Precision::kBf16)[0].m, 1024);  // sorted by shape
   EXPECT_DOUBLE_EQ(c->gemm.at(Precision::kBf16)[1].flops_per_s, 7.4e14);
   EXPECT_DOUBLE_EQ(c->link_bandwidth_bytes_per_s.at("p2p"), 3.9e11);
+  EXPECT_DOUBLE_EQ(*c->launch_latency_s, 2.5e-6);
 }
 
 TEST(BenchCalibration, WriterOutputParsesBackIdentically) {
