@@ -324,6 +324,15 @@ TEST(BenchPlan, CpuOnlyWithoutGpusAndPerGpuCasesWithThem) {
   EXPECT_EQ(allreduce, 1);
 }
 
+TEST(BenchPlan, OnlyAcceptsCasesOfLargerNodes) {
+  std::vector<DeviceInfo> eight;
+  for (int i = 0; i < 8; ++i) eight.push_back(FakeGpu(i));
+  auto plan = PlanCases(eight, BenchOptions{{"gpu.p2p.3-5"}});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_EQ(plan->at(0).peer, 5);
+}
+
 TEST(BenchPlan, UnsupportedPrecisionIsPlannedAsSkipWithTheReason) {
   auto plan = PlanCases({FakeGpu(0, "NVIDIA A100-SXM4-80GB", "8.0")}, BenchOptions{{"gpu.gemm.fp8"}});
   ASSERT_TRUE(plan.ok());

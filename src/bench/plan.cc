@@ -305,13 +305,16 @@ Result<std::vector<BenchCase>> PlanCases(const std::vector<DeviceInfo>& gpus, co
       add(g);
     }
   }
+  std::vector<std::string> planned;
+  for (const auto& c : all) planned.push_back(c.name);
   std::vector<BenchCase> out;
   for (auto& c : all)
     if (Selected(c.name, o.only)) out.push_back(std::move(c));
   // An --only entry that selects nothing is a usage error, with suggestions from the names of
   // a full plan (so that a GPU test asked for on a CPU-only machine is not called "unknown").
   if (o.only.empty()) return out;
-  const std::vector<std::string> known = KnownCaseNames(o);
+  std::vector<std::string> known = KnownCaseNames(o);
+  known.insert(known.end(), planned.begin(), planned.end());  // e.g. gpu.p2p.3-5 on an 8-GPU node
   for (const auto& entry : o.only) {
     bool any = false;
     for (const auto& n : known) any |= Selected(n, {entry});
