@@ -2,6 +2,10 @@
 # Invoked with -DSUANLI=<binary> -DWORK=<scratch dir>.
 function(run_suanli expected_rc out_var)
   execute_process(COMMAND ${SUANLI} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
+  # -1: either 0 or 3 (a verdict that depends on how busy the machine is)
+  if(expected_rc EQUAL -1 AND (rc EQUAL 0 OR rc EQUAL 3))
+    set(expected_rc ${rc})
+  endif()
   if(NOT rc EQUAL expected_rc)
     message(FATAL_ERROR "suanli ${ARGN}: exit ${rc}, expected ${expected_rc}\nstdout:\n${out}\nstderr:\n${err}")
   endif()
@@ -51,7 +55,9 @@ endforeach()
 
 run_suanli(0 out bench --quick --only cpu.gemm --db ${db})
 expect_contains("${out}" "cpu.gemm.fp64" "bench table")
-run_suanli(0 out bench compare --db ${db} --threshold 0.9 --json)
+# CPU timings at these tiny sizes swing widely on a shared, sanitized machine: check the
+# structure here; the drift verdicts are tested with the deterministic fake GPUs below.
+run_suanli(-1 out bench compare --db ${db} --threshold 0.9 --json)
 string(JSON overall GET "${out}" overall)
 string(JSON nf LENGTH "${out}" findings)
 if(nf LESS 2)
