@@ -172,8 +172,10 @@ class BenchDevice {
 std::unique_ptr<BenchDevice> MakeCpuDevice();
 // The CUDA backend: dlopen()s the plugin at `plugin_path` (in the benchmark process, never in
 // the caller's). Never fails: when the plugin or a driver is missing, Available() says why and
-// every GPU case is SKIP. An empty path means "built without CUDA".
-std::unique_ptr<BenchDevice> MakeCudaDevice(const std::string& plugin_path);
+// every GPU case is SKIP. An empty path means "built without CUDA". NVML (serial number, driver
+// version, idle check) comes from `nvml_path`, or from the driver's libnvidia-ml.so.1 when empty;
+// without NVML those fields stay empty and the idle state is "unknown".
+std::unique_ptr<BenchDevice> MakeCudaDevice(const std::string& plugin_path, const std::string& nvml_path = "");
 // Whether this build produced the CUDA plugin.
 bool BuiltWithCuda();
 

@@ -637,7 +637,50 @@ TEST(BenchCuda, FakePluginRunsEndToEndThroughTheAdapter) {
   EXPECT_EQ(back->gemm.at(Precision::kBf16).size(), 2u);
   EXPECT_GT(back->link_bandwidth_bytes_per_s.at("p2p"), 0);
 }
+
+// NVML through a fake library: serial and driver version recorded, a busy or hot GPU caps PASS at
+// WARN with the reason, an idle one is untouched; and the identity reaches the store.
+TEST(BenchCuda, IdleCheckAndIdentityComeFromNvml) {
+  auto dev = MakeCudaDevice(SUANLI_TEST_FAKE_PLUGIN, SUANLI_TEST_FAKE_NVML);
+  setenv("SUANLI_FAKE_NVML_BUSY", "1", 1);
+  auto iso = MakeChildProcessIsolation();
+  BenchOptions o;
+  o.quick = true;
+  o.only = {"gpu.mem.read"};
+  auto run = RunBench(Env(dev.get(), iso.get()), o);
+  unsetenv("SUANLI_FAKE_NVML_BUSY");
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->devices.size(), 2u);
+  EXPECT_EQ(run->devices[1].serial, "1650000000001");
+  EXPECT_EQ(run->devices[0].driver_version, "580.105.08");
+  const IdleReport& busy = run->idle.at(1);
+  EXPECT_TRUE(busy.known);
+  EXPECT_FALSE(busy.idle);
+  EXPECT_EQ(busy.compute_processes.value_or(-1), 1);
+  EXPECT_EQ(busy.sm_clock_max_mhz.value_or(0), 1980);
+  EXPECT_TRUE(run->idle.at(0).idle);
+  EXPECT_EQ(Find(*run, "gpu.mem.read", "gpu0")->state, BenchState::kPass);
+  const BenchResult* r1 = Find(*run, "gpu.mem.read", "gpu1");
+  EXPECT_EQ(r1->state, BenchState::kWarn);
+  EXPECT_NE(r1->message.find("1 other compute process"), std::string::npos) << r1->message;
+  EXPECT_NE(r1->message.find("utilisation 60%"), std::string::npos) << r1->message;
+
+  setenv("SUANLI_FAKE_NVML_HOT", "0", 1);
+  auto hot = RunBench(Env(dev.get(), iso.get()), o);
+  unsetenv("SUANLI_FAKE_NVML_HOT");
+  ASSERT_TRUE(hot.ok());
+  EXPECT_EQ(Find(*hot, "gpu.mem.read", "gpu0")->state, BenchState::kWarn);
+  EXPECT_NE(Find(*hot, "gpu.mem.read", "gpu0")->message.find("slowdown threshold"), std::string::npos);
+}
 #endif
+
+TEST(BenchCuda, WithoutNvmlTheIdleStateIsUnknownNotIdle) {
+  auto dev = MakeCudaDevice("/nonexistent/plugin.so", "/nonexistent/libnvidia-ml.so.1");
+  DeviceInfo d = FakeGpu(0);
+  IdleReport r = dev->CheckIdle(d);
+  EXPECT_FALSE(r.known);
+  EXPECT_TRUE(r.reasons.empty());
+}
 
 }  // namespace
 }  // namespace suanli

@@ -6,7 +6,8 @@
 #include <sys/stat.h>
 
 #include <cstring>
-#include <mutex>
+#include <memory>
+#include <vector>
 
 #include "bench/cuda/plugin_abi.h"
 #include "suanli/bench.h"
@@ -42,10 +43,21 @@ constexpr unsigned kHotMarginC = 5;
 
 class Nvml {
  public:
-  static Nvml& Get() {
-    static Nvml n;  // loaded once per process; holds no mutable state after construction
-    return n;
+  // Tries the given library (tests) or the driver's libnvidia-ml.so.1. Never fails: ok() says
+  // whether NVML is usable. Each process that uses it loads its own (the benchmark children
+  // and the parent), so nothing NVML holds crosses a fork() in use.
+  explicit Nvml(const std::string& path) {
+    std::vector<std::string> names;
+    if (!path.empty()) names.push_back(path);
+    else names = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
+    for (const auto& name : names) {
+      lib_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (lib_) break;
+    }
+    if (lib_) Bind();
   }
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
   bool ok() const { return ok_; }
   nvmlDevice_t ByUuid(const std::string& uuid) const {
     nvmlDevice_t d = nullptr;
@@ -98,12 +110,7 @@ class Nvml {
   }
 
  private:
-  Nvml() {
-    for (const char* name : {"libnvidia-ml.so.1", "libnvidia-ml.so"}) {
-      lib_ = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (lib_) break;
-    }
-    if (!lib_) return;
+  void Bind() {
     auto sym = [&](std::initializer_list<const char*> names) -> void* {
       for (const char* n : names)
         if (void* p = dlsym(lib_, n)) return p;
@@ -171,7 +178,7 @@ int SlOpOf(BenchKind k) {
 
 class CudaDevice final : public BenchDevice {
  public:
-  explicit CudaDevice(std::string path) : path_(std::move(path)) {}
+  CudaDevice(std::string path, std::string nvml_path) : path_(std::move(path)), nvml_path_(std::move(nvml_path)) {}
   std::string Kind() const override { return "cuda"; }
 
   Status Available() override {
@@ -187,7 +194,7 @@ class CudaDevice final : public BenchDevice {
     int count = 0;
     if (api->device_count(&count, err, sizeof err) != SL_OK) return Unsupported(err);
     std::vector<DeviceInfo> out;
-    const Nvml& nvml = Nvml::Get();
+    const Nvml& nvml = GetNvml();
     for (int i = 0; i < count; ++i) {
       SlDeviceInfo s{};
       if (api->device_info(i, &s, err, sizeof err) != SL_OK) return Internal(fmt::format("GPU {}: {}", i, err));
@@ -211,7 +218,7 @@ class CudaDevice final : public BenchDevice {
   }
 
   IdleReport CheckIdle(const DeviceInfo& d) override {
-    const Nvml& nvml = Nvml::Get();
+    const Nvml& nvml = GetNvml();
     if (!nvml.ok()) return {};
     return nvml.Idle(nvml.ByUuid(d.uuid));
   }
@@ -281,14 +288,20 @@ class CudaDevice final : public BenchDevice {
     api_ = api;
     return api_;
   }
+  const Nvml& GetNvml() {
+    if (!nvml_) nvml_ = std::make_unique<Nvml>(nvml_path_);
+    return *nvml_;
+  }
   std::string path_;
+  std::string nvml_path_;
+  std::unique_ptr<Nvml> nvml_;
   const SlCudaApi* api_ = nullptr;
 };
 
 }  // namespace
 
-std::unique_ptr<BenchDevice> MakeCudaDevice(const std::string& plugin_path) {
-  return std::make_unique<CudaDevice>(plugin_path);
+std::unique_ptr<BenchDevice> MakeCudaDevice(const std::string& plugin_path, const std::string& nvml_path) {
+  return std::make_unique<CudaDevice>(plugin_path, nvml_path);
 }
 
 }  // namespace suanli

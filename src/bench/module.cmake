@@ -96,9 +96,11 @@ function(suanli_bench_test_wiring)
     # A fake CUDA plugin (same C ABI, synthetic results) for end-to-end tests without a GPU.
     add_library(suanli_fake_cuda_plugin MODULE tests/fake_cuda_plugin.cc)
     target_include_directories(suanli_fake_cuda_plugin PRIVATE ${CMAKE_SOURCE_DIR}/src)
+    add_library(suanli_fake_nvml MODULE tests/fake_nvml.cc)
     target_compile_definitions(suanli_tests PRIVATE
-                               SUANLI_TEST_FAKE_PLUGIN="$<TARGET_FILE:suanli_fake_cuda_plugin>")
-    add_dependencies(suanli_tests suanli_fake_cuda_plugin)
+                               SUANLI_TEST_FAKE_PLUGIN="$<TARGET_FILE:suanli_fake_cuda_plugin>"
+                               SUANLI_TEST_FAKE_NVML="$<TARGET_FILE:suanli_fake_nvml>")
+    add_dependencies(suanli_tests suanli_fake_cuda_plugin suanli_fake_nvml)
     add_test(NAME bench_smoke COMMAND ${CMAKE_COMMAND} -DSUANLI=$<TARGET_FILE:suanli>
              -DFAKE_PLUGIN=$<TARGET_FILE:suanli_fake_cuda_plugin>
              -DWORK=${CMAKE_BINARY_DIR}/bench_smoke -P ${CMAKE_SOURCE_DIR}/tests/bench_smoke.cmake)
