@@ -8,12 +8,21 @@
 #include <cstdlib>
 #include <cstring>
 
+// The same global type names as nvml.h (and suanli's declarations), so that calls through
+// suanli's function pointers have exactly the type of these functions (UBSan checks it).
+struct nvmlDevice_st;
+struct nvmlUtilization_st {
+  unsigned int gpu;
+  unsigned int memory;
+};
+
 extern "C" {
 
-using Handle = void*;
+using Handle = nvmlDevice_st*;
 constexpr int kSuccess = 0, kInvalid = 2, kInsufficientSize = 7;
 
 static int Index(Handle h) { return static_cast<int>(reinterpret_cast<long>(h)) - 1; }
+static Handle FromIndex(int i) { return reinterpret_cast<Handle>(static_cast<long>(i) + 1); }
 static bool Is(const char* var, int i) {
   const char* e = std::getenv(var);
   return e && std::atoi(e) == i;
@@ -24,7 +33,7 @@ __attribute__((visibility("default"))) int nvmlInit_v2() { return kSuccess; }
 __attribute__((visibility("default"))) int nvmlDeviceGetHandleByUUID(const char* uuid, Handle* h) {
   const char* prefix = "GPU-fake0000-0000-0000-0000-00000000000";
   if (std::strncmp(uuid, prefix, std::strlen(prefix)) != 0) return kInvalid;
-  *h = reinterpret_cast<Handle>(static_cast<long>(std::atoi(uuid + std::strlen(prefix)) + 1));
+  *h = FromIndex(std::atoi(uuid + std::strlen(prefix)));
   return kSuccess;
 }
 
@@ -69,10 +78,7 @@ __attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses_
   return kSuccess;
 }
 
-struct Utilization {
-  unsigned gpu, memory;
-};
-__attribute__((visibility("default"))) int nvmlDeviceGetUtilizationRates(Handle h, Utilization* u) {
+__attribute__((visibility("default"))) int nvmlDeviceGetUtilizationRates(Handle h, nvmlUtilization_st* u) {
   u->gpu = Is("SUANLI_FAKE_NVML_BUSY", Index(h)) ? 60 : 0;
   u->memory = 0;
   return kSuccess;

@@ -12,6 +12,13 @@
 #include "bench/cuda/plugin_abi.h"
 #include "suanli/bench.h"
 
+// As in nvml.h: `typedef struct nvmlDevice_st* nvmlDevice_t;` and nvmlUtilization_t.
+struct nvmlDevice_st;
+struct nvmlUtilization_st {
+  unsigned int gpu;
+  unsigned int memory;
+};
+
 namespace suanli {
 
 bool BuiltWithCuda() {
@@ -25,16 +32,15 @@ bool BuiltWithCuda() {
 namespace {
 
 // ---- NVML, declared by hand (nvml.h is not needed to build) ----------------------------------
-using nvmlDevice_t = struct nvmlDevice_st*;
+// The opaque handle and the utilisation struct are declared at global scope with NVML's own
+// names (see the global declarations above), so that function-pointer types match the library's.
+using nvmlDevice_t = ::nvmlDevice_st*;
 constexpr int kNvmlSuccess = 0;
 constexpr int kNvmlInsufficientSize = 7;
 constexpr int kNvmlTemperatureGpu = 0;
 constexpr int kNvmlTempThresholdSlowdown = 1;
 constexpr int kNvmlClockSm = 1;
-struct NvmlUtilization {
-  unsigned gpu;
-  unsigned memory;
-};
+using NvmlUtilization = ::nvmlUtilization_st;
 // Utilisation above this is someone else's work: an idle GPU reads 0-1% (NVML samples the
 // fraction of time a kernel ran over the last sample period).
 constexpr unsigned kBusyUtilizationPercent = 5;
