@@ -153,7 +153,6 @@ int Main(int argc, char** argv) {
   if (version) return PrintVersion(g.json);
   if (help->parsed()) {
     if (help_topic.empty()) {
-      // app.help() would delegate to the selected `help` subcommand (same fix as on main, 54a0982).
       std::cout << app.get_formatter()->make_help(&app, "suanli", CLI::AppFormatMode::Normal);
       return kExitOk;
     }

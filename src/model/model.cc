@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -157,7 +158,12 @@ class JsonReader {
  private:
   Result<int64_t> CheckedInt(const char* k, int64_t max, bool allow_zero = false) const {
     const json& v = j_[k];
-    if (!v.is_number_integer() && !(v.is_number_float() && v.get<double>() == static_cast<int64_t>(v.get<double>()))) {
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      // Range check before the cast: casting an out-of-range double is undefined behaviour.
+      if (!(d >= -1e15 && d <= 1e15) || d != std::floor(d))
+        return ParseError(fmt::format("{} must be an integer, got {}", Where(k), v.dump()));
+    } else if (!v.is_number_integer()) {
       return ParseError(fmt::format("{} must be an integer, got {}", Where(k), v.dump()));
     }
     const int64_t x = v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
@@ -201,6 +207,8 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     j = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     return ParseError(fmt::format("{}: not valid JSON (byte {}): {}", name, e.byte, e.what()));
+  } catch (const json::exception& e) {  // e.g. a number too large for any numeric type
+    return ParseError(fmt::format("{}: not usable JSON: {}", name, e.what()));
   }
   if (!j.is_object()) return ParseError(name + ": a config.json must be a JSON object");
   if (!j.contains("model_type") || !j["model_type"].is_string())
@@ -289,7 +297,8 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
       e.first_dense_layers = static_cast<int>(fk);
       SUANLI_ASSIGN_OR_RETURN(int64_t step, r.IntOr("moe_layer_freq", 1, kMaxLayers));
       e.layer_step = static_cast<int>(std::max<int64_t>(1, step));
-      e.router_bias = j.value("topk_method", std::string()) == "noaux_tc";
+      e.router_bias = j.contains("topk_method") && j["topk_method"].is_string() &&
+                      j["topk_method"].get<std::string>() == "noaux_tc";
       m.moe = e;
       MlaSpec a;
       SUANLI_ASSIGN_OR_RETURN(int64_t ql, r.IntOr("q_lora_rank", 0, kMaxHidden));
