@@ -499,6 +499,33 @@ TEST(BenchRunner, NoGpuMeansEveryGpuCaseIsSkipWithTheReason) {
   EXPECT_EQ(run->Overall(), BenchState::kPass);
 }
 
+TEST(BenchRunner, HungOrFailingGpuDiscoveryIsErrorNotSkip) {
+  class Broken : public FakeDevice {
+   public:
+    bool hang = false;
+    Result<std::vector<DeviceInfo>> Devices() override {
+      if (hang)
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      return Internal("cudaGetDeviceProperties: unspecified launch failure");
+    }
+  } broken;
+  auto iso = MakeChildProcessIsolation();
+  BenchOptions o;
+  o.quick = true;
+  o.only = {"gpu.mem.read"};
+  o.time_limit_s = 0.5;
+  auto run = RunBench(Env(&broken, iso.get()), o);
+  ASSERT_TRUE(run.ok());
+  ASSERT_EQ(run->results.size(), 1u);
+  EXPECT_EQ(run->results[0].state, BenchState::kError);
+  EXPECT_NE(run->results[0].message.find("unspecified launch failure"), std::string::npos);
+  broken.hang = true;
+  auto hung = RunBench(Env(&broken, iso.get()), o);
+  ASSERT_TRUE(hung.ok());
+  EXPECT_EQ(hung->results[0].state, BenchState::kError);
+  EXPECT_NE(hung->results[0].message.find("timed out"), std::string::npos);
+}
+
 TEST(BenchRunner, OneGpuSkipsPeerAndCollectiveTests) {
   FakeDevice fake;
   fake.gpus = 1;

@@ -198,7 +198,9 @@ class CudaDevice final : public BenchDevice {
     SUANLI_ASSIGN_OR_RETURN(const SlCudaApi* api, Load());
     char err[512] = {};
     int count = 0;
-    if (api->device_count(&count, err, sizeof err) != SL_OK) return Unsupported(err);
+    const int rc = api->device_count(&count, err, sizeof err);
+    if (rc == SL_UNSUPPORTED) return Unsupported(err);
+    if (rc != SL_OK) return Internal(err);
     std::vector<DeviceInfo> out;
     const Nvml& nvml = GetNvml();
     for (int i = 0; i < count; ++i) {

@@ -195,6 +195,9 @@ Result<BenchRun> RunBench(const BenchEnv& env, const BenchOptions& options) {
 
   // Discover GPUs in the isolated process too: initialising CUDA here would break fork().
   std::string gpu_skip;
+  // No backend, no driver, no GPU: SKIP (not applicable here). A driver that hangs, crashes or
+  // fails in discovery: ERROR (could not run) — a broken GPU must not look like a missing one.
+  BenchState gpu_state = BenchState::kSkip;
   if (!env.gpu) {
     gpu_skip = "no GPU backend";
   } else if (Status a = env.gpu->Available(); !a.ok()) {
@@ -206,6 +209,7 @@ Result<BenchRun> RunBench(const BenchEnv& env, const BenchOptions& options) {
           nlohmann::json j;
           if (!devs.ok()) {
             j["error"] = devs.status().message();
+            j["unsupported"] = devs.status().code() == ErrorCode::kUnsupported;
           } else {
             j["devices"] = nlohmann::json::array();
             for (const auto& d : *devs) j["devices"].push_back(detail::DeviceInfoJson(d));
@@ -215,11 +219,16 @@ Result<BenchRun> RunBench(const BenchEnv& env, const BenchOptions& options) {
         options.time_limit_s);
     if (!text.ok()) {
       gpu_skip = "GPU discovery failed: " + text.status().message();
+      gpu_state = BenchState::kError;
     } else {
       auto j = nlohmann::json::parse(*text, nullptr, false);
-      if (j.is_discarded()) gpu_skip = "GPU discovery returned unreadable output";
-      else if (j.contains("error")) gpu_skip = j["error"].get<std::string>();
-      else
+      if (j.is_discarded()) {
+        gpu_skip = "GPU discovery returned unreadable output";
+        gpu_state = BenchState::kError;
+      } else if (j.contains("error")) {
+        gpu_skip = j["error"].get<std::string>();
+        if (!j.value("unsupported", false)) gpu_state = BenchState::kError;
+      } else
         for (const auto& d : j["devices"]) run.devices.push_back(detail::DeviceInfoFrom(d));
       if (gpu_skip.empty() && run.devices.empty()) gpu_skip = "no CUDA GPU found";
     }
@@ -246,7 +255,11 @@ Result<BenchRun> RunBench(const BenchEnv& env, const BenchOptions& options) {
     auto gpu_cases = PlanCases({generic}, o);
     if (gpu_cases.ok())
       for (const auto& c : *gpu_cases)
-        if (c.on_gpu) emit(SkipResult(c, "gpu", gpu_skip));
+        if (c.on_gpu) {
+          BenchResult r = SkipResult(c, "gpu", gpu_skip);
+          r.state = gpu_state;
+          emit(std::move(r));
+        }
   }
   if (run.devices.size() == 1) {
     DeviceInfo a = run.devices[0], b = a;

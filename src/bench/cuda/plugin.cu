@@ -384,15 +384,17 @@ int DeviceCount(int* count, char* err, int err_len) {
   const cudaError_t e = cudaGetDeviceCount(count);
   if (e != cudaSuccess) {
     // The runtime says "driver version is insufficient" when there is no driver at all.
+    // No driver or no device: not applicable here (SKIP). A driver that is present but fails
+    // (too old for this runtime, a broken device): could not run (ERROR).
+    *count = 0;
     void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!driver) {
       std::snprintf(err, err_len, "no NVIDIA driver (libcuda.so.1 not found)");
-    } else {
-      dlclose(driver);
-      std::snprintf(err, err_len, "no usable CUDA GPU: %s", cudaGetErrorString(e));
+      return SL_UNSUPPORTED;
     }
-    *count = 0;
-    return SL_ERROR;
+    dlclose(driver);
+    std::snprintf(err, err_len, "CUDA GPUs not usable: %s", cudaGetErrorString(e));
+    return e == cudaErrorNoDevice ? SL_UNSUPPORTED : SL_ERROR;
   }
   return SL_OK;
 }

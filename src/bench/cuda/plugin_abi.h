@@ -87,7 +87,8 @@ typedef struct {
 typedef struct {
   int abi_version;               /* SUANLI_CUDA_PLUGIN_ABI */
   int struct_sizes[3];           /* sizeof(SlRequest), sizeof(SlResult), sizeof(SlDeviceInfo) */
-  /* Returns SL_OK and the count, or SL_ERROR with a message (no driver, no device). */
+  /* Returns SL_OK and the count; SL_UNSUPPORTED with a message when there is no driver or no
+   * device (GPU tests SKIP); SL_ERROR when a driver is present but unusable (they are ERROR). */
   int (*device_count)(int* count, char* err, int err_len);
   int (*device_info)(int device, SlDeviceInfo* out, char* err, int err_len);
   void (*run)(const SlRequest* req, SlResult* out);
