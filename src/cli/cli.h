@@ -94,5 +94,6 @@ Action SetupValidate(CLI::App* sub, Context* ctx);
 Action SetupPlan(CLI::App* sub, Context* ctx);
 Action SetupSelect(CLI::App* sub, Context* ctx);
 Action SetupDoctor(CLI::App* sub, Context* ctx);
+Action SetupBench(CLI::App* sub, Context* ctx);
 
 }  // namespace suanli::cli

@@ -58,6 +58,7 @@ const std::vector<Command>& Commands() {
       {"plan", "Search parallel layouts for a training job; emit Megatron/torchrun/DeepSpeed/Slurm/Kubernetes", SetupPlan},
       {"select", "Rank every GPU for a serving target or a training job: fit, speed, cost", SetupSelect},
       {"doctor", "Diagnose GPU machines from environment, kernel log, telemetry and app logs (live or offline)", SetupDoctor},
+      {"bench", "Baseline micro-benchmarks with correctness checks, history and drift (compare)", SetupBench},
   };
   return cmds;
 }
@@ -75,7 +76,12 @@ int PrintVersion(bool json) {
   if (json) {
     auto j = JsonEnvelope("suanli.version/1");
     j["version"] = SUANLI_VERSION;
-    j["features"] = {{"cuda", false}, {"nvml_runtime_loading", false}};
+#if defined(SUANLI_HAVE_CUDA) && SUANLI_HAVE_CUDA
+    constexpr bool kCuda = true;  // the CUDA bench plugin was built (src/bench/module.cmake)
+#else
+    constexpr bool kCuda = false;
+#endif
+    j["features"] = {{"cuda", kCuda}, {"nvml_runtime_loading", true}};
     PrintJson(j);
   } else {
     std::printf("suanli %s\n", SUANLI_VERSION);
