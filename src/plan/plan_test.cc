@@ -91,7 +91,9 @@ TEST_F(Planner, MoreGpusNeverRaiseTheBestStepTimeUnderWeakScaling) {
     ASSERT_TRUE(r.ok());
     ASSERT_FALSE(r->counts[0].top.empty()) << n;
     const double t = r->counts[0].top[0].result.step_time_s;
-    if (prev > 0) EXPECT_LE(t, prev * 1.001) << n << " GPUs";
+    if (prev > 0) {
+      EXPECT_LE(t, prev * 1.001) << n << " GPUs";
+    }
     prev = t;
   }
 }
@@ -119,7 +121,7 @@ TEST_F(Planner, BadRequestsAreErrors) {
 
 // ---- emitters ----
 
-PlanCandidate Winner(const ModelSpec& m, const PlanRequest& req) {
+PlanCandidate Winner(const PlanRequest& req) {
   auto r = Plan(req);
   EXPECT_TRUE(r.ok());
   return r->counts[0].top[0];
@@ -142,7 +144,7 @@ TEST_F(Planner, EmittersAreValidForTheirToolsAndMatchGoldens) {
   PlanRequest req = Req(m, "h100-sxm", {64}, 512, 8192, "ib-ndr");
   req.tokens = 1e12;
   req.top_k = 1;
-  const PlanCandidate w = Winner(m, req);
+  const PlanCandidate w = Winner(req);
   LaunchContext lc;
   lc.model = &m;
   lc.gpu = *hw_->FindGpu("h100-sxm");
