@@ -79,5 +79,6 @@ Action SetupModels(CLI::App* sub, Context* ctx);
 Action SetupFit(CLI::App* sub, Context* ctx);
 Action SetupPerf(CLI::App* sub, Context* ctx);
 Action SetupValidate(CLI::App* sub, Context* ctx);
+Action SetupMig(CLI::App* sub, Context* ctx);
 
 }  // namespace suanli::cli

@@ -43,6 +43,7 @@ const std::vector<Command>& Commands() {
       {"fit", "Memory per GPU for inference, training or fine-tuning, and whether it fits", SetupFit},
       {"perf", "Training step time, MFU and time to train; inference TTFT, TPOT and throughput", SetupPerf},
       {"validate", "Run the performance model against every published measurement it keeps", SetupValidate},
+      {"mig", "Split GPUs between inference services with MIG: profiles, placements, nvidia-smi, mig-parted", SetupMig},
   };
   return cmds;
 }
