@@ -80,5 +80,6 @@ Action SetupFit(CLI::App* sub, Context* ctx);
 Action SetupPerf(CLI::App* sub, Context* ctx);
 Action SetupValidate(CLI::App* sub, Context* ctx);
 Action SetupMig(CLI::App* sub, Context* ctx);
+Action SetupTco(CLI::App* sub, Context* ctx);
 
 }  // namespace suanli::cli

@@ -44,6 +44,7 @@ const std::vector<Command>& Commands() {
       {"perf", "Training step time, MFU and time to train; inference TTFT, TPOT and throughput", SetupPerf},
       {"validate", "Run the performance model against every published measurement it keeps", SetupValidate},
       {"mig", "Split GPUs between inference services with MIG: profiles, placements, nvidia-smi, mig-parted", SetupMig},
+      {"tco", "Buy versus rent: total cost of ownership, cost per PFLOP-day and per million tokens, break-even", SetupTco},
   };
   return cmds;
 }
