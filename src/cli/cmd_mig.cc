@@ -105,11 +105,8 @@ Action SetupMig(CLI::App* sub, Context* ctx) {
     }
     auto table = FindMigGpu(*tables, gpu_id);
     if (!table.ok()) {
-      if (!spec) {
-        // Neither a catalog GPU nor a MIG table: the catalog's did-you-mean is the useful one.
-        auto g = (*hw)->FindGpu(f->gpu);
-        return PrintError(Status(ErrorCode::kNotFound, g.status().message() + "; " + table.status().message()));
-      }
+      // Neither a catalog GPU nor a MIG table id: the catalog's did-you-mean is the useful message.
+      if (!spec) return PrintError((*hw)->FindGpu(f->gpu).status());
       return PrintError(table.status());
     }
     const MigGpu& mg = **table;
@@ -291,8 +288,12 @@ Action SetupMig(CLI::App* sub, Context* ctx) {
       }
       std::cout << fmt::format("GPU {}:\n{}", gi, layout);
     }
-    std::cout << "\n# nvidia-smi (run as root; MIG mode may need a GPU reset or reboot to take effect)\n";
-    for (int gi = 0; gi < mig_gpus; ++gi) std::cout << NvidiaSmiCommands(mg, plan->gpus[gi], gi);
+    if (mig_gpus > 0) {
+      std::cout << "\n# nvidia-smi (run as root; MIG mode may need a GPU reset or reboot to take effect)\n";
+      for (int gi = 0; gi < mig_gpus; ++gi) std::cout << NvidiaSmiCommands(mg, plan->gpus[gi], gi);
+    } else {
+      std::cout << "no service fits a MIG instance smaller than the whole GPU: no MIG needed\n";
+    }
     std::cout << "\n# mig-parted configuration (nvidia-mig-parted apply -f FILE -c " << f->config_name << ")\n"
               << yaml << "\n";
     for (const auto& n : notes) std::cout << "note: " << n << "\n";

@@ -170,7 +170,10 @@ Status ValidateTcoInputs(const TcoInputs& in) {
       return InvalidArgument(fmt::format("{} must be a non-negative number, got {} (set it with {})", what, v, flag));
     return Status::Ok();
   };
-  if (!(in.gpu_purchase_usd > 0) || !std::isfinite(in.gpu_purchase_usd))
+  if (in.gpu_purchase_usd < 0 || !std::isfinite(in.gpu_purchase_usd))
+    return InvalidArgument(fmt::format("the GPU purchase price must be a positive number of USD, got {} "
+                                       "(--gpu-price-usd)", in.gpu_purchase_usd));
+  if (in.gpu_purchase_usd == 0)
     return InvalidArgument(fmt::format("no purchase price for {}: its data file has no [price] purchase; give one with "
                                        "--gpu-price-usd", in.gpu_id.empty() ? "this GPU" : in.gpu_id));
   SUANLI_RETURN_IF_ERROR(non_negative(in.server_share_usd, "the server share per GPU", "--server-usd"));

@@ -177,6 +177,8 @@ TEST(TcoValidation, BadInputsAreClearErrors) {
   expect_bad(in, "on-demand");
   in = Simple();
   in.gpu_purchase_usd = 0;
+  expect_bad(in, "no purchase price");
+  in.gpu_purchase_usd = -5;
   expect_bad(in, "--gpu-price-usd");
   in = Simple();
   in.mfu = 1.2;

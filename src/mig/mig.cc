@@ -161,9 +161,12 @@ Result<const MigGpu*> FindMigGpu(const std::vector<MigGpu>& tables, std::string_
       if (g == want) return &t;
   }
   std::vector<std::string> names;
+  auto add = [&](const std::string& n) {
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  };
   for (const auto& t : tables) {
-    names.push_back(t.id);
-    for (const auto& g : t.gpus) names.push_back(g);
+    add(t.id);
+    for (const auto& g : t.gpus) add(g);
   }
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
