@@ -23,6 +23,9 @@ struct TcoFlags {
   int gpus_per_rack = 32;
   // Tokens from the performance model.
   std::string model;
+  std::string workload = "infer";
+  int64_t seq = 4096;
+  int64_t global_batch = 0;
   std::string weights = "bf16";
   int64_t batch = 16;
   int64_t input_len = 512;
@@ -63,6 +66,52 @@ Result<std::pair<double, std::string>> InferTokensPerS(Context* ctx, const TcoFl
                                     f.weights, gpu.id, mg.layout.tp, mg.layout.pp, f.batch, f.input_len, f.output_len));
 }
 
+// Training tokens per second per GPU (and MFU) for `model` on a fleet of f.gpus GPUs: the
+// model-parallel degrees of the smallest layout that holds it, data parallel over the rest.
+struct TrainRate {
+  double tokens_per_s = 0, mfu = 0;
+  std::string how;
+};
+Result<TrainRate> TrainTokensPerS(Context* ctx, const TcoFlags& f, const GpuSpec& gpu) {
+  SUANLI_ASSIGN_OR_RETURN(const ModelCatalog* mc, ctx->models());
+  SUANLI_ASSIGN_OR_RETURN(const HardwareCatalog* hw, ctx->hardware());
+  SUANLI_ASSIGN_OR_RETURN(ModelSpec m, mc->Resolve(f.model));
+  if (f.seq < 1) return InvalidArgument("--seq must be at least 1");
+  TrainConfig cfg;
+  cfg.fit.mode = Mode::kTrain;
+  cfg.fit.seq = f.seq;
+  cfg.fit.micro_batch = 1;
+  const MinGpus mg = FindMinGpus(m, cfg.fit, gpu, std::max(1, f.gpus));
+  if (mg.gpus == 0)
+    return Status(ErrorCode::kDoesNotFit, fmt::format("training {} does not fit on {} {}: {}", m.id, f.gpus, gpu.id,
+                                                      mg.reason));
+  const int mp = mg.layout.tp * mg.layout.pp * mg.layout.cp;
+  if (f.gpus % mp != 0)
+    return InvalidArgument(fmt::format("--gpus {} is not a multiple of the model-parallel size {} (TP={} PP={}) that "
+                                       "training {} needs on {}", f.gpus, mp, mg.layout.tp, mg.layout.pp, m.id, gpu.id));
+  cfg.fit.par = mg.layout;
+  cfg.fit.par.dp = f.gpus / mp;
+  cfg.fit.batch = f.global_batch > 0 ? f.global_batch : int64_t(cfg.fit.par.dp) * 4;
+  if (cfg.fit.batch % cfg.fit.par.dp != 0)
+    return InvalidArgument(fmt::format("--global-batch {} is not divisible by DP = {}", cfg.fit.batch, cfg.fit.par.dp));
+  cfg.micro_batch_auto = true;
+  cfg.recompute_auto = true;
+  SUANLI_ASSIGN_OR_RETURN(Cluster c, MakeCluster(*hw, gpu, 8, "ib-ndr"));
+  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu.id));
+  SUANLI_ASSIGN_OR_RETURN(TrainResult r, EstimateTraining(m, c, cfg, eff));
+  if (!r.fits)
+    return Status(ErrorCode::kDoesNotFit, fmt::format("training {} on {} {} (TP={} PP={} DP={} ZeRO-{}) does not fit "
+                                                      "memory; see `suanli perf train`", m.id, f.gpus, gpu.id,
+                                                      cfg.fit.par.tp, cfg.fit.par.pp, cfg.fit.par.dp, cfg.fit.par.zero));
+  TrainRate out;
+  out.tokens_per_s = r.tokens_per_s_per_gpu;
+  out.mfu = r.mfu;
+  out.how = fmt::format("suanli perf train: {} on {} {} (TP={} PP={} DP={} ZeRO-{}), global batch {} x {} tokens, "
+                        "MFU {:.2f}", m.id, f.gpus, gpu.id, cfg.fit.par.tp, cfg.fit.par.pp, cfg.fit.par.dp,
+                        cfg.fit.par.zero, cfg.fit.batch, f.seq, r.mfu);
+  return out;
+}
+
 }  // namespace
 
 Action SetupTco(CLI::App* sub, Context* ctx) {
@@ -92,7 +141,11 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
   sub->add_option("--mfu", f->mfu, "Model FLOPs utilisation while working, 0..1 (default: peak, MFU 1)");
   sub->add_option("--tokens-per-s", f->tokens_per_s, "Tokens per second per GPU while working (for USD per million)");
   sub->add_option("--model,-m", f->model, "Serve this model: tokens per second from the inference model");
+  sub->add_option("--workload", f->workload, "With --model: infer (serving) | train (the fleet trains it)")
+      ->capture_default_str();
   sub->add_option("--weights", f->weights, "With --model: weight format")->capture_default_str();
+  sub->add_option("--seq", f->seq, "With --workload train: sequence length")->capture_default_str();
+  sub->add_option("--global-batch", f->global_batch, "With --workload train: sequences per step (default 4 x DP)");
   sub->add_option("--batch,-b", f->batch, "With --model: concurrent sequences")->capture_default_str();
   sub->add_option("--input-len", f->input_len, "With --model: prompt tokens")->capture_default_str();
   sub->add_option("--output-len", f->output_len, "With --model: generated tokens")->capture_default_str();
@@ -151,12 +204,24 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
     if (f->tokens_per_s) {
       in.tokens_per_s = f->tokens_per_s;
       in.tokens_per_s_source = "flag --tokens-per-s";
-    } else if (!f->model.empty()) {
+    } else if (!f->model.empty() && f->workload == "infer") {
       auto t = InferTokensPerS(ctx, *f, **gpu);
       if (!t.ok()) return PrintError(t.status());
       in.tokens_per_s = t->first;
       in.tokens_per_s_source = t->second;
+    } else if (!f->model.empty() && f->workload == "train") {
+      auto t = TrainTokensPerS(ctx, *f, **gpu);
+      if (!t.ok()) return PrintError(t.status());
+      in.tokens_per_s = t->tokens_per_s;
+      in.tokens_per_s_source = t->how;
+      // The training estimate's MFU is the delivered fraction of peak, unless the user gave one.
+      if (!in.mfu) {
+        in.mfu = t->mfu;
+        pv["mfu"] = t->how;
+      }
     }
+    if (f->workload != "infer" && f->workload != "train")
+      return PrintError(InvalidArgument(fmt::format("--workload must be infer or train, got '{}'", f->workload)));
     auto r = ComputeTco(in);
     if (!r.ok()) return PrintError(r.status());
     const std::string flops_label = r->pflop_days_at_peak ? "peak PFLOP-day" : "delivered PFLOP-day";
