@@ -286,7 +286,13 @@ Action SetupMig(CLI::App* sub, Context* ctx) {
             n == 1 ? fmt::format("slice {}", in.start) : fmt::format("slices {}-{}", in.start, in.start + n - 1);
         layout += fmt::format("  {:<11} {:<11} -> {}\n", slices, mg.profiles[in.profile].name, sized[in.service].label);
       }
-      std::cout << fmt::format("GPU {}:\n{}", gi, layout);
+      int comp = 0, mem = 0;
+      for (const auto& in : plan->gpus[gi].instances) {
+        comp += mg.profiles[in.profile].compute_slices;
+        mem += mg.profiles[in.profile].memory_slices;
+      }
+      std::cout << fmt::format("GPU {} ({}/{} compute slices, {}/{} memory slices used):\n{}", gi, comp,
+                               mg.compute_slices, mem, mg.memory_slices, layout);
     }
     if (mig_gpus > 0) {
       std::cout << "\n# nvidia-smi (run as root; MIG mode may need a GPU reset or reboot to take effect)\n";
