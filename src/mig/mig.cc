@@ -52,6 +52,8 @@ Result<int> SmallInt(detail::TableReader& r, std::string_view key, int lo, int h
   return static_cast<int>(*v);
 }
 
+constexpr int kMaxSlices = 8;
+
 // Bit mask of the memory slices [start, start + size).
 uint32_t SliceMask(int start, int size) { return ((1u << size) - 1u) << start; }
 
@@ -76,15 +78,18 @@ Result<MigGpu> ParseMigToml(std::string_view text, std::string_view file_sv) {
   SUANLI_ASSIGN_OR_RETURN(g.name, r.String("name"));
   SUANLI_ASSIGN_OR_RETURN(g.gpus, r.StringList("gpus"));
   SUANLI_ASSIGN_OR_RETURN(g.device_filter, r.StringList("device_filter"));
-  SUANLI_ASSIGN_OR_RETURN(g.memory_slices, SmallInt(r, "memory_slices", 1, 16));
-  SUANLI_ASSIGN_OR_RETURN(g.compute_slices, SmallInt(r, "compute_slices", 1, 16));
-  SUANLI_ASSIGN_OR_RETURN(g.max_instances, SmallInt(r, "max_instances", 1, 16));
+  // Every MIG-capable GPU so far has 8 memory slices, 7 compute slices and at most 7 instances;
+  // the limit of 8 keeps the exhaustive placement search small.
+  SUANLI_ASSIGN_OR_RETURN(g.memory_slices, SmallInt(r, "memory_slices", 1, kMaxSlices));
+  SUANLI_ASSIGN_OR_RETURN(g.compute_slices, SmallInt(r, "compute_slices", 1, kMaxSlices));
+  SUANLI_ASSIGN_OR_RETURN(g.max_instances, SmallInt(r, "max_instances", 1, kMaxSlices));
   SUANLI_ASSIGN_OR_RETURN(g.source, ResolveSource(r, sources, "source"));
   SUANLI_ASSIGN_OR_RETURN(auto note, r.OptString("note"));
   g.note = note.value_or("");
   const toml::array* profiles = r.Array("profiles");
   if (!profiles || profiles->empty())
     return ParseError(r.Where("profiles") + ": at least one [[profiles]] table is required");
+  if (profiles->size() > 32) return ParseError(r.Where("profiles") + ": more than 32 profiles");
   for (std::size_t i = 0; i < profiles->size(); ++i) {
     const toml::table* pt = (*profiles)[i].as_table();
     if (!pt) return ParseError(fmt::format("{}: profiles[{}] must be a table", file, i));
@@ -105,6 +110,8 @@ Result<MigGpu> ParseMigToml(std::string_view text, std::string_view file_sv) {
       if (s < 0 || s + prof.memory_slices > g.memory_slices)
         return ParseError(fmt::format("{}: start {} + {} memory slices exceeds the GPU's {} slices", p.Where("placements"),
                                       s, prof.memory_slices, g.memory_slices));
+      if (!prof.placements.empty() && s <= prof.placements.back())
+        return ParseError(p.Where("placements") + " must be strictly increasing start slices");
       prof.placements.push_back(static_cast<int>(s));
     }
     SUANLI_RETURN_IF_ERROR(p.CheckNoUnknownKeys());
@@ -428,7 +435,7 @@ struct Packer {
   std::vector<int> items;          // profile index per item (items sorted largest first)
   std::vector<std::vector<int>> bins;  // item indices per GPU
   std::vector<std::vector<int>> best;
-  long budget = 200000;            // search nodes for the exhaustive improvement
+  long budget = 50000;             // search nodes for the exhaustive improvement
   bool exhausted = false;
 
   std::vector<int> ProfilesOf(const std::vector<int>& bin, int extra) const {

@@ -12,3 +12,4 @@ list(APPEND SUANLI_DATA_FILES
   data/mig/gb200.toml
   data/tco.toml
 )
+list(APPEND SUANLI_EXTRA_FUZZ_TARGETS fuzz_mig)
