@@ -256,6 +256,56 @@ TEST(MigPack, RandomServiceSetsAlwaysPackValidly) {
   }
 }
 
+// The fewest GPUs by brute force: every partition of the items into groups (restricted growth
+// strings), each group checked with PlaceOnGpu.
+int BruteForceMinGpus(const MigGpu& g, const std::vector<int>& items) {
+  const int n = static_cast<int>(items.size());
+  int best = n;
+  std::vector<int> label(n, 0);
+  std::function<void(int, int)> rec = [&](int i, int groups) {
+    if (groups >= best) return;
+    if (i == n) {
+      for (int k = 0; k < groups; ++k) {
+        std::vector<int> profs;
+        for (int j = 0; j < n; ++j)
+          if (label[j] == k) profs.push_back(items[j]);
+        if (!PlaceOnGpu(g, profs)) return;
+      }
+      best = groups;
+      return;
+    }
+    for (int k = 0; k <= groups && k < n; ++k) {
+      label[i] = k;
+      rec(i + 1, std::max(groups, k + 1));
+    }
+  };
+  rec(0, 0);
+  return best;
+}
+
+TEST(MigPack, ProvenMinimalMatchesBruteForce) {
+  std::mt19937 rng(7);
+  const MigGpu& g = Gpu("h100-80gb");
+  const double sizes[] = {5, 9, 15, 18, 30, 37};  // GiB: 1g.10gb, 1g.10gb, 1g.20gb, 1g.20gb, 3g, 3g
+  int proven = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 9);
+    std::vector<MigDemand> d;
+    for (int i = 0; i < n; ++i) d.push_back(Demand(fmt::format("s{}", i), sizes[rng() % 6], 1 + (rng() % 3 == 0)));
+    auto plan = PackMig(g, d, MigOptions{});
+    ASSERT_TRUE(plan.ok());
+    std::vector<int> items;
+    for (const auto& a : plan->assignments) items.push_back(a.profile);
+    const int bf = BruteForceMinGpus(g, items);
+    EXPECT_EQ(static_cast<int>(plan->gpus.size()), bf) << "trial " << trial;  // <= 16 instances: exhaustive
+    if (plan->proven_minimal) {
+      ++proven;
+      EXPECT_EQ(static_cast<int>(plan->gpus.size()), bf) << "trial " << trial;
+    }
+  }
+  EXPECT_GT(proven, 150);
+}
+
 TEST(MigServices, ParsesTheCompactSpec) {
   auto s = ParseServiceSpec("llama-3.1-8b:int4:ctx=8192:users=4");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
