@@ -245,7 +245,7 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
                      {"gpus_per_rack", in.gpus_per_rack},
                      {"staff_usd_per_gpu_year", in.staff_usd_per_gpu_year},
                      {"depreciation_years", in.depreciation_years},
-                     {"peak_flops", in.peak_flops},
+                     {"peak_flops_per_s", in.peak_flops},
                      {"mfu", Opt(in.mfu)},
                      {"tokens_per_s", Opt(in.tokens_per_s)},
                      {"tokens_per_s_source", in.tokens_per_s_source}};
