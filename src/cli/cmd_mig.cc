@@ -256,8 +256,8 @@ Action SetupMig(CLI::App* sub, Context* ctx) {
       return kExitOk;
     }
 
-    std::cout << fmt::format("{} services on {} ({} MIG table), reserve {:.0f}% of each instance\n\n", sized.size(),
-                             spec->name, mg.id, 100 * f->reserve);
+    std::cout << fmt::format("{} service{} on {} ({} MIG table), reserve {:.0f}% of each instance\n\n", sized.size(),
+                             sized.size() == 1 ? "" : "s", spec->name, mg.id, 100 * f->reserve);
     Table t({"service", "model", "weights", "context", "users", "needs GiB", "profile", "usable GiB", "GPU", "request"});
     for (std::size_t i = 0; i < sized.size(); ++i) {
       const auto& z = sized[i];
