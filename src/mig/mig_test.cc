@@ -170,6 +170,8 @@ TEST(MigPack, SevenSmallServicesShareOneH100) {
   EXPECT_EQ(plan8->gpus.size(), 2u);
 }
 
+// The expected layout is what `nvidia-smi mig -lgi` shows on real H100s with this mix
+// (2g.20gb 0:2, 1g.10gb 2:1 and 3:1, 3g.40gb 4:4; NVIDIA/DCGM issue #138).
 TEST(MigPack, ThreeTwoOneOneMixOnOneGpu) {
   const MigGpu& g = Gpu("h100-sxm");
   std::vector<MigDemand> d = {Demand("small-a", 7), Demand("big", 30), Demand("mid", 15, 2), Demand("small-b", 9)};
