@@ -158,6 +158,18 @@ std::optional<int> SmallestProfileFor(const MigGpu& gpu, double bytes, int min_c
 // for a packing with fewer GPUs. Demands that fit no sub-GPU profile are marked whole_gpu.
 Result<MigPlan> PackMig(const MigGpu& gpu, const std::vector<MigDemand>& demands, const MigOptions& options);
 
+// An instance that could take a profile with more compute slices over the same memory slices
+// (e.g. 1g.20gb -> 2g.20gb, 3g.40gb -> 4g.40gb) because the GPU has compute slices to spare.
+struct MigUpgrade {
+  int gpu = 0;           // index into MigPlan::gpus
+  int instance = 0;      // index into that GPU's instances
+  int from_profile = 0;  // indices into MigGpu::profiles
+  int to_profile = 0;
+};
+// Greedy, instance by instance in start order, each upgrade keeping the layout valid
+// (CheckMigLayout); the plan itself is not changed.
+std::vector<MigUpgrade> SpareComputeUpgrades(const MigGpu& gpu, const MigPlan& plan);
+
 // ---- emitters -------------------------------------------------------------------------
 
 // Shell commands that create the layout on GPU index `gpu_index`:

@@ -191,6 +191,14 @@ Action SetupMig(CLI::App* sub, Context* ctx) {
         "with `nvidia-smi mig -lgi`",
     };
     if (!mg.note.empty()) notes.push_back(mg.id + ": " + mg.note);
+    const std::vector<MigUpgrade> upgrades = SpareComputeUpgrades(mg, *plan);
+    for (const auto& u : upgrades) {
+      const MigInstance& in = plan->gpus[u.gpu].instances[u.instance];
+      notes.push_back(fmt::format("spare compute: {} on GPU {} could use {} (ID {}) instead of {} over the same memory "
+                                  "slices, for more throughput", sized[in.service].label, u.gpu,
+                                  mg.profiles[u.to_profile].name, mg.profiles[u.to_profile].id,
+                                  mg.profiles[u.from_profile].name));
+    }
     if (!plan->proven_minimal)
       notes.push_back(fmt::format("the packing uses {} MIG GPUs; the lower bound is {} and the search did not prove "
                                   "that fewer is impossible", mig_gpus, plan->lower_bound_gpus));
@@ -250,6 +258,14 @@ Action SetupMig(CLI::App* sub, Context* ctx) {
       j["total_gpus"] = mig_gpus + whole_gpus;
       j["lower_bound_mig_gpus"] = plan->lower_bound_gpus;
       j["proven_minimal"] = plan->proven_minimal;
+      json ups = json::array();
+      for (const auto& u : upgrades)
+        ups.push_back({{"service", sized[plan->gpus[u.gpu].instances[u.instance].service].label},
+                       {"gpu_index", u.gpu},
+                       {"from_profile", mg.profiles[u.from_profile].name},
+                       {"to_profile", mg.profiles[u.to_profile].name},
+                       {"to_profile_id", mg.profiles[u.to_profile].id}});
+      j["spare_compute_upgrades"] = ups;
       j["mig_parted_yaml"] = yaml;
       j["notes"] = notes;
       PrintJson(j);

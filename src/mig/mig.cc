@@ -574,6 +574,31 @@ Result<MigPlan> PackMig(const MigGpu& gpu, const std::vector<MigDemand>& demands
   return plan;
 }
 
+std::vector<MigUpgrade> SpareComputeUpgrades(const MigGpu& gpu, const MigPlan& plan) {
+  std::vector<MigUpgrade> out;
+  for (std::size_t g = 0; g < plan.gpus.size(); ++g) {
+    std::vector<MigInstance> layout = plan.gpus[g].instances;
+    for (std::size_t i = 0; i < layout.size(); ++i) {
+      const MigProfile& from = gpu.profiles[layout[i].profile];
+      int best = -1;
+      for (int p = 0; p < static_cast<int>(gpu.profiles.size()); ++p) {
+        const MigProfile& to = gpu.profiles[p];
+        if (to.memory_slices != from.memory_slices || to.compute_slices <= from.compute_slices ||
+            to.media_engines != from.media_engines || to.compute_slices >= gpu.compute_slices)
+          continue;
+        if (best >= 0 && to.compute_slices <= gpu.profiles[best].compute_slices) continue;
+        std::vector<MigInstance> trial = layout;
+        trial[i].profile = p;
+        if (CheckMigLayout(gpu, trial).ok()) best = p;
+      }
+      if (best < 0) continue;
+      out.push_back(MigUpgrade{static_cast<int>(g), static_cast<int>(i), layout[i].profile, best});
+      layout[i].profile = best;
+    }
+  }
+  return out;
+}
+
 // ---- emitters -----------------------------------------------------------------------------
 
 std::string NvidiaSmiCommands(const MigGpu& gpu, const MigGpuLayout& layout, int gpu_index) {

@@ -208,6 +208,27 @@ TEST(MigPack, ReserveAndWholeGpu) {
   EXPECT_FALSE(PackMig(g, {Demand("x", 1)}, MigOptions{1.0}).ok());
 }
 
+TEST(MigPack, SpareComputeUpgradesKeepTheLayoutValid) {
+  const MigGpu& g = Gpu("h100-sxm");
+  // Two 1g.20gb (2 compute, 4 memory slices): both can become 2g.20gb at the same slices.
+  auto plan = PackMig(g, {Demand("a", 15), Demand("b", 15)}, MigOptions{});
+  ASSERT_TRUE(plan.ok());
+  auto up = SpareComputeUpgrades(g, *plan);
+  ASSERT_EQ(up.size(), 2u);
+  for (const auto& u : up) {
+    EXPECT_EQ(g.profiles[u.from_profile].name, "1g.20gb");
+    EXPECT_EQ(g.profiles[u.to_profile].name, "2g.20gb");
+  }
+  // A full GPU (seven 1g.10gb) has nothing to spare; 3g.40gb alone at slice 0 can become 4g.40gb.
+  std::vector<MigDemand> seven;
+  for (int i = 0; i < 7; ++i) seven.push_back(Demand(fmt::format("s{}", i), 5));
+  EXPECT_TRUE(SpareComputeUpgrades(g, *PackMig(g, seven, MigOptions{})).empty());
+  auto big = PackMig(g, {Demand("x", 30)}, MigOptions{});
+  auto upb = SpareComputeUpgrades(g, *big);
+  ASSERT_EQ(upb.size(), 1u);
+  EXPECT_EQ(g.profiles[upb[0].to_profile].name, "4g.40gb");
+}
+
 TEST(MigPack, MediaNeedsThePlusMeProfileAndOnlyOnePerGpu) {
   const MigGpu& g = Gpu("h100-sxm");
   auto plan = PackMig(g, {Demand("v1", 5, 1, true), Demand("v2", 5, 1, true)}, MigOptions{});
