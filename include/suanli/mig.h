@@ -123,8 +123,7 @@ struct MigOptions {
   // model does not count (engine buffers, CUDA graphs, allocator growth). Usable memory of an
   // instance = real memory x (1 - reserve). vLLM's --gpu-memory-utilization is 1 - reserve.
   double reserve = 0.05;
-  // Services that need the largest profile (7g, the whole GPU) get whole GPUs without MIG.
-  int max_gpus = 4096;           // refuse plans beyond this many GPUs
+  int max_gpus = 4096;           // refuse plans whose lower bound exceeds this many MIG GPUs
 };
 
 // Where one service went.
@@ -155,7 +154,9 @@ std::optional<int> SmallestProfileFor(const MigGpu& gpu, double bytes, int min_c
 
 // Chooses a profile per demand and packs them onto the fewest GPUs: first-fit decreasing
 // with an exact per-GPU placement check, then (for up to 16 instances) an exhaustive search
-// for a packing with fewer GPUs. Demands that fit no sub-GPU profile are marked whole_gpu.
+// for a packing with fewer GPUs. Demands that fit no profile below 7g (the whole GPU) are marked
+// whole_gpu and not packed: the caller sizes them with FindMinGpus. Errors: reserve outside
+// [0, 1), a negative or non-finite demand, a +me demand on a GPU without +me profiles.
 Result<MigPlan> PackMig(const MigGpu& gpu, const std::vector<MigDemand>& demands, const MigOptions& options);
 
 // An instance that could take a profile with more compute slices over the same memory slices
