@@ -95,5 +95,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx);
 Action SetupSelect(CLI::App* sub, Context* ctx);
 Action SetupDoctor(CLI::App* sub, Context* ctx);
 Action SetupBench(CLI::App* sub, Context* ctx);
+Action SetupMig(CLI::App* sub, Context* ctx);
+Action SetupTco(CLI::App* sub, Context* ctx);
 
 }  // namespace suanli::cli

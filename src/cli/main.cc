@@ -59,6 +59,8 @@ const std::vector<Command>& Commands() {
       {"select", "Rank every GPU for a serving target or a training job: fit, speed, cost", SetupSelect},
       {"doctor", "Diagnose GPU machines from environment, kernel log, telemetry and app logs (live or offline)", SetupDoctor},
       {"bench", "Baseline micro-benchmarks with correctness checks, history and drift (compare)", SetupBench},
+      {"mig", "Split GPUs between inference services with MIG: profiles, placements, nvidia-smi, mig-parted", SetupMig},
+      {"tco", "Buy versus rent: total cost of ownership, cost per PFLOP-day and per million tokens, break-even", SetupTco},
   };
   return cmds;
 }
