@@ -110,3 +110,15 @@ string(JSON v GET "${out}" inputs mfu)
 string(JSON v GET "${out}" per_gpu usd_per_million_tokens)
 run_suanli(2 out tco --gpu h100 --model llama-3.1-8b --workload serve)
 expect_contains("${out}" "--workload must be infer or train" "tco: bad workload")
+# perf --calibration: a slower measured GEMM gives a longer step than the built-in efficiencies.
+run_suanli(0 out perf train -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --micro-batch 1 --recompute none --json)
+string(JSON base GET "${out}" step_time_s)
+run_suanli(0 out perf train -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --micro-batch 1 --recompute none --json
+           --calibration ${CMAKE_CURRENT_LIST_DIR}/data/calibration-h100-example.toml)
+string(JSON cal GET "${out}" step_time_s)
+if(NOT cal GREATER base)
+  message(FATAL_ERROR "perf --calibration: step ${cal} s should exceed the default ${base} s (measured GEMM 61% < 76%)")
+endif()
+run_suanli(2 out perf train -m llama-3.1-8b -g a100 --gpus 8 --global-batch 64
+           --calibration ${CMAKE_CURRENT_LIST_DIR}/data/calibration-h100-example.toml)
+expect_contains("${out}" "measured on 'h100-sxm'" "perf --calibration on another GPU")

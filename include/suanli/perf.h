@@ -33,6 +33,14 @@ struct Efficiency {
   std::vector<std::string> sources;  // "field: citation" lines
 };
 
+struct Calibration;  // suanli/bench.h: what `suanli bench export-calibration` measured
+
+// Replaces the efficiencies with a machine's measurements: achieved triad bandwidth, the best
+// large-shape (>= 4096^3) GEMM per precision, the NCCL all-reduce bus bandwidth over the GPU link,
+// and the kernel-launch latency. Each replaced value is listed in `sources`. Errors: a file measured
+// on another GPU model, or values outside physical bounds.
+Result<Efficiency> ApplyCalibration(const Efficiency& base, const Calibration& cal, const GpuSpec& gpu);
+
 // Loads data/efficiency.toml (embedded) and returns the entry for `gpu_id` over the defaults.
 Result<Efficiency> LoadEfficiency(std::string_view gpu_id);
 Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view file, std::string_view gpu_id);

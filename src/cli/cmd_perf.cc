@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "cli/cli.h"
+#include "core/files.h"
+#include "suanli/bench.h"
 #include "suanli/perf.h"
 #include "suanli/units.h"
 
@@ -52,10 +54,11 @@ void PrintOps(const std::vector<OpCost>& ops, double ridge, double total) {
   std::cout << t.Render() << fmt::format("ridge point of this GPU: {:.0f} FLOP/byte (above: compute-bound)\n", ridge);
 }
 
-Result<Efficiency> EfficiencyFor(const PerfFlags& f, const Efficiency& e) {
-  if (!f.calibration.empty()) return Unsupported("--calibration files come from `suanli bench export-calibration`, "
-                                                 "which this build does not include yet");
-  return e;
+Result<Efficiency> EfficiencyFor(const PerfFlags& f, const Efficiency& e, const GpuSpec& gpu) {
+  if (f.calibration.empty()) return e;
+  SUANLI_ASSIGN_OR_RETURN(std::string text, detail::ReadFile(f.calibration, 16u << 20));
+  SUANLI_ASSIGN_OR_RETURN(Calibration cal, ParseCalibrationToml(text, f.calibration));
+  return ApplyCalibration(e, cal, gpu);
 }
 }  // namespace
 
@@ -108,7 +111,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   return [ctx, f, train]() -> int {
     auto job = LoadJob(ctx, f->model, f->gpu, f->gpus_per_node, f->inter_node, f->nics_per_node);
     if (!job.ok()) return PrintError(job.status());
-    auto eff = EfficiencyFor(*f, job->eff);
+    auto eff = EfficiencyFor(*f, job->eff, *job->gpu);
     if (!eff.ok()) return PrintError(eff.status());
     const ModelSpec* model = &job->model;
     const GpuSpec* const* gpu = &job->gpu;

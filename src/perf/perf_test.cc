@@ -201,3 +201,44 @@ TEST_F(Perf, MfuIsModelFlopsOverPeak) {
 
 }  // namespace
 }  // namespace suanli
+
+#include "suanli/bench.h"
+
+namespace suanli {
+namespace {
+
+TEST_F(Perf, CalibrationFromBenchReplacesTheEfficiencies) {
+  const GpuSpec& g = G("h100-sxm");
+  Calibration cal;
+  cal.gpu = "h100-sxm";
+  cal.device_name = "NVIDIA H100 80GB HBM3";
+  cal.memory_bandwidth_bytes_per_s = 3.0e12;
+  cal.gemm[Precision::kBf16] = {{1024, 1024, 1024, 300e12}, {8192, 8192, 8192, 750e12}};
+  cal.link_bandwidth_bytes_per_s["allreduce_busbw"] = 470e9;
+  cal.launch_latency_s = 3e-6;
+  // Round trip through the file format `suanli bench export-calibration` writes.
+  auto parsed = ParseCalibrationToml(CalibrationToToml(cal), "cal.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  auto e = ApplyCalibration(E(g), *parsed, g);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_NEAR(e->memory, 3.0 / 3.35, 1e-9);
+  EXPECT_NEAR(e->gemm, 750e12 / 989.4e12, 1e-9);  // the large shape, not the small one
+  EXPECT_NEAR(e->link, 470.0 / 450.0, 1e-9);
+  EXPECT_DOUBLE_EQ(e->kernel_launch_s, 3e-6);
+  // A slower measured machine predicts a slower step.
+  const ModelSpec m = M("llama-3.1-8b");
+  Efficiency slow = *e;
+  slow.gemm *= 0.5;
+  EXPECT_GT(EstimateTraining(m, C(g), Train(8, 1, 1, 64), slow)->step_time_s,
+            EstimateTraining(m, C(g), Train(8, 1, 1, 64), *e)->step_time_s);
+  // Measured on another GPU: refused.
+  auto wrong = ApplyCalibration(E(G("a100-sxm-80gb")), *parsed, G("a100-sxm-80gb"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("h100-sxm"), std::string::npos);
+  // Physically impossible values: refused.
+  cal.memory_bandwidth_bytes_per_s = 30e12;
+  EXPECT_FALSE(ApplyCalibration(E(g), cal, g).ok());
+}
+
+}  // namespace
+}  // namespace suanli
