@@ -262,7 +262,7 @@ int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage) {
 StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Parallelism& p, int stage) {
   StageShare s;
   const double layers_here = LayersOnStage(m, p, stage);
-  const double dense_layer_params = (c.attention + c.mlp_dense + c.moe_shared + c.router + (c.norms - 0)) / m.layers;
+  const double dense_layer_params = (c.attention + c.mlp_dense + c.moe_shared + c.router + c.norms) / m.layers;
   s.layer_params = dense_layer_params * layers_here / p.tp;
   s.expert_params = c.moe_experts / m.layers * layers_here / (p.tp * p.ep);
   const bool first = stage == 0, last = stage == p.pp - 1;

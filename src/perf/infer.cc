@@ -94,11 +94,10 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   }
   // Attention: reads the KV cache of each sequence (decode) or computes causal attention (prefill).
   const double q_dim = double(m.heads) * m.head_dim;
-  const double kv_layer_token = KvBytesPerToken(m, cfg.fit.kv_bytes_per_elem, t) / m.layers;
   const double attn_flops = 4.0 * batch * new_tokens * ctx * q_dim / t * (decode ? 1.0 : 0.5);
-  const double attn_bytes = batch * std::min<double>(ctx, m.sliding_window > 0 ? std::max<double>(ctx, 0) : ctx) *
-                                kv_layer_token +
-                            T * q_dim / t * 4;
+  // KV cache read per layer (sliding-window layers hold at most the window), plus Q and the output.
+  const double kv_per_layer = KvCacheBytes(m, cfg.fit.kv_bytes_per_elem, 1, static_cast<int64_t>(ctx), t) / m.layers;
+  const double attn_bytes = batch * kv_per_layer + T * q_dim / t * 4;
   {
     const double peak16 = PeakFor(gpu, Precision::kBf16);
     const double tc = attn_flops / (peak16 * eff.attention);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "suanli/text.h"
 #include "suanli/units.h"
@@ -52,11 +53,21 @@ double Score(const TrainResult& r, int gpus, double price, Objective o, double t
   return r.step_time_s;
 }
 
-// Keeps the k lowest scores.
+// Strict order: score, then the simpler layout (fewer CP, EP, PP, TP ranks, lower ZeRO stage, no interleaving,
+// smaller micro-batch, less recompute), so that ties never depend on which thread found a configuration.
+bool Better(const PlanCandidate& a, const PlanCandidate& b) {
+  if (a.score != b.score) return a.score < b.score;
+  const auto key = [](const PlanCandidate& c) {
+    return std::make_tuple(c.par.cp, c.par.ep, c.par.pp, c.par.tp, c.par.zero, c.par.interleave, c.micro_batch,
+                           static_cast<int>(c.recompute), c.par.sequence_parallel);
+  };
+  return key(a) < key(b);
+}
+
+// Keeps the k best.
 void Offer(std::vector<PlanCandidate>& top, int k, PlanCandidate&& c) {
-  if (static_cast<int>(top.size()) >= k && c.score >= top.back().score) return;
-  auto it = std::upper_bound(top.begin(), top.end(), c.score,
-                             [](double s, const PlanCandidate& x) { return s < x.score; });
+  if (static_cast<int>(top.size()) >= k && !Better(c, top.back())) return;
+  auto it = std::upper_bound(top.begin(), top.end(), c, Better);
   top.insert(it, std::move(c));
   if (static_cast<int>(top.size()) > k) top.pop_back();
 }
