@@ -4,6 +4,7 @@
 
 #include "suanli/memory.h"
 #include "suanli/perf.h"
+#include "suanli/plan.h"
 
 namespace {
 
@@ -20,8 +21,8 @@ Fixture& F() {
   return f;
 }
 
-void BM_EstimateTraining(benchmark::State& state) {
-  auto& f = F();
+// GPT-3 175B on 1024 A100s: TP=8 PP=8 DP=16, SP + selective recompute.
+suanli::TrainConfig Gpt3Layout(bool detail) {
   suanli::TrainConfig c;
   c.fit.par.tp = 8;
   c.fit.par.pp = 8;
@@ -32,9 +33,24 @@ void BM_EstimateTraining(benchmark::State& state) {
   c.fit.seq = 2048;
   c.fit.micro_batch = 1;
   c.fit.recompute = suanli::Recompute::kSelective;
+  c.detail = detail;
+  return c;
+}
+
+void BM_EstimateTraining(benchmark::State& state) {
+  auto& f = F();
+  const suanli::TrainConfig c = Gpt3Layout(true);
   for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateTraining(f.gpt3, f.cluster, c, f.eff));
 }
 BENCHMARK(BM_EstimateTraining);
+
+// The planner's inner loop: the same evaluation without the per-operator table and texts.
+void BM_EstimateTrainingNoDetail(benchmark::State& state) {
+  auto& f = F();
+  const suanli::TrainConfig c = Gpt3Layout(false);
+  for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateTraining(f.gpt3, f.cluster, c, f.eff));
+}
+BENCHMARK(BM_EstimateTrainingNoDetail);
 
 void BM_EstimateMemory(benchmark::State& state) {
   auto& f = F();
@@ -57,6 +73,27 @@ void BM_EstimateInference(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateInference(f.gpt3, f.cluster, c, f.eff));
 }
 BENCHMARK(BM_EstimateInference);
+
+// The planner case: GPT-3 175B on 1024 A100-80GB, global batch 1024, sequence 2048, one thread.
+// items_per_second = configurations evaluated per second on one core.
+void BM_PlanGpt3On1024A100(benchmark::State& state) {
+  auto& f = F();
+  suanli::PlanRequest r;
+  r.model = &f.gpt3;
+  r.cluster = f.cluster;
+  r.eff = f.eff;
+  r.gpu_counts = {1024};
+  r.global_batch = 1024;
+  r.seq = 2048;
+  r.threads = static_cast<int>(state.range(0));
+  int64_t n = 0;
+  for (auto _ : state) {
+    auto p = suanli::Plan(r);
+    n += p->configs_evaluated;
+  }
+  state.SetItemsProcessed(n);
+}
+BENCHMARK(BM_PlanGpt3On1024A100)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
           libgtest-dev libgmock-dev libbenchmark-dev
           libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
-          libsqlite3-dev libpugixml-dev libopenblas-dev)
+          libsqlite3-dev libpugixml-dev libopenblas-dev libyaml-cpp-dev)
 
 deps() {
   local missing=()

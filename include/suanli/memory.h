@@ -33,7 +33,7 @@ struct WeightFormat {
   std::string id;                // bf16, int4, nf4, q4_k_m, ...
   double bits_per_weight = 16;   // for quantised linear layers, scales and zero points included
   bool quantizes_embeddings = false;  // GGUF quantises embeddings/output too; GPTQ/AWQ/bnb keep them 16-bit
-  std::string note;              // how the bits were counted, with source
+  const char* note = "";         // how the bits were counted, with source (static text)
 };
 Result<WeightFormat> ParseWeightFormat(std::string_view id);
 const std::vector<std::string>& WeightFormatIds();
@@ -70,9 +70,10 @@ struct FitRequest {
   bool flash_attention = true;    // no s^2 score tensors stored
   bool dropout = false;           // store dropout masks (Korthikanti's GPT setting)
   int lora_rank = 16;
-  std::vector<std::string> lora_targets = {"q", "k", "v", "o"};  // q k v o gate up down | all
+  std::vector<std::string> lora_targets;  // q k v o gate up down | all; empty = q k v o (attention)
   bool gradient_checkpointing = true;  // fine-tuning default (recompute=full)
   OverheadOptions overhead;
+  bool explain = true;            // fill FitResult::notes and peak_moment (off in the planner's inner loop)
 };
 
 // Bytes per GPU by term; all in bytes.

@@ -115,6 +115,7 @@ struct TrainConfig {
   double tokens = 0;          // train on this many tokens (0 = not asked)
   double price_per_gpu_hour = 0;
   FlopConvention convention = FlopConvention::k6N;
+  bool detail = true;         // per-operator table, notes and texts; the planner's inner loop turns it off
 };
 
 struct TrainBreakdown {

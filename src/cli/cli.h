@@ -13,6 +13,7 @@
 
 #include "suanli/hardware.h"
 #include "suanli/model.h"
+#include "suanli/perf.h"
 #include "suanli/status.h"
 
 namespace suanli::cli {
@@ -57,6 +58,17 @@ struct Command {
 };
 const std::vector<Command>& Commands();
 
+// What the perf/plan commands load first: the model, the GPU, its cluster and efficiencies.
+struct Job {
+  ModelSpec model;
+  const HardwareCatalog* hw = nullptr;
+  const GpuSpec* gpu = nullptr;
+  Cluster cluster;
+  Efficiency eff;
+};
+Result<Job> LoadJob(Context* ctx, const std::string& model, const std::string& gpu, int gpus_per_node,
+                    const std::string& inter_node, int nics_per_node);
+
 // Printing helpers.
 int PrintError(const Status& s);
 void PrintJson(const nlohmann::json& j);
@@ -79,6 +91,9 @@ Action SetupModels(CLI::App* sub, Context* ctx);
 Action SetupFit(CLI::App* sub, Context* ctx);
 Action SetupPerf(CLI::App* sub, Context* ctx);
 Action SetupValidate(CLI::App* sub, Context* ctx);
+Action SetupPlan(CLI::App* sub, Context* ctx);
+Action SetupSelect(CLI::App* sub, Context* ctx);
 Action SetupDoctor(CLI::App* sub, Context* ctx);
+Action SetupBench(CLI::App* sub, Context* ctx);
 
 }  // namespace suanli::cli

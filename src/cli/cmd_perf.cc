@@ -18,7 +18,7 @@ struct PerfFlags {
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", inter_node = "ib-ndr", attention = "flash", convention = "6n";
   bool sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, fp32_grads = false;
-  double tokens = 0, price = 0;
+  double tokens = 0, price = 0, moe_imbalance = 1.1;
   // infer
   int64_t batch = 1, input_len = 512, output_len = 128;
   std::string weights = "bf16", kv_dtype = "bf16";
@@ -52,8 +52,7 @@ void PrintOps(const std::vector<OpCost>& ops, double ridge, double total) {
   std::cout << t.Render() << fmt::format("ridge point of this GPU: {:.0f} FLOP/byte (above: compute-bound)\n", ridge);
 }
 
-Result<Efficiency> EfficiencyFor(const PerfFlags& f, const GpuSpec& g) {
-  SUANLI_ASSIGN_OR_RETURN(Efficiency e, LoadEfficiency(g.id));
+Result<Efficiency> EfficiencyFor(const PerfFlags& f, const Efficiency& e) {
   if (!f.calibration.empty()) return Unsupported("--calibration files come from `suanli bench export-calibration`, "
                                                  "which this build does not include yet");
   return e;
@@ -94,6 +93,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_flag("--tp-overlap", f->tp_overlap, "Overlap tensor-parallel communication with GEMMs");
   train->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients (18 B/param Adam)");
   train->add_option("--tokens", f->tokens, "Train on this many tokens: time and GPU-hours");
+  train->add_option("--moe-imbalance", f->moe_imbalance, "MoE: busiest expert's tokens / mean (>= 1)")
+      ->capture_default_str();
   train->add_option("--price-per-gpu-hour", f->price, "USD per GPU-hour for the cost");
   auto* infer = sub->add_subcommand("infer", "Time to first token, time per output token, throughput");
   common(infer);
@@ -104,19 +105,14 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--weights", f->weights, "bf16 fp16 fp8 int8 int4 nf4 q4_k_m ...")->capture_default_str();
   infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
 
-  return [ctx, f, train, infer]() -> int {
-    auto mc = ctx->models();
-    if (!mc.ok()) return PrintError(mc.status());
-    auto hw = ctx->hardware();
-    if (!hw.ok()) return PrintError(hw.status());
-    auto model = (*mc)->Resolve(f->model);
-    if (!model.ok()) return PrintError(model.status());
-    auto gpu = (*hw)->FindGpu(f->gpu);
-    if (!gpu.ok()) return PrintError(gpu.status());
-    auto cluster = MakeCluster(**hw, **gpu, f->gpus_per_node, f->inter_node, f->nics_per_node);
-    if (!cluster.ok()) return PrintError(cluster.status());
-    auto eff = EfficiencyFor(*f, **gpu);
+  return [ctx, f, train]() -> int {
+    auto job = LoadJob(ctx, f->model, f->gpu, f->gpus_per_node, f->inter_node, f->nics_per_node);
+    if (!job.ok()) return PrintError(job.status());
+    auto eff = EfficiencyFor(*f, job->eff);
     if (!eff.ok()) return PrintError(eff.status());
+    const ModelSpec* model = &job->model;
+    const GpuSpec* const* gpu = &job->gpu;
+    const Cluster* cluster = &job->cluster;
     const double bf = (*gpu)->PeakFlops(Precision::kBf16).value_or((*gpu)->PeakFlops(Precision::kFp16).value_or(0));
     const double ridge = bf / ((*gpu)->memory_bandwidth_bytes_per_s.value);
     const bool json_out = ctx->options().json;
@@ -173,8 +169,51 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       cfg.tp_overlap = f->tp_overlap;
       cfg.tokens = f->tokens;
       cfg.price_per_gpu_hour = f->price;
+      if (f->moe_imbalance < 1 || f->moe_imbalance > 64)
+        return PrintError(InvalidArgument("--moe-imbalance must be between 1 and 64"));
+      cfg.moe_imbalance = f->moe_imbalance;
+      if (f->tokens < 0 || f->price < 0) return PrintError(InvalidArgument("--tokens and --price-per-gpu-hour must be >= 0"));
       auto r = EstimateTraining(*model, *cluster, cfg, *eff);
       if (!r.ok()) return PrintError(r.status());
+      if (!r->fits) {
+        // A layout that does not fit has no step time: report the shortfall and what would fit.
+        std::vector<std::string> fixes;
+        auto try_fix = [&](const char* what, TrainConfig alt) {
+          alt.micro_batch_auto = false;
+          alt.recompute_auto = false;
+          auto a = EstimateTraining(*model, *cluster, alt, *eff);
+          if (a.ok() && a->fits) fixes.push_back(fmt::format("{} ({} per GPU)", what, FormatBytes(a->memory.per_gpu_peak_bytes)));
+        };
+        TrainConfig base = cfg;
+        base.fit.micro_batch = r->micro_batch;
+        base.fit.recompute = r->recompute;
+        { TrainConfig a = base; a.fit.recompute = Recompute::kFull; try_fix("--recompute full", a); }
+        if (base.fit.par.dp > 1) { TrainConfig a = base; a.fit.par.zero = 3; try_fix("--zero 3", a); }
+        if (base.fit.micro_batch > 1) { TrainConfig a = base; a.fit.micro_batch = 1; try_fix("--micro-batch 1", a); }
+        if (!base.fit.par.sequence_parallel && base.fit.par.tp > 1) { TrainConfig a = base; a.fit.par.sequence_parallel = true; try_fix("--sequence-parallel", a); }
+        if (fixes.empty()) fixes.push_back("more GPUs or more model parallelism: see `suanli fit --mode train` for the minimum");
+        if (json_out) {
+          json j = JsonEnvelope("suanli.perf.train/1");
+          j["model"] = model->id;
+          j["gpu"] = (*gpu)->id;
+          j["fits"] = false;
+          j["shortfall_bytes"] = r->shortfall_bytes;
+          j["per_gpu_peak_bytes"] = r->memory.per_gpu_peak_bytes;
+          j["capacity_bytes"] = (*gpu)->memory_bytes.value;
+          j["micro_batch"] = r->micro_batch;
+          j["recompute"] = RecomputeName(r->recompute);
+          j["would_fit_with"] = fixes;
+          PrintJson(j);
+        } else {
+          std::cout << fmt::format("DOES NOT FIT: {} needs {} per GPU at micro-batch {}, recompute {}; {} has {} — short by {}.\n",
+                                   model->id, FormatBytes(r->memory.per_gpu_peak_bytes), r->micro_batch,
+                                   RecomputeName(r->recompute), (*gpu)->id, FormatBytes((*gpu)->memory_bytes.value),
+                                   FormatBytes(r->shortfall_bytes));
+          std::cout << "would fit with:\n";
+          for (const auto& x : fixes) std::cout << "  " << x << "\n";
+        }
+        return kExitNoFit;
+      }
       if (json_out) {
         json j = JsonEnvelope("suanli.perf.train/1");
         j["model"] = model->id;

@@ -36,6 +36,18 @@ Result<const ModelCatalog*> Context::models() {
   return &*models_;
 }
 
+Result<Job> LoadJob(Context* ctx, const std::string& model, const std::string& gpu, int gpus_per_node,
+                    const std::string& inter_node, int nics_per_node) {
+  Job j;
+  SUANLI_ASSIGN_OR_RETURN(const ModelCatalog* mc, ctx->models());
+  SUANLI_ASSIGN_OR_RETURN(j.hw, ctx->hardware());
+  SUANLI_ASSIGN_OR_RETURN(j.model, mc->Resolve(model));
+  SUANLI_ASSIGN_OR_RETURN(j.gpu, j.hw->FindGpu(gpu));
+  SUANLI_ASSIGN_OR_RETURN(j.cluster, MakeCluster(*j.hw, *j.gpu, gpus_per_node, inter_node, nics_per_node));
+  SUANLI_ASSIGN_OR_RETURN(j.eff, LoadEfficiency(j.gpu->id));
+  return j;
+}
+
 const std::vector<Command>& Commands() {
   static const std::vector<Command> cmds = {
       {"gpus", "List the GPU catalog, or show one GPU with the source of every value", SetupGpus},
@@ -43,7 +55,10 @@ const std::vector<Command>& Commands() {
       {"fit", "Memory per GPU for inference, training or fine-tuning, and whether it fits", SetupFit},
       {"perf", "Training step time, MFU and time to train; inference TTFT, TPOT and throughput", SetupPerf},
       {"validate", "Run the performance model against every published measurement it keeps", SetupValidate},
+      {"plan", "Search parallel layouts for a training job; emit Megatron/torchrun/DeepSpeed/Slurm/Kubernetes", SetupPlan},
+      {"select", "Rank every GPU for a serving target or a training job: fit, speed, cost", SetupSelect},
       {"doctor", "Diagnose GPU machines from environment, kernel log, telemetry and app logs (live or offline)", SetupDoctor},
+      {"bench", "Baseline micro-benchmarks with correctness checks, history and drift (compare)", SetupBench},
   };
   return cmds;
 }
@@ -61,7 +76,12 @@ int PrintVersion(bool json) {
   if (json) {
     auto j = JsonEnvelope("suanli.version/1");
     j["version"] = SUANLI_VERSION;
-    j["features"] = {{"cuda", false}, {"nvml_runtime_loading", false}};
+#if defined(SUANLI_HAVE_CUDA) && SUANLI_HAVE_CUDA
+    constexpr bool kCuda = true;  // the CUDA bench plugin was built (src/bench/module.cmake)
+#else
+    constexpr bool kCuda = false;
+#endif
+    j["features"] = {{"cuda", kCuda}, {"nvml_runtime_loading", true}};
     PrintJson(j);
   } else {
     std::printf("suanli %s\n", SUANLI_VERSION);

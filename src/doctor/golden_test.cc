@@ -178,7 +178,9 @@ TEST(DoctorGolden, KernelXidIsMappedToTheGpuIndexByBusId) {
     }
   EXPECT_TRUE(found);
   for (const auto& g : r.gpus)
-    if (g.index == 6) EXPECT_EQ(g.state, State::kFail);
+    if (g.index == 6) {
+      EXPECT_EQ(g.state, State::kFail);
+    }
 }
 
 TEST(DoctorGolden, GpusNamedOnlyByTheKernelLogAreSummarised) {

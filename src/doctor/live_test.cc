@@ -143,7 +143,9 @@ TEST(DoctorLive, RealNvmlBackendNeverCrashes) {
   // On a machine without a driver this reports "not available"; with one it returns GPUs.
   auto nvml = MakeNvmlBackend();
   auto q = nvml->Query();
-  if (!q.ok()) EXPECT_FALSE(q.status().message().empty());
+  if (!q.ok()) {
+    EXPECT_FALSE(q.status().message().empty());
+  }
 }
 
 TEST(DoctorLive, CollectWritesABundleThatLoadsBack) {

@@ -1,6 +1,10 @@
 #include "suanli/hardware.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace suanli {
 namespace {
@@ -127,6 +131,44 @@ TEST_F(Catalog, InterconnectsUseBytesPerSecond) {
                          "eth-400g"}) {
     EXPECT_TRUE(catalog_->FindInterconnect(id).ok()) << id;
   }
+}
+
+}  // namespace
+}  // namespace suanli
+
+namespace suanli {
+namespace {
+
+std::string TempDir(const char* name) {
+  std::string dir = ::testing::TempDir() + "/suanli_" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/gpus");
+  return dir;
+}
+
+TEST(UserCatalog, UserFileOverridesBuiltInAndAddsNew) {
+  const std::string dir = TempDir("override");
+  std::string text = kMinimalGpu;
+  std::ofstream(dir + "/gpus/new.toml") << text;
+  text.replace(text.find("test-gpu"), 8, "h100-sxm");
+  std::ofstream(dir + "/gpus/h100.toml") << text;
+  CatalogOptions o;
+  o.user_dirs.push_back(dir);
+  auto c = HardwareCatalog::Load(o);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->FindGpu("test-gpu").ok());
+  EXPECT_DOUBLE_EQ((*c->FindGpu("h100-sxm"))->memory_bytes.value, 10 * 1073741824.0);  // replaced
+  EXPECT_EQ((*c->FindGpu("h100-sxm"))->file, dir + "/gpus/h100.toml");
+}
+
+TEST(UserCatalog, BadUserFileNamesTheFile) {
+  const std::string dir = TempDir("bad");
+  std::ofstream(dir + "/gpus/broken.toml") << "id = \"x\"\n[memory\n";
+  CatalogOptions o;
+  o.user_dirs.push_back(dir);
+  auto c = HardwareCatalog::Load(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("broken.toml"), std::string::npos);
 }
 
 }  // namespace

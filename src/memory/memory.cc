@@ -51,7 +51,6 @@ constexpr FormatDef kFormats[] = {
      "GGUF Q4_K_M: mix of Q4_K (4.5 bits) and Q6_K (6.56 bits) tensors, about 4.85 bits on Llama models (approximate)"},
 };
 
-double DivCeil(double a, double b) { return std::ceil(a / b); }
 }  // namespace
 
 const char* ModeName(Mode m) {
@@ -306,7 +305,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
       case Optimizer::kAdam8bit: o_b = master + 2; break;
       case Optimizer::kSgd: o_b = master + 4; break;
     }
-    f.notes.push_back(fmt::format(
+    if (r.explain) f.notes.push_back(fmt::format(
         "model states: {:.0f} B/param = {:.0f} weights + {:.0f} gradients + {:.0f} optimizer ({}{}{})", w_b + g_b + o_b,
         w_b, g_b, o_b, OptimizerName(r.optimizer), master > 0 ? " with FP32 master weights" : "",
         (r.optimizer == Optimizer::kAdam && master > 0)
@@ -330,6 +329,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     const double kv = m.mla ? double(m.mla->kv_lora_rank) : double(m.kv_heads) * m.head_dim;
     const double ffn = static_cast<double>(m.ffn);
     std::vector<std::string> t = r.lora_targets;
+    if (t.empty()) t = {"q", "k", "v", "o"};
     if (t.size() == 1 && (t[0] == "all" || t[0] == "all-linear")) t = {"q", "k", "v", "o", "gate", "up", "down"};
     for (const auto& name : t) {
       double in = 0, out = 0;
@@ -347,9 +347,9 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     // Adapter states per parameter: LoRA keeps FP32 adapters (PEFT default) = 4 + 4 grads + 8 Adam;
     // QLoRA keeps them in the bf16 compute dtype with 32-bit paged AdamW = 2 + 2 + 8.
     const double aw = r.mode == Mode::kQlora ? 2 : 4;
-    f.notes.push_back(fmt::format("LoRA rank {}: {} trainable adapter parameters, {:.0f} B each (weights + grads + Adam)",
+    if (r.explain) f.notes.push_back(fmt::format("LoRA rank {}: {} trainable adapter parameters, {:.0f} B each (weights + grads + Adam)",
                                   r.lora_rank, FormatCount(adapter_params), aw * 2 + 8));
-    if (r.mode == Mode::kQlora)
+    if (r.mode == Mode::kQlora && r.explain)
       f.notes.push_back("QLoRA: NF4 base weights with double quantisation; paged AdamW can move the optimizer "
                         "states to host memory under pressure, so the peak may be lower than shown");
   }
@@ -363,7 +363,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
 
   MemoryBreakdown best;
   double best_total = -1;
-  std::string best_stage;
+  int best_stage_index = 0;
   double best_params = 0;
   int best_inflight = 0;
   for (int stage = 0; stage < p.pp; stage += std::max(1, p.pp - 1)) {
@@ -435,7 +435,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     if (b.Total() > best_total) {
       best_total = b.Total();
       best = b;
-      best_stage = p.pp == 1 ? "every GPU" : (stage == 0 ? "first pipeline stage" : "last pipeline stage");
+      best_stage_index = stage;
       best_params = params_here;
       best_inflight = inflight;
     }
@@ -443,10 +443,11 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   }
   f.breakdown = best;
   f.per_gpu_peak_bytes = best_total;
-  f.peak_stage = best_stage;
+  f.peak_stage = p.pp == 1 ? "every GPU" : (best_stage_index == 0 ? "first pipeline stage" : "last pipeline stage");
   f.params_per_gpu = best_params;
   f.in_flight_micro_batches = best_inflight;
   f.kv_cache_bytes_per_token = KvBytesPerToken(m, r.kv_bytes_per_elem, 1);
+  if (!r.explain) return f;
   if (training || finetune) {
     f.peak_moment = fmt::format(
         "end of the forward pass with {} micro-batch(es) in flight, gradient buffers and optimizer states resident",

@@ -2,31 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include "test_catalogs.h"
+
 namespace suanli {
 namespace {
 
-class Memory : public ::testing::Test {
+class Memory : public testing::CatalogTest {
  protected:
-  static void SetUpTestSuite() {
-    models_ = new ModelCatalog(*ModelCatalog::Load(CatalogOptions{}));
-    hw_ = new HardwareCatalog(*HardwareCatalog::Load(CatalogOptions{}));
-  }
-  static void TearDownTestSuite() {
-    delete models_;
-    delete hw_;
-  }
-  static ModelSpec M(const char* id) { return *models_->Resolve(id); }
-  static const GpuSpec& G(const char* id) { return **hw_->FindGpu(id); }
   static FitResult Est(const ModelSpec& m, const FitRequest& r) {
     auto e = EstimateMemory(m, r);
     EXPECT_TRUE(e.ok()) << e.status().message();
     return e.ok() ? *e : FitResult{};
   }
-  static ModelCatalog* models_;
-  static HardwareCatalog* hw_;
 };
-ModelCatalog* Memory::models_ = nullptr;
-HardwareCatalog* Memory::hw_ = nullptr;
 
 FitRequest Infer(const char* weights = "bf16", int64_t batch = 1, int64_t seq = 4096) {
   FitRequest r;

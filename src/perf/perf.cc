@@ -411,6 +411,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   TrainConfig cfg = cfg_in;
   if (cfg.fit.weights.id.empty()) cfg.fit.weights = *ParseWeightFormat("bf16");
   cfg.fit.mode = Mode::kTrain;
+  cfg.fit.explain = cfg.detail;
   const Parallelism& par = cfg.fit.par;
 
   // Automatic micro-batch / recompute: the fastest setting that fits.
@@ -489,13 +490,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   LayerContext lc{&m, &gpu, &eff, &cl, b * s / par.cp, s, b, par.tp, par.cp, par.ep, par.sequence_parallel,
                   peak, gemm_eff, elem, cfg.attention, cfg.moe_imbalance, false, cfg.fit.dropout};
   OpList ops;
-  const PassTimes dense = Layer(lc, cfg.fit.recompute, &ops);
+  OpList* opsp = cfg.detail ? &ops : nullptr;
+  const PassTimes dense = Layer(lc, cfg.fit.recompute, opsp);
   PassTimes moe;
   const int moe_layers = m.moe_layer_count();
   if (moe_layers > 0) {
     lc.moe_layer = true;
     OpList moe_ops;
-    moe = Layer(lc, cfg.fit.recompute, &moe_ops);
+    moe = Layer(lc, cfg.fit.recompute, opsp ? &moe_ops : nullptr);
     for (auto& o : moe_ops.ops) {
       o.name = "[moe] " + o.name;
       ops.ops.push_back(o);
@@ -514,8 +516,10 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const GemmTime head = EstimateGemm(T, double(m.vocab) / par.tp, double(m.hidden), 1, elem, peak, gemm_eff, gpu, eff);
   const double loss_bytes = T * double(m.vocab) / par.tp * kLossBytesPerLogit;
   const double loss_t = loss_bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory) + 3 * eff.kernel_launch_s;
-  ops.Add("logits (output head)", "forward", head.flops, head.bytes, head.time_s, 1, head.bound);
-  ops.Add("cross-entropy", "forward", 0, loss_bytes, loss_t, 1, Bound::kMemory);
+  if (opsp) {
+    ops.Add("logits (output head)", "forward", head.flops, head.bytes, head.time_s, 1, head.bound);
+    ops.Add("cross-entropy", "forward", 0, loss_bytes, loss_t, 1, Bound::kMemory);
+  }
   const double head_time = 3 * head.time_s + 2 * loss_t;  // forward + data and weight gradients
 
   double stage_compute = 0, stage_comm = 0;
@@ -571,8 +575,10 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double opt_bytes =
       local_params * (kAdamStepBytesBase + (cfg.fit.fp32_grads ? 4 : 2) + 2);
   const double t_opt = opt_bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory) + 10 * eff.kernel_launch_s;
-  ops.Add("optimizer step (Adam)", "step", 0, opt_bytes, t_opt, 1, Bound::kMemory);
-  if (dp_comm > 0) ops.Add("DP gradient all-reduce", "step", 0, params_gpu * 2, dp_comm, 1, Bound::kCommunication);
+  if (opsp) {
+    ops.Add("optimizer step (Adam)", "step", 0, opt_bytes, t_opt, 1, Bound::kMemory);
+    if (dp_comm > 0) ops.Add("DP gradient all-reduce", "step", 0, params_gpu * 2, dp_comm, 1, Bound::kCommunication);
+  }
 
   res.step_time_s = pipeline + dp_exposed + t_opt;
   res.breakdown_s.compute = mb_count * stage_compute;
@@ -595,15 +601,16 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.model_tflops_per_gpu = res.model_flops_per_step / res.step_time_s / n_gpus / 1e12;
   res.mfu = res.model_flops_per_step / (res.step_time_s * n_gpus * peak);
   res.hfu = res.hardware_flops_per_step / (res.step_time_s * n_gpus * peak);
-  res.convention = cfg.convention == FlopConvention::kMegatron
-                       ? "Megatron: 72*B*s*L*h^2*(1 + s/6h + V/12hL) per step (Narayanan et al. 2021 eq. 3 without recompute)"
-                       : "6N + 12*L*d_attn*s per token (PaLM appendix B); N = matmul parameters (active, without the "
-                         "input-embedding lookup)";
   if (cfg.tokens > 0) {
     res.train_time_s = cfg.tokens / res.tokens_per_s;
     res.gpu_hours = res.train_time_s * n_gpus / 3600;
     res.cost_usd = res.gpu_hours * cfg.price_per_gpu_hour;
   }
+  if (!cfg.detail) return res;
+  res.convention = cfg.convention == FlopConvention::kMegatron
+                       ? "Megatron: 72*B*s*L*h^2*(1 + s/6h + V/12hL) per step (Narayanan et al. 2021 eq. 3 without recompute)"
+                       : "6N + 12*L*d_attn*s per token (PaLM appendix B); N = matmul parameters (active, without the "
+                         "input-embedding lookup)";
   // Which term dominates.
   const double terms[] = {res.breakdown_s.compute, res.breakdown_s.communication_exposed, res.breakdown_s.pipeline_bubble,
                           res.breakdown_s.optimizer};

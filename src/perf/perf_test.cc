@@ -2,23 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include "test_catalogs.h"
+
 #include <cmath>
 
 namespace suanli {
 namespace {
 
-class Perf : public ::testing::Test {
+class Perf : public testing::CatalogTest {
  protected:
-  static void SetUpTestSuite() {
-    models_ = new ModelCatalog(*ModelCatalog::Load(CatalogOptions{}));
-    hw_ = new HardwareCatalog(*HardwareCatalog::Load(CatalogOptions{}));
-  }
-  static void TearDownTestSuite() {
-    delete models_;
-    delete hw_;
-  }
-  static ModelSpec M(const char* id) { return *models_->Resolve(id); }
-  static const GpuSpec& G(const char* id) { return **hw_->FindGpu(id); }
   static Cluster C(const GpuSpec& g, const char* net = "ib-ndr") { return *MakeCluster(*hw_, g, 8, net); }
   static Efficiency E(const GpuSpec& g) { return *LoadEfficiency(g.id); }
   static TrainConfig Train(int gpus, int tp, int pp, int64_t gbs, int64_t seq = 4096, int64_t mb = 1) {
@@ -32,11 +24,7 @@ class Perf : public ::testing::Test {
     c.fit.micro_batch = mb;
     return c;
   }
-  static ModelCatalog* models_;
-  static HardwareCatalog* hw_;
 };
-ModelCatalog* Perf::models_ = nullptr;
-HardwareCatalog* Perf::hw_ = nullptr;
 
 TEST(Collectives, RingFormulasAndBusBandwidthConvention) {
   // Large message: all-reduce moves 2(n-1)/n x S per rank at the bus bandwidth.

@@ -1,0 +1,135 @@
+// The planner: exhaustive search over parallel layouts for a training job, ranked by step time,
+// cost or tokens per dollar; the launch configuration for the tools people run; and the GPU
+// selector for training and serving.
+//
+// Thread safety: Plan() runs its own worker threads; everything it touches is read-only.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "suanli/hardware.h"
+#include "suanli/memory.h"
+#include "suanli/model.h"
+#include "suanli/perf.h"
+#include "suanli/status.h"
+
+namespace suanli {
+
+enum class Objective { kTime, kCost, kTokensPerDollar };
+Result<Objective> ParseObjective(std::string_view s);
+
+struct PlanRequest {
+  const ModelSpec* model = nullptr;
+  Cluster cluster;
+  Efficiency eff;
+  std::vector<int> gpu_counts;       // one count, or a range (best layout at each)
+  int64_t global_batch = 0;          // sequences per step
+  int64_t seq = 2048;
+  Precision dtype = Precision::kBf16;
+  AttentionImpl attention = AttentionImpl::kFlash;
+  bool dp_overlap = true;
+  double tokens = 0;                 // tokens to train (for time, GPU-hours, cost)
+  double price_per_gpu_hour = 0;     // for the cost objectives
+  Objective objective = Objective::kTime;
+  int top_k = 5;
+  int threads = 0;                   // 0 = all hardware threads
+  // Optional constraints (0 / -1 = search): fix a degree the user has already decided.
+  int fixed_tp = 0, fixed_pp = 0, fixed_cp = 0, fixed_ep = 0, fixed_zero = -1;
+  int max_micro_batch = 64;
+};
+
+// One configuration and its prediction.
+struct PlanCandidate {
+  Parallelism par;
+  int64_t micro_batch = 1;
+  Recompute recompute = Recompute::kNone;
+  TrainResult result;                // full detail for the reported candidates
+  double score = 0;                  // lower is better (seconds, USD, or USD per token)
+  std::string why;                   // for a loser: which term it loses on against the winner
+};
+
+struct PlanForCount {
+  int gpus = 0;
+  std::vector<PlanCandidate> top;
+  int64_t configs_evaluated = 0, configs_valid = 0;
+  double scaling_efficiency = 0;     // tokens/s per GPU relative to the smallest count with a result
+  std::string nearest_miss;          // when nothing fits: the closest layout and its shortfall
+};
+
+struct PlanResult {
+  std::vector<PlanForCount> counts;
+  int64_t configs_evaluated = 0, configs_valid = 0;
+  double elapsed_s = 0;
+  int threads = 1;
+};
+
+Result<PlanResult> Plan(const PlanRequest& req);
+
+// Launch configurations for a chosen candidate, annotated with the prediction.
+struct LaunchContext {
+  const ModelSpec* model = nullptr;
+  const GpuSpec* gpu = nullptr;
+  int gpus_per_node = 8;
+  int64_t global_batch = 0, seq = 0;
+  double train_iters = 0;            // steps for --tokens (0 = unknown)
+  std::string job_name = "suanli-train";
+  std::string image = "nvcr.io/nvidia/pytorch:24.05-py3";
+};
+std::string MegatronArgs(const PlanCandidate& c, const LaunchContext& ctx);      // one argument per line
+std::string TorchrunCommand(const PlanCandidate& c, const LaunchContext& ctx);
+std::string DeepSpeedConfig(const PlanCandidate& c, const LaunchContext& ctx);   // JSON
+std::string SlurmScript(const PlanCandidate& c, const LaunchContext& ctx);
+std::string KubernetesPyTorchJob(const PlanCandidate& c, const LaunchContext& ctx);  // YAML
+
+}  // namespace suanli
+
+namespace suanli {
+
+// ---- GPU selection ---------------------------------------------------------------------------
+// Ranks every catalog GPU for a job, in the order practitioners recommend: memory fit first
+// (exclusions say what would be needed), then bandwidth (decode), then compute (prefill, training
+// throughput), then cost.
+
+struct ServeTarget {
+  const ModelSpec* model = nullptr;
+  WeightFormat weights;            // empty id = bf16
+  double kv_bytes_per_elem = 2;
+  int64_t input_len = 1024, output_len = 256;
+  int64_t concurrent_users = 1;    // sequences decoding at once, over all replicas
+  double requests_per_s = 0;       // if given, concurrency = max(users, rps x end-to-end latency)
+  double ttft_slo_s = 0, tpot_slo_s = 0;  // 0 = no objective
+  int gpus_per_node = 8;
+};
+
+struct SelectRow {
+  std::string gpu;
+  bool eligible = false;
+  std::string exclusion;           // why not, in words
+  std::string memory_note;         // e.g. "plain data parallelism does not fit: 59.9 GB of weights on a 42.9 GB GPU"
+  int gpus = 0, tp = 1, pp = 1, replicas = 0;
+  int64_t batch_per_replica = 0;
+  double ttft_s = 0, tpot_s = 0, output_tokens_per_s = 0;
+  double train_time_s = 0, gpu_hours = 0;
+  double price_per_gpu_hour = 0;   // 0 = no price in the catalog
+  double cost_per_hour_usd = 0, cost_usd = 0, cost_per_million_tokens_usd = 0;
+  double memory_bandwidth_bytes_per_s = 0, peak_flops = 0;
+  Parallelism layout;
+};
+
+Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const ServeTarget& t);
+
+struct TrainTarget {
+  const ModelSpec* model = nullptr;
+  double tokens = 0;
+  int64_t global_batch = 1024, seq = 4096;
+  double deadline_s = 0;           // 0 = none
+  double budget_usd = 0;           // 0 = none
+  int gpus_per_node = 8;
+  std::string inter_node = "ib-ndr";
+  int max_gpus = 8192;
+};
+Result<std::vector<SelectRow>> SelectForTraining(const HardwareCatalog& hw, const TrainTarget& t);
+
+}  // namespace suanli

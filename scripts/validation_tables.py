@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Prints the per-case tables of docs/validation.md from `suanli validate --json` and `suanli models --json`.
+
+Usage: python3 scripts/validation_tables.py build/suanli > /tmp/tables.md
+"""
+import json
+import subprocess
+import sys
+
+exe = sys.argv[1] if len(sys.argv) > 1 else "build/suanli"
+rep = json.loads(subprocess.run([exe, "validate", "--json"], capture_output=True, text=True).stdout)
+models = json.loads(subprocess.run([exe, "models", "--json"], capture_output=True, text=True).stdout)
+
+print("### Parameter counts\n")
+print("| model | computed total | published | error | computed active | published active |")
+print("|---|---|---|---|---|---|")
+for m in models["models"]:
+    pub = m.get("published_params", {}).get("value")
+    pa = m.get("published_active_params", {}).get("value")
+    err = f"{100*(m['params_total']-pub)/pub:+.2f}%" if pub else "-"
+    act = f"{m['params_active']/1e9:.2f}B" if m.get("moe") else "-"
+    print(f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | {pa/1e9:.1f}B |" if pa else
+          f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | - |")
+
+for group in ["training", "decode", "ttft", "throughput"]:
+    print(f"\n### {group}\n")
+    print("| role | case | metric | published | predicted | error |")
+    print("|---|---|---|---|---|---|")
+    for c in rep["cases"]:
+        if c["group"] != group:
+            continue
+        print(f"| {c['role']} | {c['name']} | {c['metric']} | {c['published']:.4g} | {c['predicted']:.4g} | {100*c['error']:+.1f}% |")
+print("\n### Summary\n")
+print("| group | cases | mean abs error | worst | calibration mean | holdout mean (n) | target |")
+print("|---|---|---|---|---|---|---|")
+for g in rep["groups"]:
+    t = f"≤ {100*g['target_mean']:.0f}% / {100*g['target_worst']:.0f}%" if g["target_mean"] else "none"
+    ho = f"{100*g['mean_abs_error_holdout']:.1f}% ({g['holdout_cases']})" if g["holdout_cases"] else "-"
+    print(f"| {g['group']} | {g['cases']} | {100*g['mean_abs_error']:.1f}% | {100*g['worst_abs_error']:.1f}% | {100*g['mean_abs_error_calibration']:.1f}% | {ho} | {t} |")

@@ -1,0 +1,382 @@
+// `suanli plan` (the best parallel layout and its launch configuration) and `suanli select`
+// (which GPU, how many).
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "core/files.h"
+#include "suanli/plan.h"
+#include "suanli/units.h"
+
+namespace suanli::cli {
+
+namespace {
+using json = nlohmann::json;
+
+// "512", "64,128,256" or "64-1024" (doubling).
+Result<std::vector<int>> ParseCounts(const std::string& s) {
+  std::vector<int> out;
+  auto num = [&](const std::string& x) -> Result<int> {
+    try {
+      size_t pos = 0;
+      const long v = std::stol(x, &pos);
+      if (pos != x.size() || v < 1 || v > (1 << 20)) throw std::invalid_argument(x);
+      return static_cast<int>(v);
+    } catch (const std::exception&) {
+      return InvalidArgument(fmt::format("--gpus: '{}' is not a GPU count (use 512, 64,128,256 or 64-1024)", x));
+    }
+  };
+  if (auto dash = s.find('-'); dash != std::string::npos) {
+    SUANLI_ASSIGN_OR_RETURN(int lo, num(s.substr(0, dash)));
+    SUANLI_ASSIGN_OR_RETURN(int hi, num(s.substr(dash + 1)));
+    if (hi < lo) return InvalidArgument("--gpus range must go from low to high");
+    for (int n = lo; n <= hi; n *= 2) out.push_back(n);
+    return out;
+  }
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    SUANLI_ASSIGN_OR_RETURN(int n, num(item));
+    out.push_back(n);
+  }
+  if (out.empty()) return InvalidArgument("--gpus is empty");
+  return out;
+}
+
+std::string Layout(const PlanCandidate& c) {
+  const Parallelism& p = c.par;
+  std::string s = fmt::format("TP={} PP={} DP={}", p.tp, p.pp, p.dp);
+  if (p.cp > 1) s += fmt::format(" CP={}", p.cp);
+  if (p.ep > 1) s += fmt::format(" EP={}", p.ep);
+  if (p.zero) s += fmt::format(" ZeRO-{}", p.zero);
+  if (p.sequence_parallel) s += " SP";
+  if (p.interleave > 1) s += fmt::format(" v={}", p.interleave);
+  return s;
+}
+
+json CandidateJson(const PlanCandidate& c) {
+  const TrainResult& r = c.result;
+  return {{"layout", {{"tp", c.par.tp}, {"pp", c.par.pp}, {"dp", c.par.dp}, {"cp", c.par.cp}, {"ep", c.par.ep},
+                      {"zero", c.par.zero}, {"sequence_parallel", c.par.sequence_parallel},
+                      {"interleave", c.par.interleave}}},
+          {"micro_batch", c.micro_batch},
+          {"recompute", RecomputeName(c.recompute)},
+          {"score", c.score},
+          {"step_time_s", r.step_time_s},
+          {"tokens_per_s", r.tokens_per_s},
+          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+          {"model_tflops_per_gpu", r.model_tflops_per_gpu},
+          {"mfu", r.mfu},
+          {"hfu", r.hfu},
+          {"per_gpu_peak_bytes", r.memory.per_gpu_peak_bytes},
+          {"breakdown_s", {{"compute", r.breakdown_s.compute},
+                           {"communication_exposed", r.breakdown_s.communication_exposed},
+                           {"pipeline_bubble", r.breakdown_s.pipeline_bubble},
+                           {"optimizer", r.breakdown_s.optimizer}}},
+          {"train_time_s", r.train_time_s},
+          {"gpu_hours", r.gpu_hours},
+          {"cost_usd", r.cost_usd},
+          {"why", c.why}};
+}
+
+struct PlanFlags {
+  std::string model = "gpt3-175b", gpu = "a100-sxm-80gb", gpus = "1024", inter_node = "ib-hdr", objective = "time";
+  std::string dtype = "bf16", attention = "flash", emit, out_dir;
+  int gpus_per_node = 8, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
+  int64_t global_batch = 1024, seq = 2048;
+  double tokens = 0, price = 0;
+  bool no_dp_overlap = false;
+};
+
+}  // namespace
+
+Action SetupPlan(CLI::App* sub, Context* ctx) {
+  auto f = std::make_shared<PlanFlags>();
+  sub->add_option("--model,-m", f->model, "Model id, alias or HF config.json")->capture_default_str();
+  sub->add_option("--gpu,-g", f->gpu, "GPU id or alias")->capture_default_str();
+  sub->add_option("--gpus", f->gpus, "GPU count: 512, a list 64,128,256 or a doubling range 64-1024")->capture_default_str();
+  sub->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node")->capture_default_str();
+  sub->add_option("--inter-node", f->inter_node, "Fabric between nodes (ib-hdr, ib-ndr, roce-200g, eth-100g, ...)")
+      ->capture_default_str();
+  sub->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)");
+  sub->add_option("--global-batch", f->global_batch, "Sequences per step")->capture_default_str();
+  sub->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
+  sub->add_option("--tokens", f->tokens, "Tokens to train: time, GPU-hours, cost");
+  sub->add_option("--price-per-gpu-hour", f->price, "USD per GPU-hour (default: the catalog's indicative on-demand)");
+  sub->add_option("--objective", f->objective, "time | cost | tokens-per-dollar")->capture_default_str();
+  sub->add_option("--top", f->top, "How many configurations to show")->capture_default_str();
+  sub->add_option("--threads", f->threads, "Worker threads (default: all cores)");
+  sub->add_option("--dtype", f->dtype, "bf16 | fp8")->capture_default_str();
+  sub->add_option("--attention", f->attention, "flash | unfused")->capture_default_str();
+  sub->add_option("--tp", f->tp, "Fix TP (default: search)");
+  sub->add_option("--pp", f->pp, "Fix PP (default: search)");
+  sub->add_option("--cp", f->cp, "Fix CP (default: search)");
+  sub->add_option("--ep", f->ep, "Fix EP (default: search)");
+  sub->add_option("--zero", f->zero, "Fix the ZeRO stage (default: search)");
+  sub->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward (Megatron before Core)");
+  sub->add_option("--emit", f->emit, "Launch configuration: megatron | torchrun | deepspeed | slurm | k8s | all");
+  sub->add_option("--out-dir", f->out_dir, "Write the launch files here instead of printing them");
+  return [ctx, f]() -> int {
+    auto job = LoadJob(ctx, f->model, f->gpu, f->gpus_per_node, f->inter_node, f->nics_per_node);
+    if (!job.ok()) return PrintError(job.status());
+    const ModelSpec* model = &job->model;
+    const GpuSpec* const* gpu = &job->gpu;
+    const Cluster* cluster = &job->cluster;
+    const Efficiency* eff = &job->eff;
+    auto counts = ParseCounts(f->gpus);
+    if (!counts.ok()) return PrintError(counts.status());
+    auto obj = ParseObjective(f->objective);
+    if (!obj.ok()) return PrintError(obj.status());
+    PlanRequest req;
+    req.model = &*model;
+    req.cluster = *cluster;
+    req.eff = *eff;
+    req.gpu_counts = *counts;
+    req.global_batch = f->global_batch;
+    req.seq = f->seq;
+    req.tokens = f->tokens;
+    req.price_per_gpu_hour = f->price;
+    req.objective = *obj;
+    req.top_k = f->top;
+    req.threads = f->threads;
+    req.dp_overlap = !f->no_dp_overlap;
+    if (f->dtype == "fp8") req.dtype = Precision::kFp8;
+    else if (f->dtype != "bf16") return PrintError(InvalidArgument("--dtype must be bf16 or fp8"));
+    if (f->attention == "unfused") req.attention = AttentionImpl::kUnfused;
+    else if (f->attention != "flash") return PrintError(InvalidArgument("--attention must be flash or unfused"));
+    req.fixed_tp = f->tp;
+    req.fixed_pp = f->pp;
+    req.fixed_cp = f->cp;
+    req.fixed_ep = f->ep;
+    req.fixed_zero = f->zero;
+    if (!f->emit.empty() && f->emit != "megatron" && f->emit != "torchrun" && f->emit != "deepspeed" &&
+        f->emit != "slurm" && f->emit != "k8s" && f->emit != "all")
+      return PrintError(InvalidArgument("--emit must be megatron, torchrun, deepspeed, slurm, k8s or all"));
+    auto res = Plan(req);
+    if (!res.ok()) return PrintError(res.status());
+    const PlanForCount* best_count = nullptr;
+    for (const auto& c : res->counts)
+      if (!c.top.empty() && (!best_count || c.top[0].score < best_count->top[0].score)) best_count = &c;
+
+    if (ctx->options().json) {
+      json j = JsonEnvelope("suanli.plan/1");
+      j["model"] = model->id;
+      j["gpu"] = (*gpu)->id;
+      j["objective"] = f->objective;
+      j["configs_evaluated"] = res->configs_evaluated;
+      j["configs_valid"] = res->configs_valid;
+      j["elapsed_s"] = res->elapsed_s;
+      j["threads"] = res->threads;
+      j["counts"] = json::array();
+      for (const auto& c : res->counts) {
+        json e = {{"gpus", c.gpus}, {"configs_evaluated", c.configs_evaluated}, {"configs_valid", c.configs_valid},
+                  {"scaling_efficiency", c.scaling_efficiency}, {"top", json::array()}};
+        for (const auto& t : c.top) e["top"].push_back(CandidateJson(t));
+        if (!c.nearest_miss.empty()) e["nearest_miss"] = c.nearest_miss;
+        j["counts"].push_back(e);
+      }
+      j["top"] = best_count ? j["counts"][best_count - res->counts.data()]["top"] : json::array();
+      PrintJson(j);
+      return best_count ? kExitOk : kExitNoFit;
+    }
+    std::cout << fmt::format("{} on {} ({} per node, {}), global batch {} x {} tokens, objective {}\n", model->id,
+                             (*gpu)->id, f->gpus_per_node, cluster->inter_name, f->global_batch, f->seq, f->objective);
+    std::cout << fmt::format("searched {} configurations ({} fit memory) in {:.3f} s on {} threads\n\n",
+                             res->configs_evaluated, res->configs_valid, res->elapsed_s, res->threads);
+    for (const auto& c : res->counts) {
+      if (res->counts.size() > 1) std::cout << fmt::format("== {} GPUs ==\n", c.gpus);
+      if (c.top.empty()) {
+        std::cout << "no configuration fits: " << (c.nearest_miss.empty() ? "no valid layout" : c.nearest_miss)
+                  << "\n\n";
+        continue;
+      }
+      Table t({"#", "layout", "mb", "recompute", "step", "MFU", "tok/s/GPU", "memory", "why"});
+      int i = 1;
+      for (const auto& x : c.top) {
+        t.Row({std::to_string(i++), Layout(x), std::to_string(x.micro_batch), RecomputeName(x.recompute),
+               FormatSeconds(x.result.step_time_s), fmt::format("{:.1f}%", 100 * x.result.mfu),
+               fmt::format("{:.0f}", x.result.tokens_per_s_per_gpu), FormatBytes(x.result.memory.per_gpu_peak_bytes),
+               x.why});
+      }
+      std::cout << t.Render();
+      if (c.top[0].result.train_time_s > 0)
+        std::cout << fmt::format("time to train: {} ({:.0f} GPU-hours{})\n", FormatSeconds(c.top[0].result.train_time_s),
+                                 c.top[0].result.gpu_hours,
+                                 c.top[0].result.cost_usd > 0 ? fmt::format(", ${:.0f}", c.top[0].result.cost_usd) : "");
+      if (res->counts.size() > 1) std::cout << fmt::format("scaling efficiency vs the smallest count: {:.0f}%\n", 100 * c.scaling_efficiency);
+      std::cout << "\n";
+    }
+    if (!best_count) return kExitNoFit;
+    if (!f->emit.empty()) {
+      const PlanCandidate& w = best_count->top[0];
+      LaunchContext lc;
+      lc.model = &*model;
+      lc.gpu = *gpu;
+      lc.gpus_per_node = f->gpus_per_node;
+      lc.global_batch = f->global_batch;
+      lc.seq = f->seq;
+      if (f->tokens > 0) lc.train_iters = f->tokens / (double(f->global_batch) * f->seq);
+      std::vector<std::pair<std::string, std::string>> files;
+      if (f->emit == "megatron" || f->emit == "all") files.push_back({"megatron_args.txt", MegatronArgs(w, lc)});
+      if (f->emit == "torchrun" || f->emit == "all") files.push_back({"torchrun.sh", TorchrunCommand(w, lc)});
+      if (f->emit == "deepspeed" || f->emit == "all") files.push_back({"deepspeed_config.json", DeepSpeedConfig(w, lc)});
+      if (f->emit == "slurm" || f->emit == "all") files.push_back({"slurm.sbatch", SlurmScript(w, lc)});
+      if (f->emit == "k8s" || f->emit == "all") files.push_back({"pytorchjob.yaml", KubernetesPyTorchJob(w, lc)});
+      for (const auto& [name, text] : files) {
+        if (f->out_dir.empty()) {
+          std::cout << "----- " << name << "\n" << text;
+        } else {
+          std::error_code ec;
+          std::filesystem::create_directories(f->out_dir, ec);
+          auto st = detail::WriteFileAtomic(f->out_dir + "/" + name, text);
+          if (!st.ok()) return PrintError(st);
+          std::cout << "wrote " << f->out_dir << "/" << name << "\n";
+        }
+      }
+    }
+    return kExitOk;
+  };
+}
+
+namespace {
+struct SelectFlags {
+  std::string model = "llama-3.1-8b", weights = "bf16", kv_dtype = "bf16", inter_node = "ib-ndr";
+  int64_t input_len = 1024, output_len = 256, users = 16, global_batch = 1024, seq = 4096;
+  double rps = 0, ttft_ms = 0, tpot_ms = 0, tokens = 0, deadline_days = 0, budget = 0;
+  int gpus_per_node = 8;
+};
+
+json RowJson(const SelectRow& r) {
+  return {{"gpu", r.gpu},
+          {"eligible", r.eligible},
+          {"exclusion", r.exclusion},
+          {"memory_note", r.memory_note},
+          {"gpus", r.gpus},
+          {"tp", r.tp},
+          {"pp", r.pp},
+          {"replicas", r.replicas},
+          {"batch_per_replica", r.batch_per_replica},
+          {"ttft_s", r.ttft_s},
+          {"tpot_s", r.tpot_s},
+          {"tokens_per_s", r.output_tokens_per_s},
+          {"train_time_s", r.train_time_s},
+          {"gpu_hours", r.gpu_hours},
+          {"price_per_gpu_hour_usd", r.price_per_gpu_hour},
+          {"cost_per_hour_usd", r.cost_per_hour_usd},
+          {"cost_usd", r.cost_usd},
+          {"cost_per_million_tokens_usd", r.cost_per_million_tokens_usd},
+          {"memory_bandwidth_bytes_per_s", r.memory_bandwidth_bytes_per_s},
+          {"dense_16bit_flops_per_s", r.peak_flops}};
+}
+}  // namespace
+
+Action SetupSelect(CLI::App* sub, Context* ctx) {
+  auto f = std::make_shared<SelectFlags>();
+  sub->require_subcommand(1);
+  auto* serve = sub->add_subcommand("serve", "Which GPU, how many, for a serving target");
+  auto* train = sub->add_subcommand("train", "Which GPU, how many, for a training job");
+  for (CLI::App* a : {serve, train}) {
+    a->add_option("--model,-m", f->model, "Model id, alias or HF config.json")->capture_default_str();
+    a->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node")->capture_default_str();
+  }
+  serve->add_option("--weights", f->weights, "Weight format (bf16, fp8, int8, int4, ...)")->capture_default_str();
+  serve->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
+  serve->add_option("--input-len", f->input_len, "Prompt tokens")->capture_default_str();
+  serve->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
+  serve->add_option("--users", f->users, "Concurrent sequences")->capture_default_str();
+  serve->add_option("--rps", f->rps, "Requests per second (raises the concurrency by Little's law)");
+  serve->add_option("--ttft-ms", f->ttft_ms, "Time-to-first-token objective, ms");
+  serve->add_option("--tpot-ms", f->tpot_ms, "Time-per-output-token objective, ms");
+  train->add_option("--tokens", f->tokens, "Tokens to train")->required();
+  train->add_option("--global-batch", f->global_batch, "Sequences per step")->capture_default_str();
+  train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
+  train->add_option("--deadline-days", f->deadline_days, "Finish within this many days");
+  train->add_option("--budget", f->budget, "USD budget");
+  train->add_option("--inter-node", f->inter_node, "Fabric between nodes")->capture_default_str();
+  return [ctx, f, serve]() -> int {
+    auto mc = ctx->models();
+    if (!mc.ok()) return PrintError(mc.status());
+    auto hw = ctx->hardware();
+    if (!hw.ok()) return PrintError(hw.status());
+    auto model = (*mc)->Resolve(f->model);
+    if (!model.ok()) return PrintError(model.status());
+    const bool serving = serve->parsed();
+    Result<std::vector<SelectRow>> rows = Internal("not run");
+    if (serving) {
+      ServeTarget t;
+      t.model = &*model;
+      auto wf = ParseWeightFormat(f->weights);
+      if (!wf.ok()) return PrintError(wf.status());
+      t.weights = *wf;
+      auto kv = ParseKvDtype(f->kv_dtype);
+      if (!kv.ok()) return PrintError(kv.status());
+      t.kv_bytes_per_elem = *kv;
+      t.input_len = f->input_len;
+      t.output_len = f->output_len;
+      t.concurrent_users = f->users;
+      t.requests_per_s = f->rps;
+      t.ttft_slo_s = f->ttft_ms / 1000;
+      t.tpot_slo_s = f->tpot_ms / 1000;
+      t.gpus_per_node = f->gpus_per_node;
+      rows = SelectForServing(**hw, t);
+    } else {
+      TrainTarget t;
+      t.model = &*model;
+      t.tokens = f->tokens;
+      t.global_batch = f->global_batch;
+      t.seq = f->seq;
+      t.deadline_s = f->deadline_days * 86400;
+      t.budget_usd = f->budget;
+      t.gpus_per_node = f->gpus_per_node;
+      t.inter_node = f->inter_node;
+      rows = SelectForTraining(**hw, t);
+    }
+    if (!rows.ok()) return PrintError(rows.status());
+    if (ctx->options().json) {
+      json j = JsonEnvelope(serving ? "suanli.select.serve/1" : "suanli.select.train/1");
+      j["model"] = model->id;
+      j["ranking"] = json::array();
+      for (const auto& r : *rows) j["ranking"].push_back(RowJson(r));
+      PrintJson(j);
+      return kExitOk;
+    }
+    std::cout << "Ranked by memory fit, then bandwidth and compute (latency or time), then cost. Prices are indicative "
+                 "(catalog on-demand USD per GPU-hour).\n\n";
+    Table t(serving ? std::vector<std::string>{"#", "gpu", "GPUs", "replica", "TTFT", "TPOT", "out tok/s", "$/h",
+                                               "$/M tokens", "memory"}
+                    : std::vector<std::string>{"#", "gpu", "GPUs", "layout", "time", "GPU-hours", "cost", "memory"});
+    int i = 1;
+    for (const auto& r : *rows) {
+      if (!r.eligible) continue;
+      const std::string cost_h = r.price_per_gpu_hour > 0 ? fmt::format("{:.2f}", r.cost_per_hour_usd) : "n/a";
+      if (serving) {
+        t.Row({std::to_string(i++), r.gpu, std::to_string(r.gpus),
+               fmt::format("{} x TP={}{} batch {}", r.replicas, r.tp, r.pp > 1 ? fmt::format(" PP={}", r.pp) : "",
+                           r.batch_per_replica),
+               FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s), fmt::format("{:.0f}", r.output_tokens_per_s), cost_h,
+               r.price_per_gpu_hour > 0 ? fmt::format("{:.3f}", r.cost_per_million_tokens_usd) : "n/a",
+               r.memory_note});
+      } else {
+        t.Row({std::to_string(i++), r.gpu, std::to_string(r.gpus),
+               fmt::format("TP={} PP={} DP={}{}", r.layout.tp, r.layout.pp, r.layout.dp,
+                           r.layout.zero ? fmt::format(" ZeRO-{}", r.layout.zero) : ""),
+               FormatSeconds(r.train_time_s), fmt::format("{:.0f}", r.gpu_hours),
+               r.price_per_gpu_hour > 0 ? fmt::format("${:.0f}", r.cost_usd) : "n/a", r.memory_note});
+      }
+    }
+    std::cout << t.Render();
+    bool any = false;
+    for (const auto& r : *rows) {
+      if (r.eligible) continue;
+      if (!any) std::cout << "\nexcluded:\n";
+      any = true;
+      std::cout << "  " << r.gpu << ": " << r.exclusion << "\n";
+    }
+    return kExitOk;
+  };
+}
+
+}  // namespace suanli::cli

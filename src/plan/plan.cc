@@ -1,0 +1,257 @@
+#include "suanli/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "suanli/text.h"
+#include "suanli/units.h"
+
+namespace suanli {
+
+Result<Objective> ParseObjective(std::string_view s) {
+  if (s == "time") return Objective::kTime;
+  if (s == "cost") return Objective::kCost;
+  if (s == "tokens-per-dollar") return Objective::kTokensPerDollar;
+  return InvalidArgument(fmt::format("unknown objective '{}' (valid: time, cost, tokens-per-dollar){}", s,
+                                     DidYouMean(s, {"time", "cost", "tokens-per-dollar"})));
+}
+
+namespace {
+
+struct Outer {
+  int tp, cp, pp, dp;
+};
+
+struct Shared {
+  const PlanRequest* req;
+  int gpus;
+  double price;
+};
+
+std::string LayoutText(const Parallelism& p, int64_t mb, Recompute rc) {
+  std::string s = fmt::format("TP={} PP={} DP={}", p.tp, p.pp, p.dp);
+  if (p.cp > 1) s += fmt::format(" CP={}", p.cp);
+  if (p.ep > 1) s += fmt::format(" EP={}", p.ep);
+  if (p.zero > 0) s += fmt::format(" ZeRO-{}", p.zero);
+  if (p.sequence_parallel) s += " SP";
+  if (p.interleave > 1) s += fmt::format(" interleave={}", p.interleave);
+  return s + fmt::format(" micro-batch={} recompute={}", mb, RecomputeName(rc));
+}
+
+double Score(const TrainResult& r, int gpus, double price, Objective o, double tokens_per_step) {
+  switch (o) {
+    case Objective::kTime: return r.step_time_s;
+    case Objective::kCost: return r.step_time_s * gpus * price / 3600;
+    case Objective::kTokensPerDollar: return r.step_time_s * gpus * price / 3600 / tokens_per_step;
+  }
+  return r.step_time_s;
+}
+
+// Keeps the k lowest scores.
+void Offer(std::vector<PlanCandidate>& top, int k, PlanCandidate&& c) {
+  if (static_cast<int>(top.size()) >= k && c.score >= top.back().score) return;
+  auto it = std::upper_bound(top.begin(), top.end(), c.score,
+                             [](double s, const PlanCandidate& x) { return s < x.score; });
+  top.insert(it, std::move(c));
+  if (static_cast<int>(top.size()) > k) top.pop_back();
+}
+
+struct WorkerOut {
+  std::vector<PlanCandidate> top;
+  int64_t evaluated = 0, valid = 0;
+  double miss_shortfall = -1;
+  std::string miss;
+};
+
+void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
+  const PlanRequest& req = *sh.req;
+  const ModelSpec& m = *req.model;
+  std::vector<int> eps = {1};
+  if (m.moe && req.fixed_ep <= 0) {
+    eps.clear();
+    for (int e = 1; e <= std::min(m.moe->num_experts, 64); ++e)
+      if (m.moe->num_experts % e == 0 && (o.dp * o.cp) % e == 0) eps.push_back(e);
+  } else if (req.fixed_ep > 0) {
+    eps = {req.fixed_ep};
+  }
+  std::vector<int> zeros = o.dp * o.cp == 1 ? std::vector<int>{0} : std::vector<int>{0, 1, 2, 3};
+  if (req.fixed_zero >= 0) zeros = {req.fixed_zero};
+  std::vector<bool> sps = o.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  std::vector<int> vs = {1};
+  if (o.pp > 1)
+    for (int v : {2, 4})
+      if (m.layers % (o.pp * v) == 0) vs.push_back(v);
+  std::vector<int64_t> mbs;
+  const int64_t per_rank = req.global_batch / o.dp;
+  for (int64_t b = 1; b <= std::min<int64_t>(per_rank, req.max_micro_batch); b *= 2)
+    if (per_rank % b == 0) mbs.push_back(b);
+  const double tokens_per_step = double(req.global_batch) * double(req.seq);
+  for (int ep : eps)
+    for (int zero : zeros)
+      for (bool sp : sps)
+        for (int v : vs)
+          for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+            if (rc == Recompute::kSelective && req.attention == AttentionImpl::kFlash) continue;  // same as none
+            for (int64_t mb : mbs) {
+              TrainConfig c;
+              c.detail = false;
+              c.fit.par = Parallelism{o.tp, o.pp, o.dp, o.cp, ep, zero, sp, v};
+              c.fit.batch = req.global_batch;
+              c.fit.seq = req.seq;
+              c.fit.micro_batch = mb;
+              c.fit.recompute = rc;
+              c.fit.flash_attention = req.attention == AttentionImpl::kFlash;
+              c.dtype = req.dtype;
+              c.attention = req.attention;
+              c.dp_overlap = req.dp_overlap;
+              c.tokens = req.tokens;
+              c.price_per_gpu_hour = sh.price;
+              ++out.evaluated;
+              auto r = EstimateTraining(m, req.cluster, c, req.eff);
+              if (!r.ok()) break;  // invalid for every larger micro-batch too (layout constraint)
+              if (!r->fits) {
+                if (out.miss_shortfall < 0 || r->shortfall_bytes < out.miss_shortfall) {
+                  out.miss_shortfall = r->shortfall_bytes;
+                  out.miss = LayoutText(c.fit.par, mb, rc);
+                }
+                break;  // a larger micro-batch needs more memory still
+              }
+              ++out.valid;
+              PlanCandidate pc;
+              pc.par = c.fit.par;
+              pc.micro_batch = mb;
+              pc.recompute = rc;
+              pc.score = Score(*r, sh.gpus, sh.price, req.objective, tokens_per_step);
+              pc.result = std::move(r).value();
+              Offer(out.top, req.top_k, std::move(pc));
+            }
+          }
+}
+
+const char* kTermNames[] = {"compute", "exposed communication", "pipeline bubble", "optimizer step"};
+
+std::string WhyLoses(const PlanCandidate& loser, const PlanCandidate& winner) {
+  const TrainBreakdown& a = loser.result.breakdown_s;
+  const TrainBreakdown& w = winner.result.breakdown_s;
+  const double d[] = {a.compute - w.compute, a.communication_exposed - w.communication_exposed,
+                      a.pipeline_bubble - w.pipeline_bubble, a.optimizer - w.optimizer};
+  int worst = 0;
+  for (int i = 1; i < 4; ++i)
+    if (d[i] > d[worst]) worst = i;
+  const double slower = loser.result.step_time_s / winner.result.step_time_s - 1;
+  return fmt::format("{:+.1f}% step time; loses most on {} ({:+.3g} s per step)", 100 * slower, kTermNames[worst],
+                     d[worst]);
+}
+
+}  // namespace
+
+Result<PlanResult> Plan(const PlanRequest& req) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!req.model || !req.cluster.gpu) return InvalidArgument("plan needs a model and a GPU");
+  const ModelSpec& m = *req.model;
+  if (req.gpu_counts.empty()) return InvalidArgument("plan needs at least one GPU count");
+  if (req.global_batch < 1) return InvalidArgument("--global-batch must be at least 1");
+  if (req.seq < 1) return InvalidArgument("--seq must be at least 1");
+  if (req.top_k < 1 || req.top_k > 1000) return InvalidArgument("--top must be between 1 and 1000");
+  double price = req.price_per_gpu_hour;
+  if (price <= 0 && req.objective != Objective::kTime) {
+    if (req.cluster.gpu->price_on_demand_usd_per_hour) price = req.cluster.gpu->price_on_demand_usd_per_hour->value;
+    else
+      return InvalidArgument(fmt::format("objective '{}' needs a price: give --price-per-gpu-hour ({} has no price in "
+                                         "the catalog)",
+                                         req.objective == Objective::kCost ? "cost" : "tokens-per-dollar",
+                                         req.cluster.gpu->id));
+  }
+  PlanResult res;
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  res.threads = req.threads > 0 ? req.threads : static_cast<int>(hw);
+  for (int n : req.gpu_counts) {
+    if (n < 1 || n > (1 << 20)) return InvalidArgument(fmt::format("GPU count {} is out of range", n));
+    std::vector<Outer> outers;
+    for (int tp = 1; tp <= req.cluster.gpus_per_node; tp *= 2) {
+      if (req.fixed_tp > 0 && tp != req.fixed_tp) continue;
+      if (m.heads % tp != 0 || (!m.mla && m.kv_heads % tp != 0 && tp % m.kv_heads != 0)) continue;
+      for (int cp : {1, 2, 4, 8}) {
+        if (req.fixed_cp > 0 && cp != req.fixed_cp) continue;
+        if (req.seq % cp != 0 || (cp > 1 && req.seq / cp < 1024)) continue;
+        for (int pp = 1; pp <= m.layers; ++pp) {
+          if (req.fixed_pp > 0 && pp != req.fixed_pp) continue;
+          if (n % (tp * cp * pp) != 0) continue;
+          const int dp = n / (tp * cp * pp);
+          if (req.global_batch % dp != 0) continue;
+          outers.push_back({tp, cp, pp, dp});
+        }
+      }
+    }
+    Shared sh{&req, n, price};
+    std::vector<WorkerOut> outs(res.threads);
+    std::atomic<size_t> next{0};
+    auto work = [&](int id) {
+      for (size_t i = next++; i < outers.size(); i = next++) SearchOuter(sh, outers[i], outs[id]);
+    };
+    std::vector<std::thread> pool;
+    for (int i = 1; i < res.threads; ++i) pool.emplace_back(work, i);
+    work(0);
+    for (auto& t : pool) t.join();
+    PlanForCount pc;
+    pc.gpus = n;
+    double miss = -1;
+    for (auto& o : outs) {
+      pc.configs_evaluated += o.evaluated;
+      pc.configs_valid += o.valid;
+      for (auto& c : o.top) Offer(pc.top, req.top_k, std::move(c));
+      if (o.miss_shortfall >= 0 && (miss < 0 || o.miss_shortfall < miss)) {
+        miss = o.miss_shortfall;
+        pc.nearest_miss = fmt::format("{} needs {} more per GPU", o.miss, FormatBytes(o.miss_shortfall));
+      }
+    }
+    if (pc.top.empty()) {
+      if (outers.empty()) {
+        pc.nearest_miss = fmt::format(
+            "no layout divides {} GPUs with a global batch of {} (DP must divide the batch; TP must divide the {} heads)",
+            n, req.global_batch, m.heads);
+      } else if (!pc.nearest_miss.empty()) {
+        pc.nearest_miss += "; try ZeRO-3, more pipeline stages (PP), full recompute, or more GPUs";
+      }
+    }
+    // Full detail for the reported candidates, and why each loses to the winner.
+    for (auto& c : pc.top) {
+      TrainConfig tc;
+      tc.fit.par = c.par;
+      tc.fit.batch = req.global_batch;
+      tc.fit.seq = req.seq;
+      tc.fit.micro_batch = c.micro_batch;
+      tc.fit.recompute = c.recompute;
+      tc.fit.flash_attention = req.attention == AttentionImpl::kFlash;
+      tc.dtype = req.dtype;
+      tc.attention = req.attention;
+      tc.dp_overlap = req.dp_overlap;
+      tc.tokens = req.tokens;
+      tc.price_per_gpu_hour = price;
+      auto r = EstimateTraining(m, req.cluster, tc, req.eff);
+      if (r.ok()) c.result = std::move(r).value();
+    }
+    for (size_t i = 1; i < pc.top.size(); ++i) pc.top[i].why = WhyLoses(pc.top[i], pc.top[0]);
+    if (!pc.top.empty()) pc.top[0].why = fmt::format("fastest: dominant term {}", pc.top[0].result.dominant);
+    res.configs_evaluated += pc.configs_evaluated;
+    res.configs_valid += pc.configs_valid;
+    res.counts.push_back(std::move(pc));
+  }
+  // Scaling efficiency against the smallest count that has a result.
+  double base = 0;
+  for (auto& c : res.counts) {
+    if (c.top.empty()) continue;
+    const double per_gpu = c.top[0].result.tokens_per_s_per_gpu;
+    if (base == 0) base = per_gpu;
+    c.scaling_efficiency = per_gpu / base;
+  }
+  res.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace suanli

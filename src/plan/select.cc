@@ -1,0 +1,246 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "suanli/plan.h"
+#include "suanli/units.h"
+
+namespace suanli {
+
+namespace {
+
+double Price(const GpuSpec& g) { return g.price_on_demand_usd_per_hour ? g.price_on_demand_usd_per_hour->value : 0; }
+
+double Peak16(const GpuSpec& g) {
+  return g.PeakFlops(Precision::kBf16).value_or(g.PeakFlops(Precision::kFp16).value_or(0));
+}
+
+SelectRow NewRow(const GpuSpec& g) {
+  SelectRow row;
+  row.gpu = g.id;
+  row.price_per_gpu_hour = Price(g);
+  row.memory_bandwidth_bytes_per_s = g.memory_bandwidth_bytes_per_s.value;
+  row.peak_flops = Peak16(g);
+  return row;
+}
+
+// Eligible first; then by cost per unit of work (rows without a price after priced ones), then by time.
+void Rank(std::vector<SelectRow>& rows, bool serving) {
+  std::stable_sort(rows.begin(), rows.end(), [serving](const SelectRow& a, const SelectRow& b) {
+    if (a.eligible != b.eligible) return a.eligible;
+    if (!a.eligible) return a.gpu < b.gpu;
+    const bool pa = a.price_per_gpu_hour > 0, pb = b.price_per_gpu_hour > 0;
+    if (pa != pb) return pa;
+    if (pa) {
+      const double ca = serving ? a.cost_per_million_tokens_usd : a.cost_usd;
+      const double cb = serving ? b.cost_per_million_tokens_usd : b.cost_usd;
+      if (ca != cb) return ca < cb;
+    }
+    return serving ? a.tpot_s < b.tpot_s : a.train_time_s < b.train_time_s;
+  });
+}
+
+}  // namespace
+
+Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const ServeTarget& t) {
+  if (!t.model) return InvalidArgument("select needs a model");
+  if (t.concurrent_users < 1 || t.concurrent_users > 1000000)
+    return InvalidArgument("--users must be between 1 and 1,000,000");
+  if (t.requests_per_s < 0 || t.ttft_slo_s < 0 || t.tpot_slo_s < 0)
+    return InvalidArgument("--rps and the latency objectives must not be negative");
+  const ModelSpec& m = *t.model;
+  WeightFormat wf = t.weights.id.empty() ? *ParseWeightFormat("bf16") : t.weights;
+  const bool fp8 = wf.id == "fp8";
+  std::vector<SelectRow> rows;
+  for (const GpuSpec& g : hw.gpus()) {
+    SelectRow row = NewRow(g);
+    if (fp8 && !g.Supports(Precision::kFp8)) {
+      row.exclusion = "no FP8 support (FP8 needs Ada, Hopper or newer)";
+      rows.push_back(row);
+      continue;
+    }
+    if (row.peak_flops <= 0) {
+      row.exclusion = "no 16-bit tensor rate in the catalog";
+      rows.push_back(row);
+      continue;
+    }
+    auto eff = LoadEfficiency(g.id);
+    auto cl = MakeCluster(hw, g, t.gpus_per_node, "ib-ndr");
+    if (!eff.ok() || !cl.ok()) return eff.ok() ? cl.status() : eff.status();
+    FitRequest fr;
+    fr.weights = wf;
+    fr.kv_bytes_per_elem = t.kv_bytes_per_elem;
+    fr.batch = 1;
+    fr.seq = t.input_len + t.output_len;
+    fr.explain = false;
+    // 1. Memory: the smallest replica (TP within a node, then PP) that holds one sequence.
+    const MinGpus mg = FindMinGpus(m, fr, g, 64);
+    if (mg.gpus == 0) {
+      row.exclusion = "does not fit on up to 64 GPUs: " + mg.reason;
+      rows.push_back(row);
+      continue;
+    }
+    const double weights_bytes = [&] {
+      auto one = EstimateMemory(m, fr);
+      return one.ok() ? one->breakdown.weights : 0.0;
+    }();
+    if (mg.gpus > 1) {
+      row.memory_note = fmt::format(
+          "one copy per GPU does not fit: {} of weights on a {} GPU; each replica needs {} GPUs (TP={} PP={})",
+          FormatBytes(weights_bytes), FormatBytes(g.memory_bytes.value), mg.gpus, mg.layout.tp, mg.layout.pp);
+    } else {
+      row.memory_note = fmt::format("one copy per GPU fits ({} of weights on {})", FormatBytes(weights_bytes),
+                                    FormatBytes(g.memory_bytes.value));
+    }
+    row.tp = mg.layout.tp;
+    row.pp = mg.layout.pp;
+    fr.par = mg.layout;
+    const int64_t max_batch = MaxBatchThatFits(m, fr, g);
+    // 2-3. Replicas and batch: as few replicas as memory allows, more when the latency objective or the
+    // request rate asks for it.
+    int64_t users = t.concurrent_users;
+    bool ok = false;
+    for (int iter = 0; iter < 3 && !ok; ++iter) {
+      for (int64_t replicas = std::max<int64_t>(1, (users + max_batch - 1) / std::max<int64_t>(1, max_batch));
+           replicas * mg.gpus <= 4096; replicas = replicas < 4 ? replicas + 1 : replicas * 2) {
+        InferConfig ic;
+        ic.fit = fr;
+        ic.fit.batch = (users + replicas - 1) / replicas;
+        ic.input_len = t.input_len;
+        ic.output_len = t.output_len;
+        if (fp8) ic.compute = Precision::kFp8;
+        auto r = EstimateInference(m, *cl, ic, *eff);
+        if (!r.ok()) return r.status();
+        if (!r->fits) continue;
+        const bool ttft_ok = t.ttft_slo_s <= 0 || r->ttft_s <= t.ttft_slo_s;
+        const bool tpot_ok = t.tpot_slo_s <= 0 || r->tpot_s <= t.tpot_slo_s;
+        row.replicas = static_cast<int>(replicas);
+        row.batch_per_replica = ic.fit.batch;
+        row.ttft_s = r->ttft_s;
+        row.tpot_s = r->tpot_s;
+        row.output_tokens_per_s = replicas * double(ic.fit.batch) * double(t.output_len) / r->e2e_latency_s;
+        if (ttft_ok && tpot_ok) {
+          ok = true;
+          // Little's law: the concurrency a request rate implies at this latency.
+          if (t.requests_per_s > 0) {
+            const int64_t need = static_cast<int64_t>(std::ceil(t.requests_per_s * r->e2e_latency_s));
+            if (need > users) {
+              users = need;
+              ok = false;
+            }
+          }
+          break;
+        }
+        if (ic.fit.batch == 1) {
+          row.exclusion = !tpot_ok ? fmt::format("time per output token {} misses the {} objective even at batch 1 "
+                                                 "(decode is bandwidth-bound: {})",
+                                                 FormatSeconds(r->tpot_s), FormatSeconds(t.tpot_slo_s),
+                                                 FormatBandwidth(g.memory_bandwidth_bytes_per_s.value))
+                                   : fmt::format("time to first token {} misses the {} objective even at batch 1 "
+                                                 "(prefill is compute-bound)",
+                                                 FormatSeconds(r->ttft_s), FormatSeconds(t.ttft_slo_s));
+          break;
+        }
+      }
+      if (!row.exclusion.empty()) break;
+    }
+    if (!ok) {
+      if (row.exclusion.empty()) row.exclusion = "no replica count up to 4096 GPUs meets the objectives";
+      rows.push_back(row);
+      continue;
+    }
+    row.eligible = true;
+    row.gpus = row.replicas * mg.gpus;
+    row.layout = mg.layout;
+    row.cost_per_hour_usd = row.gpus * row.price_per_gpu_hour;
+    if (row.price_per_gpu_hour > 0 && row.output_tokens_per_s > 0)
+      row.cost_per_million_tokens_usd = row.cost_per_hour_usd / (row.output_tokens_per_s * 3600 / 1e6);
+    rows.push_back(row);
+  }
+  Rank(rows, true);
+  return rows;
+}
+
+Result<std::vector<SelectRow>> SelectForTraining(const HardwareCatalog& hw, const TrainTarget& t) {
+  if (!t.model) return InvalidArgument("select needs a model");
+  if (t.tokens <= 0) return InvalidArgument("--tokens must be positive for a training selection");
+  if (t.deadline_s < 0 || t.budget_usd < 0) return InvalidArgument("--deadline-days and --budget must not be negative");
+  const ModelSpec& m = *t.model;
+  std::vector<SelectRow> rows;
+  for (const GpuSpec& g : hw.gpus()) {
+    SelectRow row = NewRow(g);
+    if (row.peak_flops <= 0) {
+      row.exclusion = "no 16-bit tensor rate in the catalog";
+      rows.push_back(row);
+      continue;
+    }
+    FitRequest fr;
+    fr.mode = Mode::kTrain;
+    fr.seq = t.seq;
+    fr.micro_batch = 1;
+    fr.recompute = Recompute::kFull;
+    fr.explain = false;
+    const MinGpus mg = FindMinGpus(m, fr, g, t.max_gpus);
+    if (mg.gpus == 0) {
+      row.exclusion = "does not fit on up to " + std::to_string(t.max_gpus) + " GPUs: " + mg.reason;
+      rows.push_back(row);
+      continue;
+    }
+    row.memory_note = fmt::format("needs at least {} GPUs to hold the training state ({})", mg.gpus,
+                                  fmt::format("TP={} PP={} DP={} ZeRO-{}", mg.layout.tp, mg.layout.pp, mg.layout.dp,
+                                              mg.layout.zero));
+    auto eff = LoadEfficiency(g.id);
+    auto cl = MakeCluster(hw, g, t.gpus_per_node, t.inter_node);
+    if (!eff.ok() || !cl.ok()) return eff.ok() ? cl.status() : eff.status();
+    int n = std::max(t.gpus_per_node, (mg.gpus + t.gpus_per_node - 1) / t.gpus_per_node * t.gpus_per_node);
+    std::optional<PlanCandidate> best;
+    for (; n <= t.max_gpus; n *= 2) {
+      PlanRequest pr;
+      pr.model = &m;
+      pr.cluster = *cl;
+      pr.eff = *eff;
+      pr.gpu_counts = {n};
+      pr.global_batch = t.global_batch;
+      pr.seq = t.seq;
+      pr.tokens = t.tokens;
+      pr.top_k = 1;
+      pr.fixed_cp = 1;
+      pr.max_micro_batch = 8;
+      pr.threads = 1;
+      auto p = Plan(pr);
+      if (!p.ok()) return p.status();
+      if (!p->counts[0].top.empty()) {
+        best = p->counts[0].top[0];
+        if (t.deadline_s <= 0 || best->result.train_time_s <= t.deadline_s) break;
+      }
+    }
+    if (!best) {
+      row.exclusion = fmt::format("no layout fits with a global batch of {} on up to {} GPUs", t.global_batch, t.max_gpus);
+      rows.push_back(row);
+      continue;
+    }
+    row.gpus = best->par.gpus();
+    row.layout = best->par;
+    row.tp = best->par.tp;
+    row.pp = best->par.pp;
+    row.train_time_s = best->result.train_time_s;
+    row.gpu_hours = best->result.gpu_hours;
+    row.output_tokens_per_s = best->result.tokens_per_s;
+    row.cost_per_hour_usd = row.gpus * row.price_per_gpu_hour;
+    row.cost_usd = row.gpu_hours * row.price_per_gpu_hour;
+    if (row.price_per_gpu_hour > 0) row.cost_per_million_tokens_usd = row.cost_usd / (t.tokens / 1e6);
+    if (t.deadline_s > 0 && row.train_time_s > t.deadline_s) {
+      row.exclusion = fmt::format("misses the deadline: {} at {} GPUs", FormatSeconds(row.train_time_s), row.gpus);
+    } else if (t.budget_usd > 0 && row.price_per_gpu_hour > 0 && row.cost_usd > t.budget_usd) {
+      row.exclusion = fmt::format("over budget: ${:.0f}", row.cost_usd);
+    } else {
+      row.eligible = true;
+    }
+    rows.push_back(row);
+  }
+  Rank(rows, false);
+  return rows;
+}
+
+}  // namespace suanli

@@ -1,0 +1,25 @@
+# predicted: step 48.731 s, 86070 tokens/s (1345 per GPU), MFU 65.4%, 73.3 GB per GPU, 134.5 days to train (206551 GPU-hours)
+torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
+  --master-addr="${MASTER_ADDR:-localhost}" --master-port="${MASTER_PORT:-29500}" \
+  pretrain_gpt.py \
+    --num-layers 80 \
+    --hidden-size 8192 \
+    --num-attention-heads 64 \
+    --ffn-hidden-size 28672 \
+    --seq-length 8192 \
+    --max-position-embeddings 131072 \
+    --micro-batch-size 1 \
+    --global-batch-size 512 \
+    --tensor-model-parallel-size 1 \
+    --pipeline-model-parallel-size 1 \
+    --context-parallel-size 4 \
+    --use-torch-fsdp2 \
+    --group-query-attention \
+    --num-query-groups 8 \
+    --swiglu \
+    --normalization RMSNorm \
+    --position-embedding-type rope \
+    --untie-embeddings-and-output-weights \
+    --bf16 \
+    --use-flash-attn \
+    --train-iters 238419
