@@ -293,7 +293,32 @@ void EnvRules(Ctx& c, const DoctorInputs& in, const std::vector<GpuTelemetry>& g
     for (const auto& g : gpus) {
       if (!g.host.empty()) continue;
       auto cc = ComputeCapability(k, g, in.facts);
-      if (!cc || !w) continue;
+      if (!cc) continue;
+      if (!w) {
+        // A wheel flavour we have no architecture list for (a nightly, a custom build): fall back
+        // to the range the CUDA major compiles for. Only "outside the range" is certain.
+        const ArchSupport* range = nullptr;
+        for (const auto& a : k.arch_support)
+          if (a.cuda_major == Major(torch->cuda)) range = &a;
+        if (!range || torch->cuda.empty()) continue;
+        const bool below = CompareVersions(*cc, range->min_cc) < 0;
+        const bool above = CompareVersions(*cc, range->max_cc) > 0;
+        if (!below && !above) continue;
+        const std::string code = below ? "env.gpu_too_old_for_wheel" : "env.arch_not_in_wheel";
+        if (!arch_reported.insert(code + *cc).second) continue;
+        Finding& f = Add(c, code, State::kWarn,
+                         fmt::format("{} (compute capability {}) is outside what CUDA {}.x compiles for ({}-{})", g.name,
+                                     *cc, Major(torch->cuda), range->min_cc, range->max_cc));
+        SetGpu(f, g);
+        f.evidence = {fact_ev("torch"), Ev(g, fmt::format("name = {}; compute capability = {}", g.name, *cc))};
+        f.cause = fmt::format("No architecture list is known for +{}; CUDA {}.x toolkits compile for compute "
+                              "capability {} to {}, so this wheel cannot contain kernels for this GPU.",
+                              torch->tag, Major(torch->cuda), range->min_cc, range->max_cc);
+        f.action = below ? "Use a wheel built with an older CUDA major that still supports this GPU."
+                         : "Use a wheel built with a newer CUDA that supports this GPU.";
+        f.source = range->source;
+        continue;
+      }
       const int cov = WheelCovers(*w, *cc);
       if (cov == 1) continue;
       const std::string code = cov < 0 ? "env.gpu_too_old_for_wheel" : "env.arch_not_in_wheel";

@@ -172,6 +172,9 @@ TEST(DoctorRules, WheelArchitectureCoverage) {
   // A10 (sm_86) runs sm_80 SASS... and the list has 8.6 anyway; H100 with cu118 has sm_90.
   EXPECT_FALSE(Has(WithGpuAndTorch("NVIDIA A10", "2.1.0+cu118"), "env.arch_not_in_wheel"));
   EXPECT_FALSE(Has(WithGpuAndTorch("NVIDIA H100 80GB HBM3", "2.1.0+cu118"), "env.arch_not_in_wheel"));
+  // Unknown flavour (no arch list): fall back to the CUDA major's range. CUDA 13 starts at 7.5.
+  EXPECT_TRUE(Has(WithGpuAndTorch("Tesla V100-SXM2-32GB", "2.10.0+cu131"), "env.gpu_too_old_for_wheel"));
+  EXPECT_FALSE(Has(WithGpuAndTorch("NVIDIA H100 80GB HBM3", "2.10.0+cu131"), "env.gpu_too_old_for_wheel"));
   // GB300 (sm_103): cu130 has 10.0 (same major, lower minor: binary compatible).
   EXPECT_FALSE(Has(WithGpuAndTorch("NVIDIA GB300", "2.9.0+cu130"), "env.arch_not_in_wheel"));
 }
