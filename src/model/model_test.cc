@@ -128,6 +128,20 @@ TEST(ParseHfConfig, MalformedTruncatedAndAbsurdInput) {
   EXPECT_FALSE(ParseHfConfig(str, "s.json").ok());
 }
 
+// Regression: found by fuzz_catalog. A number too large for any JSON numeric type threw an uncaught
+// nlohmann::out_of_range, and an out-of-range float was cast to an integer (undefined behaviour).
+TEST(ParseHfConfig, HugeNumbersAreErrorsNotCrashes) {
+  const std::string digits(400, '9');
+  auto overflow = ParseHfConfig("{\"model_type\":\"llama\",\"hidden_size\":" + digits + "}", "o.json");
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_EQ(overflow.status().code(), ErrorCode::kParseError);
+  const char* huge_float = R"({"model_type":"llama","hidden_size":1e300,"num_hidden_layers":32,"num_attention_heads":32,
+                              "intermediate_size":11008,"vocab_size":32000})";
+  auto f = ParseHfConfig(huge_float, "f.json");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("hidden_size"), std::string::npos);
+}
+
 TEST(ParseHfConfig, Gpt2DefaultsMatchGpt2Small) {
   // GPT-2 small: 124,439,808 parameters (tied embeddings, learned positions).
   auto m = ParseHfConfig(R"({"model_type":"gpt2","n_embd":768,"n_layer":12,"n_head":12,"n_positions":1024,
