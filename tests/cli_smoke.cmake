@@ -1,17 +1,5 @@
 # End-to-end checks of the suanli binary: exit codes, JSON validity, "did you mean".
-function(run_suanli expected_rc out_var)
-  execute_process(COMMAND ${SUANLI} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
-  if(NOT rc EQUAL expected_rc)
-    message(FATAL_ERROR "suanli ${ARGN}: exit ${rc}, expected ${expected_rc}\nstdout:\n${out}\nstderr:\n${err}")
-  endif()
-  set(${out_var} "${out}${err}" PARENT_SCOPE)
-endfunction()
-function(expect_contains text needle what)
-  string(FIND "${text}" "${needle}" pos)
-  if(pos EQUAL -1)
-    message(FATAL_ERROR "${what}: expected to find '${needle}' in:\n${text}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake)
 
 run_suanli(0 out --version)
 expect_contains("${out}" "suanli " "--version")

@@ -203,4 +203,16 @@ Status TableReader::CheckNoUnknownKeys() const {
   return Status::Ok();
 }
 
+Result<std::map<std::string, std::string>> ReadSources(TableReader& root, const std::string& file) {
+  std::map<std::string, std::string> sources;
+  const toml::table* st = root.SubTable("sources");
+  if (!st) return ParseError(file + ": missing [sources] table: every value must cite a source");
+  for (const auto& [k, v] : *st) {
+    auto s = v.value<std::string>();
+    if (!s || s->empty()) return ParseError(fmt::format("{}: key 'sources.{}' must be a non-empty string", file, k.str()));
+    sources.emplace(std::string(k.str()), *s);
+  }
+  return sources;
+}
+
 }  // namespace suanli::detail

@@ -58,4 +58,7 @@ class TableReader {
   std::set<std::string, std::less<>> used_;
 };
 
+// Reads the [sources] table (id -> citation) that every data file must have; values are non-empty strings.
+Result<std::map<std::string, std::string>> ReadSources(TableReader& root, const std::string& file);
+
 }  // namespace suanli::detail

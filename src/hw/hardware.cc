@@ -16,6 +16,8 @@
 
 namespace suanli {
 
+using detail::ReadSources;
+
 namespace {
 struct PrecisionName {
   Precision p;
@@ -39,17 +41,6 @@ Status CheckOneOf(const std::string& value, const std::set<std::string, std::les
   return ParseError(fmt::format("{}: '{}' is not valid (valid: {}){}", where, value, list, DidYouMean(value, v)));
 }
 
-Result<std::map<std::string, std::string>> ReadSources(detail::TableReader& root, const std::string& file) {
-  std::map<std::string, std::string> sources;
-  const toml::table* st = root.SubTable("sources");
-  if (!st) return ParseError(file + ": missing [sources] table: every value must cite a source");
-  for (const auto& [k, v] : *st) {
-    auto s = v.value<std::string>();
-    if (!s || s->empty()) return ParseError(fmt::format("{}: key 'sources.{}' must be a non-empty string", file, k.str()));
-    sources.emplace(std::string(k.str()), *s);
-  }
-  return sources;
-}
 }  // namespace
 
 const char* PrecisionKey(Precision p) {

@@ -19,19 +19,10 @@
 
 namespace suanli {
 
+using detail::ReadSources;
+
 namespace {
 
-Result<std::map<std::string, std::string>> ReadSources(detail::TableReader& root, const std::string& file) {
-  std::map<std::string, std::string> sources;
-  const toml::table* st = root.SubTable("sources");
-  if (!st) return ParseError(file + ": missing [sources] table: every value must cite a source");
-  for (const auto& [k, v] : *st) {
-    auto s = v.value<std::string>();
-    if (!s || s->empty()) return ParseError(fmt::format("{}: key 'sources.{}' must be a non-empty string", file, k.str()));
-    sources.emplace(std::string(k.str()), *s);
-  }
-  return sources;
-}
 
 Result<std::string> ResolveSource(detail::TableReader& r, const std::map<std::string, std::string>& sources,
                                   std::string_view key) {
