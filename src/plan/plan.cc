@@ -155,6 +155,7 @@ std::string WhyLoses(const PlanCandidate& loser, const PlanCandidate& winner) {
   for (int i = 1; i < 4; ++i)
     if (d[i] > d[worst]) worst = i;
   const double slower = loser.result.step_time_s / winner.result.step_time_s - 1;
+  if (slower < 1e-6) return "ties with #1 on step time; listed after it as the more complex layout";
   return fmt::format("{:+.1f}% step time; loses most on {} ({:+.3g} s per step)", 100 * slower, kTermNames[worst],
                      d[worst]);
 }
