@@ -126,26 +126,21 @@ TcoInputs TcoInputsFor(const GpuSpec& gpu, const TcoAssumptions& a) {
     in.gpu_power_watts = gpu.tdp_watts->value;
     pv["gpu_power_watts"] = CiteGpu(gpu, "power", "tdp", *gpu.tdp_watts);
   }
-  in.server_share_usd = a.server_share_usd.value;
-  pv["server_share_usd"] = a.server_share_usd.source;
-  in.network_share_usd = a.network_share_usd.value;
-  pv["network_share_usd"] = a.network_share_usd.source;
-  in.storage_share_usd = a.storage_share_usd.value;
-  pv["storage_share_usd"] = a.storage_share_usd.source;
-  in.host_power_watts = a.host_power_watts.value;
-  pv["host_power_watts"] = a.host_power_watts.source;
-  in.pue = a.pue.value;
-  pv["pue"] = a.pue.source;
-  in.electricity_usd_per_kwh = a.electricity_usd_per_kwh.value;
-  pv["electricity_usd_per_kwh"] = a.electricity_usd_per_kwh.source;
-  in.hosting_usd_per_kw_month = a.hosting_usd_per_kw_month.value;
-  pv["hosting_usd_per_kw_month"] = a.hosting_usd_per_kw_month.source;
-  in.staff_usd_per_gpu_year = a.staff_usd_per_gpu_year.value;
-  pv["staff_usd_per_gpu_year"] = a.staff_usd_per_gpu_year.source;
-  in.depreciation_years = a.depreciation_years.value;
-  pv["depreciation_years"] = a.depreciation_years.source;
-  in.utilisation = a.utilisation.value;
-  pv["utilisation"] = a.utilisation.source;
+  // Each assumption's value and where it came from (data file, user file or flag).
+#define SUANLI_TAKE(field) \
+  in.field = a.field.value;  \
+  pv[#field] = a.field.source
+  SUANLI_TAKE(server_share_usd);
+  SUANLI_TAKE(network_share_usd);
+  SUANLI_TAKE(storage_share_usd);
+  SUANLI_TAKE(host_power_watts);
+  SUANLI_TAKE(pue);
+  SUANLI_TAKE(electricity_usd_per_kwh);
+  SUANLI_TAKE(hosting_usd_per_kw_month);
+  SUANLI_TAKE(staff_usd_per_gpu_year);
+  SUANLI_TAKE(depreciation_years);
+  SUANLI_TAKE(utilisation);
+#undef SUANLI_TAKE
   auto cloud = [&](const char* kind, const char* key, const std::optional<Sourced<double>>& p) {
     if (!p) return;
     in.cloud.push_back(CloudPrice{kind, p->value, CiteGpu(gpu, "price", key, *p)});

@@ -174,6 +174,22 @@ std::string Join(const std::vector<std::string>& v, const char* sep = ", ") {
 
 // ---- environment rules ------------------------------------------------------------------------
 
+Evidence AppEvidence(const AppEvent& e) { return Evidence{e.file, e.line, e.text}; }
+
+// One FAIL finding carrying every application-log event of `kind` as evidence (capped); none when absent.
+void FailOnAppEvents(Ctx& c, const std::vector<AppEvent>& app, AppEventKind kind, const char* code, const char* title,
+                     const char* cause, const char* action, const char* source) {
+  std::vector<Evidence> ev;
+  for (const auto& e : app)
+    if (e.kind == kind && ev.size() < kMaxEvidencePerFinding) ev.push_back(AppEvidence(e));
+  if (ev.empty()) return;
+  Finding& f = Add(c, code, State::kFail, title);
+  f.evidence = ev;
+  f.cause = cause;
+  f.action = action;
+  f.source = source;
+}
+
 void EnvRules(Ctx& c, const DoctorInputs& in, const std::vector<GpuTelemetry>& gpus, const std::vector<AppEvent>& app) {
   const DoctorKnowledge& k = c.k;
   auto torch = ParseTorch(in.facts);
@@ -181,7 +197,7 @@ void EnvRules(Ctx& c, const DoctorInputs& in, const std::vector<GpuTelemetry>& g
     auto it = in.facts.find(key);
     return Evidence{"facts", 0, key + "=" + (it == in.facts.end() ? "" : it->second)};
   };
-  auto app_ev = [](const AppEvent& e) { return Evidence{e.file, e.line, e.text}; };
+  const auto app_ev = AppEvidence;
 
   // Driver too old for the wheel's CUDA runtime.
   std::vector<const AppEvent*> too_old;
@@ -376,17 +392,7 @@ void EnvRules(Ctx& c, const DoctorInputs& in, const std::vector<GpuTelemetry>& g
   }
 
   auto simple = [&](AppEventKind kind, const char* code, const char* title, const char* cause, const char* action,
-                    const char* source) {
-    std::vector<Evidence> ev;
-    for (const auto& e : app)
-      if (e.kind == kind && ev.size() < kMaxEvidencePerFinding) ev.push_back(app_ev(e));
-    if (ev.empty()) return;
-    Finding& f = Add(c, code, State::kFail, title);
-    f.evidence = ev;
-    f.cause = cause;
-    f.action = action;
-    f.source = source;
-  };
+                    const char* source) { FailOnAppEvents(c, app, kind, code, title, cause, action, source); };
   simple(AppEventKind::kForkAfterInit, "env.fork_after_cuda_init", "CUDA was initialised before a fork()",
          "A DataLoader worker or multiprocessing child forked a process that had already initialised CUDA; CUDA "
          "state cannot be inherited across fork.",
@@ -1031,7 +1037,7 @@ void TelemetryRules(Ctx& c, const std::vector<GpuTelemetry>& gpus, const std::st
 
 void AppRules(Ctx& c, const std::vector<AppEvent>& app) {
   const DoctorKnowledge& k = c.k;
-  auto ev = [](const AppEvent& e) { return Evidence{e.file, e.line, e.text}; };
+  const auto ev = AppEvidence;
   // OOM: one finding per distinct event (capped).
   int ooms = 0;
   for (const auto& e : app) {
@@ -1085,15 +1091,7 @@ void AppRules(Ctx& c, const std::vector<AppEvent>& app) {
     f.source = "PyTorch CUDA semantics (memory management: allocated vs reserved, expandable_segments); scenarios.md";
   }
   auto fail_on = [&](AppEventKind kind, const char* code, const char* title, const char* cause, const char* action) {
-    std::vector<Evidence> evs;
-    for (const auto& e : app)
-      if (e.kind == kind && evs.size() < kMaxEvidencePerFinding) evs.push_back(ev(e));
-    if (evs.empty()) return;
-    Finding& f = Add(c, code, State::kFail, title);
-    f.evidence = evs;
-    f.cause = cause;
-    f.action = action;
-    f.source = "scenarios.md (Operations and diagnosis)";
+    FailOnAppEvents(c, app, kind, code, title, cause, action, "scenarios.md (Operations and diagnosis)");
   };
   fail_on(AppEventKind::kIllegalAddress, "app.illegal_memory_access", "CUDA illegal memory access",
           "A kernel read or wrote outside its allocation (indexing bug, wrong tensor size, race, or a library bug). "
