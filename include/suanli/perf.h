@@ -29,6 +29,9 @@ struct Efficiency {
   double link = 0.75;          // NCCL bus bandwidth / GPU link bandwidth per direction
   double network = 0.85;       // NCCL bus bandwidth / NIC line rate
   double kernel_launch_s = 5e-6;
+  // Compute slowdown while a collective runs concurrently (NCCL kernels take SMs and HBM bandwidth):
+  // overlapped communication of duration M under compute C costs max(M, C + overlap_slowdown x min(M, C)).
+  double overlap_slowdown = 0.189;
   double dequant_ops_int8 = 2, dequant_ops_int4 = 4, dequant_ops_nf4 = 5, dequant_ops_gguf = 4;
   std::vector<std::string> sources;  // "field: citation" lines
 };
@@ -82,6 +85,11 @@ double GroupLatency(const Cluster& c, int n, int stride);
 // rates): a smooth roofline, max() far from the ridge point, slower than max() near it.
 double RooflineTime(double t_compute, double t_memory);
 
+// Time a collective of duration `comm` adds to `compute` it overlaps with: the part that does not fit
+// under the compute, plus the compute's slowdown while both run (`slowdown` x the overlapped time;
+// Efficiency::overlap_slowdown). max(comm, compute + slowdown x min(comm, compute)) - compute.
+double OverlapCost(double compute, double comm, double slowdown);
+
 enum class Bound { kCompute, kMemory, kLatency, kCommunication };
 const char* BoundName(Bound b);
 
@@ -108,7 +116,16 @@ struct GemmTime {
 GemmTime EstimateGemm(double m, double n, double k, double batch, double elem_bytes, double peak,
                       double gemm_eff, const GpuSpec& gpu, const Efficiency& eff, double weight_elem_bytes = -1);
 
-enum class AttentionImpl { kFlash, kUnfused };
+// Attention kernels. kFlash: FlashAttention-2 class (the `attention` efficiency in data/efficiency.toml
+// is an FA2 measurement). kFlash1: FlashAttention 1.x CUDA kernels, and the Triton FlashAttention kernel
+// (flash_attn_triton.py: "overall slightly slower than" FA1), at half the FA2 rate ("2.0: complete
+// rewrite, 2x faster", flash-attention changelog). kUnfused: QK^T and PV GEMMs around a softmax kernel.
+enum class AttentionImpl { kFlash, kFlash1, kUnfused };
+// "flash" (alias "fa2"), "flash1" (aliases "fa1", "triton"), "unfused"; an error lists the valid names.
+Result<AttentionImpl> ParseAttentionImpl(std::string_view name);
+const char* AttentionImplName(AttentionImpl a);
+// Throughput of a FlashAttention-1-class kernel relative to FlashAttention-2.
+inline constexpr double kFlash1RelativeSpeed = 0.5;
 enum class FlopConvention { k6N, kMegatron };
 
 struct TrainConfig {

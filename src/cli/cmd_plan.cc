@@ -110,7 +110,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--top", f->top, "How many configurations to show")->capture_default_str();
   sub->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   sub->add_option("--dtype", f->dtype, "bf16 | fp8")->capture_default_str();
-  sub->add_option("--attention", f->attention, "flash | unfused")->capture_default_str();
+  sub->add_option("--attention", f->attention, "flash (FlashAttention-2) | flash1 (FA 1.x, Triton FA) | unfused")->capture_default_str();
   sub->add_option("--tp", f->tp, "Fix TP (default: search)");
   sub->add_option("--pp", f->pp, "Fix PP (default: search)");
   sub->add_option("--cp", f->cp, "Fix CP (default: search)");
@@ -145,8 +145,9 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     req.dp_overlap = !f->no_dp_overlap;
     if (f->dtype == "fp8") req.dtype = Precision::kFp8;
     else if (f->dtype != "bf16") return PrintError(InvalidArgument("--dtype must be bf16 or fp8"));
-    if (f->attention == "unfused") req.attention = AttentionImpl::kUnfused;
-    else if (f->attention != "flash") return PrintError(InvalidArgument("--attention must be flash or unfused"));
+    auto attn = ParseAttentionImpl(f->attention);
+    if (!attn.ok()) return PrintError(attn.status());
+    req.attention = *attn;
     req.fixed_tp = f->tp;
     req.fixed_pp = f->pp;
     req.fixed_cp = f->cp;

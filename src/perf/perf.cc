@@ -34,6 +34,24 @@ constexpr double kLossBytesPerLogit = 12;
 
 }  // namespace
 
+Result<AttentionImpl> ParseAttentionImpl(std::string_view name) {
+  if (name == "flash" || name == "fa2") return AttentionImpl::kFlash;
+  if (name == "flash1" || name == "fa1" || name == "triton") return AttentionImpl::kFlash1;
+  if (name == "unfused") return AttentionImpl::kUnfused;
+  return InvalidArgument(fmt::format(
+      "unknown attention kernel '{}': use flash (FlashAttention-2), flash1 (FlashAttention 1.x; alias triton) "
+      "or unfused", name));
+}
+
+const char* AttentionImplName(AttentionImpl a) {
+  switch (a) {
+    case AttentionImpl::kFlash: return "flash";
+    case AttentionImpl::kFlash1: return "flash1";
+    case AttentionImpl::kUnfused: return "unfused";
+  }
+  return "?";
+}
+
 const char* BoundName(Bound b) {
   switch (b) {
     case Bound::kCompute: return "compute";
@@ -76,6 +94,7 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     SUANLI_RETURN_IF_ERROR(frac("attention", &e.attention, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("link", &e.link, 0.05, 2.0));
     SUANLI_RETURN_IF_ERROR(frac("network", &e.network, 0.05, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("overlap_slowdown", &e.overlap_slowdown, 0.0, 1.0));
     SUANLI_ASSIGN_OR_RETURN(auto kl, r.OptQuantity("kernel_launch", Dimension::kSeconds));
     if (kl) {
       if (kl->value > 1e-3) return ParseError(r.Where("kernel_launch") + " must be below 1 ms");
@@ -179,6 +198,12 @@ double GroupLatency(const Cluster& c, int n, int stride) {
 
 // ---------------------------------------------------------------------------------------
 // Operators.
+
+double OverlapCost(double compute, double comm, double slowdown) {
+  compute = std::max(0.0, compute);
+  comm = std::max(0.0, comm);
+  return std::max(comm, compute + slowdown * std::min(comm, compute)) - compute;
+}
 
 double RooflineTime(double t_compute, double t_memory) {
   // A smooth roofline: the p-norm of the two times. p = infinity is the ideal max() (perfect overlap
@@ -287,15 +312,19 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   double attn_time = 0, attn_flops = 0;
   const double heads_local = m.heads / t;
   const double d_qk = sh.q_dim / m.heads;
-  if (c.attention == AttentionImpl::kFlash) {
+  if (c.attention != AttentionImpl::kUnfused) {
     // Causal: each query attends to half the keys on average (FlashAttention skips masked blocks).
     attn_flops = 4.0 * T * c.seq * sh.q_dim / t * 0.5;
     const double peak16 = PeakFor(*c.gpu, Precision::kBf16);
     const double bytes = T * (sh.q_dim + 2 * sh.kv_dim + sh.out_proj_in) / t * 2;
-    const double t_c = attn_flops / (peak16 * c.eff->attention);
+    const double kernel_eff =
+        c.eff->attention * (c.attention == AttentionImpl::kFlash1 ? kFlash1RelativeSpeed : 1.0);
+    const double t_c = attn_flops / (peak16 * kernel_eff);
     const double t_m = bytes / (c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory);
     attn_time = std::max(t_c, t_m) + c.eff->kernel_launch_s;
-    if (ops) ops->Add("attention (flash)", "forward", attn_flops, bytes, attn_time, 1, t_c >= t_m ? Bound::kCompute : Bound::kMemory);
+    if (ops)
+      ops->Add(c.attention == AttentionImpl::kFlash ? "attention (flash)" : "attention (flash1)", "forward", attn_flops,
+               bytes, attn_time, 1, t_c >= t_m ? Bound::kCompute : Bound::kMemory);
   } else {
     // Unfused (Megatron 2021-22): two batched GEMMs over the full s x s score matrix, and a fused
     // scale-mask-softmax(-dropout) kernel streaming the scores.
@@ -374,9 +403,10 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   // element-wise about twice the traffic.
   const double gemm_fwd = p.fwd - attn_time - ew_time;
   const double gemm_fwd_flops = p.fwd_flops - attn_flops;
-  const double attn_bwd = c.attention == AttentionImpl::kFlash ? attn_time * kFlashBackwardFactor : 2 * attn_time;
+  const bool flash = c.attention != AttentionImpl::kUnfused;
+  const double attn_bwd = flash ? attn_time * kFlashBackwardFactor : 2 * attn_time;
   p.bwd = 2 * gemm_fwd + attn_bwd + 2 * ew_time;
-  p.bwd_flops = 2 * gemm_fwd_flops + attn_flops * (c.attention == AttentionImpl::kFlash ? kFlashBackwardFactor : 2);
+  p.bwd_flops = 2 * gemm_fwd_flops + attn_flops * (flash ? kFlashBackwardFactor : 2);
   if (rc == Recompute::kFull) {
     p.recompute = p.fwd;
     p.recompute_flops = p.fwd_flops;
@@ -412,6 +442,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   if (cfg.fit.weights.id.empty()) cfg.fit.weights = *ParseWeightFormat("bf16");
   cfg.fit.mode = Mode::kTrain;
   cfg.fit.explain = cfg.detail;
+  cfg.fit.flash_attention = cfg.attention != AttentionImpl::kUnfused;  // memory follows the kernel choice
   const Parallelism& par = cfg.fit.par;
 
   // Automatic micro-batch / recompute: the fastest setting that fits.
@@ -526,7 +557,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   for (int st = 0; st < par.pp; st += std::max(1, par.pp - 1)) {
     const int ls = stage_layers(st);
     double comp = ls * (lf + lb + lr) + (st == par.pp - 1 ? head_time : 0);
-    double comm = cfg.tp_overlap ? 0 : ls * ltp;
+    // With --tp-overlap the TP collectives hide under the layer's GEMMs, at the contention cost.
+    double comm = cfg.tp_overlap ? OverlapCost(ls * (lf + lb + lr), ls * ltp, eff.overlap_slowdown) : ls * ltp;
     comm += ls * (lep + lcp);
     if (comp + comm > stage_compute + stage_comm) {
       stage_compute = comp;
@@ -545,7 +577,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     p2p = 2 * P2PTime(T * m.hidden * 2 / par.tp, bw, alpha) * par.interleave;
   }
   // ZeRO-3 / FSDP: parameters gathered for forward and backward and gradients reduce-scattered,
-  // every micro-batch, overlapped with that micro-batch's compute.
+  // every micro-batch, overlapped with that micro-batch's compute (which runs slower meanwhile).
   const double params_gpu = res.memory.params_per_gpu;
   const int dp_group = par.dp * par.cp;
   const double dp_bw = GroupBusBandwidth(cl, eff, dp_group, par.tp);
@@ -555,7 +587,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const double pbytes = params_gpu * 2;
     zero3_comm_mb = 2 * AllGatherTime(pbytes, dp_group, dp_bw, dp_alpha) +
                     ReduceScatterTime(pbytes * (cfg.fit.fp32_grads ? 2 : 1), dp_group, dp_bw, dp_alpha);
-    zero3_exposed_mb = std::max(0.0, zero3_comm_mb - stage_compute);
+    zero3_exposed_mb = OverlapCost(stage_compute, zero3_comm_mb, eff.overlap_slowdown);
   }
   const double t_mb = stage_compute + stage_comm + p2p + zero3_exposed_mb;
   const double bubble = double(par.pp - 1) / par.interleave * t_mb;
@@ -568,7 +600,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     dp_comm = AllReduceTime(gbytes, dp_group, dp_bw, dp_alpha);
     // Overlap window: the backward pass of the last micro-batch on this stage.
     const double window = cfg.dp_overlap ? stage_layers(0) * (lb + lr) : 0;
-    dp_exposed = std::max(0.0, dp_comm - window);
+    dp_exposed = OverlapCost(window, dp_comm, eff.overlap_slowdown);
   }
   // Optimizer step over the locally held (sharded) parameters.
   const double local_params = par.zero >= 1 ? params_gpu / dp_group : params_gpu;
@@ -627,7 +659,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     if (o.phase != "forward") continue;
     const bool head_op = o.name == "logits (output head)" || o.name == "cross-entropy";
     const bool comm = o.bound == Bound::kCommunication;
-    const double bwd = o.name == "attention (flash)" ? kFlashBackwardFactor : (head_op && o.name == "cross-entropy" ? 1.0 : 2.0);
+    const bool flash_op = o.name == "attention (flash)" || o.name == "attention (flash1)";
+    const double bwd = flash_op ? kFlashBackwardFactor : (head_op && o.name == "cross-entropy" ? 1.0 : 2.0);
     const double layers_here = head_op ? 1.0 : double(stage_layers(par.pp > 1 ? 0 : 0));
     o.count = mb_count * layers_here * (comm ? (2 + passes_rc) : (1 + bwd + (head_op ? 0 : passes_rc)));
     if (o.name.rfind("[moe]", 0) == 0) o.count *= moe_frac;

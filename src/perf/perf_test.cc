@@ -37,6 +37,71 @@ TEST(Collectives, RingFormulasAndBusBandwidthConvention) {
   EXPECT_EQ(AllReduceTime(S, 1, B, 1e-6), 0);
 }
 
+TEST(Collectives, OverlapCostIsTheUnhiddenPartPlusTheContention) {
+  // Communication shorter than the compute: hidden, but the compute runs slower while it runs.
+  EXPECT_NEAR(OverlapCost(10, 4, 0.2), 0.8, 1e-12);
+  EXPECT_DOUBLE_EQ(OverlapCost(10, 4, 0), 0);
+  // Longer: the communication sets the pace, unless the slowed compute is longer still.
+  EXPECT_NEAR(OverlapCost(10, 15, 0.2), 5, 1e-12);
+  EXPECT_NEAR(OverlapCost(10, 11, 0.2), 2, 1e-12);
+  // Nothing to hide under: all of it is exposed.
+  EXPECT_DOUBLE_EQ(OverlapCost(0, 3, 0.2), 3);
+  // Never negative, never more than running the two one after the other, monotone in the traffic.
+  double prev = 0;
+  for (double comm = 0; comm <= 30; comm += 0.5) {
+    const double cost = OverlapCost(10, comm, 0.189);
+    EXPECT_GE(cost, prev);
+    EXPECT_LE(cost, comm);
+    prev = cost;
+  }
+}
+
+TEST_F(Perf, OverlappedDataParallelTrafficCostsTheMeasuredContention) {
+  // The same job with and without the contention term: the difference is overlap_slowdown times the
+  // overlapped communication (here all of the all-reduce hides under the backward pass).
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  Efficiency e = E(g);
+  EXPECT_NEAR(e.overlap_slowdown, 0.189, 1e-12);  // data/efficiency.toml, Lee et al. 2025
+  const TrainConfig c = Train(16, 1, 1, 64, 4096, 2);
+  auto with = EstimateTraining(m, C(g), c, e);
+  e.overlap_slowdown = 0;
+  auto without = EstimateTraining(m, C(g), c, e);
+  ASSERT_TRUE(with.ok() && without.ok());
+  EXPECT_NEAR(without->breakdown_s.communication_exposed, 0, 1e-12);
+  const double dp_comm = with->communication_total_s;
+  EXPECT_GT(dp_comm, 0);
+  EXPECT_NEAR(with->step_time_s - without->step_time_s, 0.189 * dp_comm, 1e-9);
+}
+
+TEST_F(Perf, AttentionKernelNamesAndFlashAttentionOneIsHalfAsFast) {
+  EXPECT_EQ(*ParseAttentionImpl("flash"), AttentionImpl::kFlash);
+  EXPECT_EQ(*ParseAttentionImpl("triton"), AttentionImpl::kFlash1);
+  EXPECT_EQ(*ParseAttentionImpl("fa1"), AttentionImpl::kFlash1);
+  EXPECT_EQ(*ParseAttentionImpl("unfused"), AttentionImpl::kUnfused);
+  auto bad = ParseAttentionImpl("flash3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("flash1"), std::string::npos);
+  // Long sequences make attention compute-bound: its kernel time (less the launch floor) doubles.
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("a100-sxm-80gb");
+  TrainConfig c = Train(8, 1, 1, 8, 16384);
+  c.fit.recompute = Recompute::kFull;
+  auto kernel_time = [&](AttentionImpl a, const char* name) {
+    c.attention = a;
+    auto r = EstimateTraining(m, C(g), c, E(g));
+    EXPECT_TRUE(r.ok());
+    for (const auto& o : r->ops)
+      if (o.name == name) return std::make_pair(o.time_s - E(g).kernel_launch_s, r->step_time_s);
+    ADD_FAILURE() << name;
+    return std::make_pair(0.0, 0.0);
+  };
+  const auto fa2 = kernel_time(AttentionImpl::kFlash, "attention (flash)");
+  const auto fa1 = kernel_time(AttentionImpl::kFlash1, "attention (flash1)");
+  EXPECT_NEAR(fa1.first, fa2.first / kFlash1RelativeSpeed, 1e-9);
+  EXPECT_GT(fa1.second, fa2.second);
+}
+
 TEST_F(Perf, InterNodeBusBandwidthScalesWithRanksPerNode) {
   const Cluster c = C(G("a100-sxm-80gb"), "ib-hdr");
   const Efficiency e = E(G("a100-sxm-80gb"));

@@ -46,8 +46,8 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.fit.batch = t["global_batch"].value_or(int64_t{1});
   c.fit.seq = t["seq"].value_or(int64_t{2048});
   c.fit.dropout = t["dropout"].value_or(false);
-  c.fit.flash_attention = t["attention"].value_or(std::string("flash")) == "flash";
-  c.attention = c.fit.flash_attention ? AttentionImpl::kFlash : AttentionImpl::kUnfused;
+  SUANLI_ASSIGN_OR_RETURN(c.attention, ParseAttentionImpl(t["attention"].value_or(std::string("flash"))));
+  c.fit.flash_attention = c.attention != AttentionImpl::kUnfused;
   c.dp_overlap = t["dp_overlap"].value_or(true);
   if (auto mb = t["micro_batch"].value<int64_t>()) {
     c.fit.micro_batch = *mb;

@@ -107,7 +107,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
       for (bool sp : sps)
         for (int v : vs)
           for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-            if (rc == Recompute::kSelective && req.attention == AttentionImpl::kFlash) continue;  // same as none
+            if (rc == Recompute::kSelective && req.attention != AttentionImpl::kUnfused) continue;  // same as none
             for (int64_t mb : mbs) {
               TrainConfig c;
               c.detail = false;
@@ -116,7 +116,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.fit.seq = req.seq;
               c.fit.micro_batch = mb;
               c.fit.recompute = rc;
-              c.fit.flash_attention = req.attention == AttentionImpl::kFlash;
+              c.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
               c.dtype = req.dtype;
               c.attention = req.attention;
               c.dp_overlap = req.dp_overlap;
@@ -239,7 +239,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.fit.seq = req.seq;
       tc.fit.micro_batch = c.micro_batch;
       tc.fit.recompute = c.recompute;
-      tc.fit.flash_attention = req.attention == AttentionImpl::kFlash;
+      tc.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
       tc.dtype = req.dtype;
       tc.attention = req.attention;
       tc.dp_overlap = req.dp_overlap;

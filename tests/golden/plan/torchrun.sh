@@ -1,4 +1,4 @@
-# predicted: step 48.731 s, 86070 tokens/s (1345 per GPU), MFU 65.4%, 73.3 GB per GPU, 134.5 days to train (206551 GPU-hours)
+# predicted: step 52.359 s, 80107 tokens/s (1252 per GPU), MFU 60.9%, 82.7 GB per GPU, 144.5 days to train (221925 GPU-hours)
 torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
   --master-addr="${MASTER_ADDR:-localhost}" --master-port="${MASTER_PORT:-29500}" \
   pretrain_gpt.py \
@@ -10,10 +10,12 @@ torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
     --max-position-embeddings 131072 \
     --micro-batch-size 1 \
     --global-batch-size 512 \
-    --tensor-model-parallel-size 1 \
-    --pipeline-model-parallel-size 1 \
+    --tensor-model-parallel-size 2 \
+    --pipeline-model-parallel-size 2 \
+    --num-layers-per-virtual-pipeline-stage 20 \
     --context-parallel-size 4 \
-    --use-torch-fsdp2 \
+    --sequence-parallel \
+    --use-distributed-optimizer \
     --group-query-attention \
     --num-query-groups 8 \
     --swiglu \
