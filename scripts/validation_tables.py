@@ -37,3 +37,20 @@ for g in rep["groups"]:
     t = f"≤ {100*g['target_mean']:.0f}% / {100*g['target_worst']:.0f}%" if g["target_mean"] else "none"
     ho = f"{100*g['mean_abs_error_holdout']:.1f}% ({g['holdout_cases']})" if g["holdout_cases"] else "-"
     print(f"| {g['group']} | {g['cases']} | {100*g['mean_abs_error']:.1f}% | {100*g['worst_abs_error']:.1f}% | {100*g['mean_abs_error_calibration']:.1f}% | {ho} | {t} |")
+
+# Per source: the first word of the case name (Korthikanti, Narayanan, llm-foundry, flash-attention, gpt-fast,
+# TRT-LLM), with the GPU where a source spans several.
+print("\n### By source\n")
+print("| group | source | role | cases | mean abs error | worst |")
+print("|---|---|---|---|---|---|")
+by = {}
+for c in rep["cases"]:
+    words = c["name"].split()
+    src = words[0]
+    if src in ("llm-foundry", "TRT-LLM"):
+        gpu = next((w for w in words if w.startswith(("h100", "a100"))), "")
+        src = f"{src} {gpu}".strip()
+    by.setdefault((c["group"], src, c["role"]), []).append(abs(c["error"]))
+for (g, src, role), errs in by.items():
+    print(f"| {g} | {src} | {role} | {len(errs)} | {100*sum(errs)/len(errs):.1f}% | {100*max(errs):.1f}% |")
+

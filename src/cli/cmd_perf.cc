@@ -19,7 +19,7 @@ struct PerfFlags {
   int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", inter_node = "ib-ndr", attention = "flash", convention = "6n";
-  bool sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, fp32_grads = false;
+  bool sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, fp32_grads = false, dropout = false;
   double tokens = 0, price = 0, moe_imbalance = 1.1;
   // infer
   int64_t batch = 1, input_len = 512, output_len = 128;
@@ -95,6 +95,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward instead of overlapped");
   train->add_flag("--tp-overlap", f->tp_overlap, "Overlap tensor-parallel communication with GEMMs");
   train->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients (18 B/param Adam)");
+  train->add_flag("--dropout", f->dropout, "Dropout on (stores masks; unfused attention also streams them)");
   train->add_option("--tokens", f->tokens, "Train on this many tokens: time and GPU-hours");
   train->add_option("--moe-imbalance", f->moe_imbalance, "MoE: busiest expert's tokens / mean (>= 1)")
       ->capture_default_str();
@@ -148,6 +149,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       cfg.fit.batch = f->global_batch;
       cfg.fit.seq = f->seq;
       cfg.fit.fp32_grads = f->fp32_grads;
+      cfg.fit.dropout = f->dropout;
       if (f->global_batch < 1) return PrintError(InvalidArgument("--global-batch must be at least 1"));
       if (f->global_batch % cfg.fit.par.dp != 0)
         return PrintError(InvalidArgument(fmt::format("--global-batch {} is not divisible by DP = {} (GPUs / (TP x PP x CP))",
