@@ -47,9 +47,12 @@ by = {}
 for c in rep["cases"]:
     words = c["name"].split()
     src = words[0]
-    if src in ("llm-foundry", "TRT-LLM"):
+    if src == "llm-foundry":
         gpu = next((w for w in words if w.startswith(("h100", "a100"))), "")
         src = f"{src} {gpu}".strip()
+    elif src == "TRT-LLM":
+        model = words[2].split("-")[0]  # llama, mistral, mixtral, falcon
+        src = f"{src} {model} {words[3]}"
     by.setdefault((c["group"], src, c["role"]), []).append(abs(c["error"]))
 for (g, src, role), errs in by.items():
     print(f"| {g} | {src} | {role} | {len(errs)} | {100*sum(errs)/len(errs):.1f}% | {100*max(errs):.1f}% |")
