@@ -8,6 +8,7 @@
 #include "core/data_registry.h"
 #include "core/toml_reader.h"
 #include "suanli/perf.h"
+#include "suanli/text.h"
 
 namespace suanli {
 
@@ -19,6 +20,67 @@ struct Targets {
 // Issue 3's targets per group.
 const std::map<std::string, Targets> kTargets = {
     {"training", {0.07, 0.15}}, {"decode", {0.10, 0.20}}, {"ttft", {0.10, 0.20}}};
+
+// The keys a case may have, and their TOML types. A misspelt key would otherwise be ignored and the case
+// evaluated with a default: a silently wrong row.
+enum class KeyType { kString, kInteger, kNumber, kBool };
+const std::map<std::string, KeyType>& CaseKeys(bool train) {
+  static const std::map<std::string, KeyType> common = {
+      {"group", KeyType::kString}, {"role", KeyType::kString},   {"name", KeyType::kString},
+      {"source", KeyType::kString}, {"metric", KeyType::kString}, {"published", KeyType::kNumber},
+      {"config", KeyType::kString}, {"model", KeyType::kString},  {"gpu", KeyType::kString},
+      {"tp", KeyType::kInteger}};
+  static const std::map<std::string, KeyType> train_keys = [] {
+    auto m = common;
+    m.insert({{"gpus", KeyType::kInteger},
+              {"pp", KeyType::kInteger},
+              {"zero", KeyType::kInteger},
+              {"micro_batch", KeyType::kInteger},
+              {"global_batch", KeyType::kInteger},
+              {"seq", KeyType::kInteger},
+              {"recompute", KeyType::kString},
+              {"sequence_parallel", KeyType::kBool},
+              {"attention", KeyType::kString},
+              {"dropout", KeyType::kBool},
+              {"dp_overlap", KeyType::kBool},
+              {"inter_node", KeyType::kString}});
+    return m;
+  }();
+  static const std::map<std::string, KeyType> infer_keys = [] {
+    auto m = common;
+    m.insert({{"weights", KeyType::kString},
+              {"kv_dtype", KeyType::kString},
+              {"batch", KeyType::kInteger},
+              {"input_len", KeyType::kInteger},
+              {"output_len", KeyType::kInteger}});
+    return m;
+  }();
+  return train ? train_keys : infer_keys;
+}
+
+Status CheckCaseKeys(const toml::table& t, bool train, const std::string& where) {
+  const auto& keys = CaseKeys(train);
+  std::vector<std::string> names;
+  for (const auto& [k, _] : keys) names.push_back(k);
+  for (const auto& [k, v] : t) {
+    const std::string key(k.str());
+    auto it = keys.find(key);
+    if (it == keys.end())
+      return ParseError(fmt::format("{}: unknown key '{}'{}", where, key, DidYouMean(key, names)));
+    const bool ok = (it->second == KeyType::kString && v.is_string()) ||
+                    (it->second == KeyType::kInteger && v.is_integer()) ||
+                    (it->second == KeyType::kNumber && (v.is_integer() || v.is_floating_point())) ||
+                    (it->second == KeyType::kBool && v.is_boolean());
+    if (!ok) {
+      static const char* kNames[] = {"a string", "an integer", "a number", "true or false"};
+      return ParseError(fmt::format("{}: '{}' must be {}", where, key, kNames[static_cast<int>(it->second)]));
+    }
+  }
+  const std::string role = t["role"].value_or(std::string("holdout"));
+  if (role != "calibration" && role != "holdout")
+    return ParseError(fmt::format("{}: role '{}' must be calibration or holdout", where, role));
+  return Status::Ok();
+}
 
 Result<ModelSpec> LoadModel(const toml::table& t, const ModelCatalog& models, const CaseFileReader& read) {
   if (auto cfg = t["config"].value<std::string>()) {
@@ -109,6 +171,9 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
     for (const auto& node : *arr) {
       const toml::table* t = node.as_table();
       if (!t) return ParseError(file + ": every [[" + kind + "]] must be a table");
+      const std::string where =
+          fmt::format("{}: [[{}]] '{}'", file, kind, (*t)["name"].value_or(std::string("(no name)")));
+      SUANLI_RETURN_IF_ERROR(CheckCaseKeys(*t, std::string(kind) == "train", where));
       ValidationCase vc;
       vc.group = t->get("group") ? (*t)["group"].value_or(std::string()) : std::string(kind);
       vc.role = (*t)["role"].value_or(std::string("holdout"));

@@ -57,5 +57,62 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_GE(rep->cases.size(), 165u);
 }
 
+// A user's own cases file: a misspelt key, a wrong type or an unknown role is an error naming the file, the
+// case and the key (with a suggestion), never a case silently evaluated with defaults.
+TEST(PerfValidation, CaseFilesAreCheckedKeyByKey) {
+  auto hw = HardwareCatalog::Load(CatalogOptions{});
+  auto models = ModelCatalog::Load(CatalogOptions{});
+  ASSERT_TRUE(hw.ok() && models.ok());
+  auto no_files = [](const std::string& rel) -> Result<std::string> { return NotFound(rel); };
+  const std::string good = R"([[infer]]
+name = "mine"
+model = "llama-2-7b"
+gpu = "h100-sxm"
+batch = 1
+input_len = 128
+output_len = 1
+metric = "ttft_s"
+published = 0.006
+)";
+  auto ok = RunPerfValidation(good, "my.toml", *hw, *models, no_files);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  ASSERT_EQ(ok->cases.size(), 1u);
+  EXPECT_TRUE(ok->cases[0].failure.empty());
+  EXPECT_GT(ok->cases[0].predicted, 0);
+
+  auto typo = RunPerfValidation(good + "\n[[train]]\nname = \"t\"\nmodel = \"llama-2-7b\"\natention = \"flash\"\n"
+                                "published = 1\n", "my.toml", *hw, *models, no_files);
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("my.toml: [[train]] 't': unknown key 'atention'"), std::string::npos)
+      << typo.status().message();
+  EXPECT_NE(typo.status().message().find("did you mean 'attention'"), std::string::npos) << typo.status().message();
+
+  std::string wrong_type = good;
+  wrong_type.replace(wrong_type.find("batch = 1"), 9, "batch = \"1\"");
+  auto wt = RunPerfValidation(wrong_type, "my.toml", *hw, *models, no_files);
+  ASSERT_FALSE(wt.ok());
+  EXPECT_NE(wt.status().message().find("'batch' must be an integer"), std::string::npos) << wt.status().message();
+
+  auto role = RunPerfValidation(good + "role = \"calibrate\"\n", "my.toml", *hw, *models, no_files);
+  ASSERT_FALSE(role.ok());
+  EXPECT_NE(role.status().message().find("role 'calibrate' must be calibration or holdout"), std::string::npos);
+
+  // A value the model cannot use is reported on that case, and the case counts as a 100% error.
+  const std::string bad_kernel = R"([[train]]
+name = "k"
+model = "llama-2-7b"
+gpu = "h100-sxm"
+gpus = 8
+global_batch = 8
+micro_batch = 1
+attention = "flash3"
+metric = "step_time_s"
+published = 1
+)";
+  auto bk = RunPerfValidation(bad_kernel, "my.toml", *hw, *models, no_files);
+  ASSERT_TRUE(bk.ok()) << bk.status().message();
+  EXPECT_NE(bk->cases[0].failure.find("unknown attention kernel 'flash3'"), std::string::npos) << bk->cases[0].failure;
+}
+
 }  // namespace
 }  // namespace suanli
