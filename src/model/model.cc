@@ -383,7 +383,8 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     m.embedding_norm = true;
     SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", true));
   } else if (t == "mpt") {
-    // MosaicML MPT: ALiBi (no position table), plain GELU MLP of expansion_ratio x d_model.
+    // MosaicML MPT: plain GELU MLP of expansion_ratio x d_model; ALiBi (no position table) unless the config
+    // turns ALiBi off and keeps llm-foundry's learned position table (learned_pos_emb, max_seq_len x d_model).
     SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"d_model"}, kMaxHidden));
     SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"n_layers"}, kMaxLayers));
     SUANLI_ASSIGN_OR_RETURN(int64_t heads, r.Int({"n_heads"}, kMaxHeads));
@@ -400,6 +401,13 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = !no_bias;
     if (no_bias) m.norm = NormKind::kRmsNorm;  // LayerNorm without bias: one weight vector, as RMSNorm
     SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", true));
+    bool alibi = true;  // transformers' MptConfig default
+    if (j.contains("attn_config") && j["attn_config"].is_object()) {
+      JsonReader ac(j["attn_config"], name + ": attn_config");
+      SUANLI_ASSIGN_OR_RETURN(alibi, ac.BoolOr("alibi", true));
+    }
+    SUANLI_ASSIGN_OR_RETURN(bool learned, r.BoolOr("learned_pos_emb", false));
+    if (learned && !alibi) m.learned_positions = m.max_positions;
   } else if (t == "falcon") {
     SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size"}, kMaxHidden));
     SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"num_hidden_layers", "n_layer"}, kMaxLayers));

@@ -151,6 +151,23 @@ TEST(ParseHfConfig, Gpt2DefaultsMatchGpt2Small) {
   EXPECT_DOUBLE_EQ(CountParams(*m).total, 124439808.0);
 }
 
+TEST(ParseHfConfig, MptAsLlmFoundryBenchmarkedIt) {
+  // llm-foundry's benchmark table lists MPT-7b at sequence 2048 with NumParams 6,658,859,008: biases on, ALiBi
+  // off and a learned position table of max_seq_len x d_model (scripts/train/benchmarking/README.md, 061f2c7c).
+  const std::string base = R"({"model_type":"mpt","d_model":4096,"n_layers":32,"n_heads":32,"expansion_ratio":4,
+      "vocab_size":50368,"max_seq_len":2048,"no_bias":false,"learned_pos_emb":true,"attn_config":{"alibi":)";
+  auto learned = ParseHfConfig(base + "false}}", "mpt.json");
+  ASSERT_TRUE(learned.ok()) << learned.status().message();
+  EXPECT_DOUBLE_EQ(CountParams(*learned).total, 6658859008.0);
+  // With ALiBi there is no position table, whatever learned_pos_emb says (llm-foundry turns it off).
+  auto alibi = ParseHfConfig(base + "true}}", "mpt.json");
+  ASSERT_TRUE(alibi.ok()) << alibi.status().message();
+  EXPECT_DOUBLE_EQ(CountParams(*alibi).total, 6658859008.0 - 2048.0 * 4096);
+  auto bad = ParseHfConfig(base + "\"yes\"}}", "mpt.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("attn_config"), std::string::npos) << bad.status().message();
+}
+
 TEST(ModelCatalog, ResolvesPathsAndSuggestsNames) {
   auto c = ModelCatalog::Load(CatalogOptions{});
   ASSERT_TRUE(c.ok());
