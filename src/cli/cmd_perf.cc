@@ -238,6 +238,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["micro_batch"] = r->micro_batch;
         j["num_micro_batches"] = r->num_micro_batches;
         j["recompute"] = RecomputeName(r->recompute);
+        j["attention"] = AttentionImplName(cfg.attention);
         j["per_gpu_peak_bytes"] = r->memory.per_gpu_peak_bytes;
         j["breakdown_s"] = {{"compute", r->breakdown_s.compute},
                             {"communication_exposed", r->breakdown_s.communication_exposed},
@@ -260,9 +261,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                f->gpus, (*gpu)->id, f->tp, f->pp, cfg.fit.par.dp,
                                f->cp > 1 ? fmt::format(" CP={}", f->cp) : "", f->zero ? fmt::format(" ZeRO-{}", f->zero) : "",
                                f->global_batch, f->seq);
-      std::cout << fmt::format("micro-batch {} ({} per step per pipeline), recompute {}, intra-node {}, inter-node {}\n\n",
-                               r->micro_batch, r->num_micro_batches, RecomputeName(r->recompute), cluster->intra_name,
-                               cluster->inter_name);
+      std::cout << fmt::format(
+          "micro-batch {} ({} per step per pipeline), recompute {}, attention {}, intra-node {}, inter-node {}\n\n",
+          r->micro_batch, r->num_micro_batches, RecomputeName(r->recompute), AttentionImplName(cfg.attention),
+          cluster->intra_name, cluster->inter_name);
       if (!r->fits)
         std::cout << fmt::format("DOES NOT FIT: needs {} more per GPU (peak {}); the time below is what it would take\n\n",
                                  FormatBytes(r->shortfall_bytes), FormatBytes(r->memory.per_gpu_peak_bytes));
