@@ -202,6 +202,27 @@ struct InferResult {
 Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& c, const InferConfig& cfg,
                                       const Efficiency& eff);
 
+// What the bundled validation measured for classes of configuration the model is known to get wrong
+// (docs/validation.md §5): signed error (predicted speed / measured - 1) over held-out published runs.
+// EstimateTraining and EstimateInference add a note with these figures when a configuration falls in a
+// class; PerfValidation.CaveatFiguresMatchTheValidationData keeps them equal to the data.
+struct ValidationEvidence {
+  int cases;
+  double mean, lo, hi;  // signed error: > 0 means the model was optimistic
+};
+namespace evidence {
+// llm-foundry PyTorch FSDP (ZeRO-3) runs without activation checkpointing.
+inline constexpr ValidationEvidence kFsdpNoCheckpointA100{39, 0.085, -0.051, 0.432};
+inline constexpr ValidationEvidence kFsdpNoCheckpointH100{32, 0.210, 0.004, 0.417};
+// TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
+inline constexpr ValidationEvidence kMoeServingTtft{8, -0.184, -0.652, 0.480};
+inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.523, -0.432, 2.024};
+// TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency),
+// and large-batch throughput of grouped-query-attention models (Mistral, Falcon).
+inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{8, -0.232, -0.315, -0.175};
+inline constexpr ValidationEvidence kHopperFp8GqaThroughput{16, 0.625, 0.126, 1.244};
+}  // namespace evidence
+
 // Model FLOPs per token (forward + backward = 3x forward) under a convention, for sequence s.
 // 6N + 12*L*d_attn*s (PaLM, non-causal attention) or Megatron's 72*s*L*h^2*(1+s/6h+V/12hL)/s.
 double ModelFlopsPerToken(const ModelSpec& m, double seq, FlopConvention c);

@@ -184,6 +184,33 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.decode_ops = decode.ops;
   if (!r.fits) r.notes.push_back(fmt::format("does not fit: peak {} per GPU", FormatBytes(r.per_gpu_peak_bytes)));
   r.notes.push_back("TTFT = prefill of the whole batch; TPOT = one decode step at context input + output/2");
+  // Where held-out serving runs disagreed with the model (docs/validation.md section 5), say so.
+  const bool hopper = cl.gpu->architecture == "hopper";
+  const bool fp8 = cfg.compute == Precision::kFp8;
+  if (m.moe) {
+    const auto& t = evidence::kMoeServingTtft;
+    const auto& x = evidence::kMoeServingThroughput;
+    r.notes.push_back(fmt::format(
+        "uncertain: MoE serving speed depends on the stack's expert kernels; against TensorRT-LLM v0.9 Mixtral "
+        "runs the predicted TTFT was {:+.0f}% to {:+.0f}% off the measured one and the predicted throughput "
+        "{:+.0f}% to {:+.0f}% (docs/validation.md section 5)",
+        100 * t.lo, 100 * t.hi, 100 * x.lo, 100 * x.hi));
+  }
+  if (hopper && fp8 && cfg.input_len <= 512) {
+    const auto& e = evidence::kHopperFp8ShortPromptTtft;
+    r.notes.push_back(fmt::format(
+        "uncertain: on H100/H200 in FP8, TensorRT-LLM v0.9 took longer to the first token than predicted at "
+        "128-token prompts ({:.0f}% to {:.0f}% under-predicted, {} runs); FP8 activation scaling is not modelled",
+        -100 * e.hi, -100 * e.lo, e.cases));
+  }
+  if (hopper && fp8 && m.kv_heads < m.heads && cfg.fit.batch >= 32) {
+    const auto& e = evidence::kHopperFp8GqaThroughput;
+    r.notes.push_back(fmt::format(
+        "uncertain: the decode time assumes attention kernels that read each KV head once (grouped-query aware); "
+        "TensorRT-LLM v0.9's large-batch FP8 runs of GQA models on H100/H200 were {:.0f}% to {:.0f}% slower "
+        "than this model predicts ({} runs)",
+        100 * e.lo, 100 * e.hi, e.cases));
+  }
   return r;
 }
 

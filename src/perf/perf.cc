@@ -669,6 +669,15 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.ops = std::move(ops.ops);
   if (!res.fits)
     res.notes.push_back(fmt::format("does not fit: needs {} more per GPU", FormatBytes(res.shortfall_bytes)));
+  if (cfg.detail && par.zero == 3 && cfg.fit.recompute == Recompute::kNone) {
+    const auto& a = evidence::kFsdpNoCheckpointA100;
+    const auto& h = evidence::kFsdpNoCheckpointH100;
+    res.notes.push_back(fmt::format(
+        "uncertain: on held-out PyTorch FSDP runs without activation checkpointing (llm-foundry) the model was "
+        "optimistic by {:.0f}% on average on A100 ({} runs) and {:.0f}% on H100 ({}), by up to {:.0f}%; read this "
+        "step time as a lower bound (docs/validation.md section 5)",
+        100 * a.mean, a.cases, 100 * h.mean, h.cases, 100 * std::max(a.hi, h.hi)));
+  }
   return res;
 }
 

@@ -102,6 +102,51 @@ TEST_F(Perf, AttentionKernelNamesAndFlashAttentionOneIsHalfAsFast) {
   EXPECT_GT(fa1.second, fa2.second);
 }
 
+TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
+  auto note_with = [](const std::vector<std::string>& notes, const char* part) {
+    for (const auto& n : notes)
+      if (n.find(part) != std::string::npos) return true;
+    return false;
+  };
+  // Training: FSDP without activation checkpointing gets the note; the same job with it does not.
+  const ModelSpec m8 = M("llama-3.1-8b");
+  const GpuSpec& h100 = G("h100-sxm");
+  TrainConfig c = Train(8, 1, 1, 16, 4096);
+  c.fit.par.zero = 3;
+  c.fit.recompute = Recompute::kNone;
+  auto fsdp = EstimateTraining(m8, C(h100), c, E(h100));
+  ASSERT_TRUE(fsdp.ok());
+  EXPECT_TRUE(note_with(fsdp->notes, "held-out PyTorch FSDP runs without activation checkpointing"));
+  EXPECT_TRUE(note_with(fsdp->notes, "21% on H100 (32)"));
+  c.fit.recompute = Recompute::kFull;
+  auto ac = EstimateTraining(m8, C(h100), c, E(h100));
+  ASSERT_TRUE(ac.ok());
+  EXPECT_FALSE(note_with(ac->notes, "uncertain:"));
+  // Inference: MoE anywhere; FP8 on Hopper at short prompts; GQA at large FP8 batch on Hopper.
+  InferConfig ic;
+  ic.fit.weights = *ParseWeightFormat("fp8");
+  ic.compute = Precision::kFp8;
+  ic.fit.batch = 64;
+  ic.input_len = 128;
+  ic.output_len = 128;
+  auto mistral = EstimateInference(M("mistral-7b"), C(h100), ic, E(h100));
+  ASSERT_TRUE(mistral.ok());
+  EXPECT_TRUE(note_with(mistral->notes, "grouped-query aware"));
+  EXPECT_TRUE(note_with(mistral->notes, "longer to the first token"));
+  EXPECT_FALSE(note_with(mistral->notes, "MoE"));
+  const GpuSpec& a100 = G("a100-sxm-80gb");
+  InferConfig fp16;
+  fp16.fit.weights = *ParseWeightFormat("fp16");
+  fp16.fit.batch = 64;
+  auto llama_a100 = EstimateInference(M("llama-2-7b"), C(a100), fp16, E(a100));
+  ASSERT_TRUE(llama_a100.ok());
+  EXPECT_FALSE(note_with(llama_a100->notes, "uncertain:"));
+  fp16.fit.par.tp = 2;
+  auto mixtral = EstimateInference(M("mixtral-8x7b"), C(a100), fp16, E(a100));
+  ASSERT_TRUE(mixtral.ok()) << mixtral.status().message();
+  EXPECT_TRUE(note_with(mixtral->notes, "MoE serving speed depends on the stack"));
+}
+
 TEST_F(Perf, InterNodeBusBandwidthScalesWithRanksPerNode) {
   const Cluster c = C(G("a100-sxm-80gb"), "ib-hdr");
   const Efficiency e = E(G("a100-sxm-80gb"));

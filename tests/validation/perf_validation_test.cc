@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 
+#include "suanli/perf.h"
 #include "suanli/validate.h"
 
 namespace suanli {
@@ -55,6 +56,56 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   }
   // Every case is in a known group, and the bundled set is complete.
   EXPECT_GE(rep->cases.size(), 265u);
+}
+
+// The notes `suanli perf` prints for configurations the model is known to get wrong quote figures from this
+// data (suanli/perf.h, namespace evidence). Recomputed here, so a model change that moves them fails until the
+// figures and docs/validation.md §5 are updated together.
+TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
+  auto hw = HardwareCatalog::Load(CatalogOptions{});
+  auto models = ModelCatalog::Load(CatalogOptions{});
+  ASSERT_TRUE(hw.ok() && models.ok());
+  auto rep = RunBundledPerfValidation(*hw, *models);
+  ASSERT_TRUE(rep.ok());
+  auto has = [](const std::string& s, const char* part) { return s.find(part) != std::string::npos; };
+  auto check = [&](const ValidationEvidence& want, auto select, const char* what) {
+    int n = 0;
+    double sum = 0, lo = 1e9, hi = -1e9;
+    for (const auto& c : rep->cases) {
+      if (!select(c)) continue;
+      n++;
+      sum += c.error;
+      lo = std::min(lo, c.error);
+      hi = std::max(hi, c.error);
+    }
+    EXPECT_EQ(n, want.cases) << what;
+    if (n == 0) return;
+    EXPECT_NEAR(sum / n, want.mean, 0.005) << what;
+    EXPECT_NEAR(lo, want.lo, 0.005) << what;
+    EXPECT_NEAR(hi, want.hi, 0.005) << what;
+  };
+  auto foundry = [&](const ValidationCase& c, const char* gpu, bool checkpointed) {
+    return has(c.name, "llm-foundry") && has(c.name, gpu) && has(c.name, " AC") == checkpointed;
+  };
+  check(evidence::kFsdpNoCheckpointA100, [&](const ValidationCase& c) { return foundry(c, "a100", false); },
+        "FSDP A100 without checkpointing");
+  check(evidence::kFsdpNoCheckpointH100, [&](const ValidationCase& c) { return foundry(c, "h100", false); },
+        "FSDP H100 without checkpointing");
+  check(evidence::kMoeServingTtft, [&](const ValidationCase& c) { return c.group == "ttft" && has(c.name, "mixtral"); },
+        "Mixtral TTFT");
+  check(evidence::kMoeServingThroughput,
+        [&](const ValidationCase& c) { return c.group == "throughput" && has(c.name, "mixtral"); }, "Mixtral throughput");
+  auto hopper = [&](const ValidationCase& c) { return has(c.name, "h100-sxm") || has(c.name, "h200-sxm"); };
+  check(evidence::kHopperFp8ShortPromptTtft,
+        [&](const ValidationCase& c) {
+          return c.group == "ttft" && hopper(c) && has(c.name, "ISL 128") && !has(c.name, "mixtral");
+        },
+        "Hopper FP8 TTFT at 128 tokens");
+  check(evidence::kHopperFp8GqaThroughput,
+        [&](const ValidationCase& c) {
+          return c.group == "throughput" && hopper(c) && (has(c.name, "mistral") || has(c.name, "falcon"));
+        },
+        "Hopper FP8 GQA throughput");
 }
 
 // A user's own cases file: a misspelt key, a wrong type or an unknown role is an error naming the file, the
