@@ -196,7 +196,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         "{:+.0f}% to {:+.0f}% (docs/validation.md section 5)",
         100 * t.lo, 100 * t.hi, 100 * x.lo, 100 * x.hi));
   }
-  if (hopper && fp8 && cfg.input_len <= 512) {
+  if (hopper && fp8 && cfg.input_len <= 256) {
     const auto& e = evidence::kHopperFp8ShortPromptTtft;
     r.notes.push_back(fmt::format(
         "uncertain: on H100/H200 in FP8, TensorRT-LLM v0.9 took longer to the first token than predicted at "
