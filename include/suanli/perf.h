@@ -124,6 +124,8 @@ enum class AttentionImpl { kFlash, kFlash1, kUnfused };
 // "flash" (alias "fa2"), "flash1" (aliases "fa1", "triton"), "unfused"; an error lists the valid names.
 Result<AttentionImpl> ParseAttentionImpl(std::string_view name);
 const char* AttentionImplName(AttentionImpl a);
+// One line for --help wherever an attention kernel is chosen.
+inline constexpr const char* kAttentionImplHelp = "flash (FlashAttention-2) | flash1 (FA 1.x, Triton FA) | unfused";
 // Throughput of a FlashAttention-1-class kernel relative to FlashAttention-2.
 inline constexpr double kFlash1RelativeSpeed = 0.5;
 enum class FlopConvention { k6N, kMegatron };

@@ -90,7 +90,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism");
   train->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
   train->add_option("--dtype", f->dtype, "bf16 | fp16 | fp8")->capture_default_str();
-  train->add_option("--attention", f->attention, "flash (FlashAttention-2) | flash1 (FA 1.x, Triton FA) | unfused")->capture_default_str();
+  train->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
   train->add_option("--flops", f->convention, "MFU convention: 6n (PaLM) | megatron")->capture_default_str();
   train->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward instead of overlapped");
   train->add_flag("--tp-overlap", f->tp_overlap, "Overlap tensor-parallel communication with GEMMs");

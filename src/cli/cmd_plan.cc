@@ -110,7 +110,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--top", f->top, "How many configurations to show")->capture_default_str();
   sub->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   sub->add_option("--dtype", f->dtype, "bf16 | fp8")->capture_default_str();
-  sub->add_option("--attention", f->attention, "flash (FlashAttention-2) | flash1 (FA 1.x, Triton FA) | unfused")->capture_default_str();
+  sub->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
   sub->add_option("--tp", f->tp, "Fix TP (default: search)");
   sub->add_option("--pp", f->pp, "Fix PP (default: search)");
   sub->add_option("--cp", f->cp, "Fix CP (default: search)");

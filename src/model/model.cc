@@ -402,7 +402,8 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     if (no_bias) m.norm = NormKind::kRmsNorm;  // LayerNorm without bias: one weight vector, as RMSNorm
     SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", true));
     bool alibi = true;  // transformers' MptConfig default
-    if (j.contains("attn_config") && j["attn_config"].is_object()) {
+    if (j.contains("attn_config") && !j["attn_config"].is_null()) {
+      if (!j["attn_config"].is_object()) return ParseError(r.Where("attn_config") + " must be an object");
       JsonReader ac(j["attn_config"], name + ": attn_config");
       SUANLI_ASSIGN_OR_RETURN(alibi, ac.BoolOr("alibi", true));
     }

@@ -166,6 +166,11 @@ TEST(ParseHfConfig, MptAsLlmFoundryBenchmarkedIt) {
   auto bad = ParseHfConfig(base + "\"yes\"}}", "mpt.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("attn_config"), std::string::npos) << bad.status().message();
+  auto not_object = ParseHfConfig(R"({"model_type":"mpt","d_model":64,"n_layers":2,"n_heads":2,"vocab_size":100,
+      "attn_config":"alibi"})", "mpt.json");
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_NE(not_object.status().message().find("'attn_config' must be an object"), std::string::npos)
+      << not_object.status().message();
 }
 
 TEST(ModelCatalog, ResolvesPathsAndSuggestsNames) {
