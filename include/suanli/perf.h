@@ -33,6 +33,9 @@ struct Efficiency {
   // overlapped communication of duration M under compute C costs max(M, C + overlap_slowdown x min(M, C)).
   double overlap_slowdown = 0.189;
   double dequant_ops_int8 = 2, dequant_ops_int4 = 4, dequant_ops_nf4 = 5, dequant_ops_gguf = 4;
+  // Per-query-head decode attention (DecodeAttention::kPerHead): thread-instructions issued per cached
+  // K or V element per query head. Fitted (docs/validation.md §4); data/efficiency.toml [decode_attention].
+  double per_head_decode_instructions = 8.5;
   std::vector<std::string> sources;  // "field: citation" lines
 };
 
@@ -90,7 +93,8 @@ double RooflineTime(double t_compute, double t_memory);
 // Efficiency::overlap_slowdown). max(comm, compute + slowdown x min(comm, compute)) - compute.
 double OverlapCost(double compute, double comm, double slowdown);
 
-enum class Bound { kCompute, kMemory, kLatency, kCommunication };
+// kIssue: bound by the SMs' instruction issue rate on CUDA cores, not by tensor-core FLOPs or bytes.
+enum class Bound { kCompute, kMemory, kLatency, kCommunication, kIssue };
 const char* BoundName(Bound b);
 
 // One row of the per-operator table (`--explain`).
@@ -181,8 +185,29 @@ struct TrainResult {
 Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& c, const TrainConfig& cfg,
                                      const Efficiency& eff);
 
+// Decode-phase attention kernels. kGrouped: the kernel reads each KV head once for all the query heads
+// that share it, as grouped-query-aware kernels do (TensorRT-LLM XQA, FlashDecoding, FlashInfer); the
+// time is the KV-cache read. kPerHead: one thread block per query head on the CUDA cores (TensorRT-LLM's
+// masked multi-head attention, which v0.9 used unless a KV head is shared by exactly 8 query heads or
+// none; vLLM's PagedAttention v1/v2): the KV read is shared through L2, but every query head issues its
+// own instructions for every cached element, so at large batch and long context the kernel is bound by
+// instruction issue, not by memory (docs/methodology.md §9).
+enum class DecodeAttention { kGrouped, kPerHead };
+// "grouped" (alias "xqa"), "per-head" (alias "mmha"); an error lists the valid names.
+Result<DecodeAttention> ParseDecodeAttention(std::string_view name);
+const char* DecodeAttentionName(DecodeAttention a);
+inline constexpr const char* kDecodeAttentionHelp =
+    "grouped (each KV head read once: XQA, FlashDecoding, FlashInfer) | per-head (one block per query head: "
+    "TensorRT-LLM masked MHA, vLLM PagedAttention v1/v2)";
+// Thread-instructions an NVIDIA GPU's SMs issue per second: 4 warp schedulers x 32 lanes per SM per clock
+// (compute capability 7.0 and later). The clock follows from the FP32 peak = 2 x FP32 lanes x SMs x clock,
+// with 64 FP32 lanes per SM on compute capability 7.x and 8.0 and 128 on 8.6 and later (CUDA C++
+// Programming Guide, arithmetic instruction throughput). Errors: not NVIDIA, or no SM count or FP32 peak.
+Result<double> InstructionIssueRate(const GpuSpec& gpu);
+
 struct InferConfig {
   FitRequest fit;             // weights, kv dtype, batch, par.tp / par.pp
+  DecodeAttention decode_attention = DecodeAttention::kGrouped;
   int64_t input_len = 512;
   int64_t output_len = 128;
   Precision compute = Precision::kBf16;  // kFp8 for FP8 (weights and activations)
@@ -218,11 +243,9 @@ inline constexpr ValidationEvidence kFsdpNoCheckpointA100{39, 0.085, -0.051, 0.4
 inline constexpr ValidationEvidence kFsdpNoCheckpointH100{32, 0.210, 0.004, 0.417};
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
 inline constexpr ValidationEvidence kMoeServingTtft{8, -0.184, -0.652, 0.480};
-inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.523, -0.432, 2.024};
-// TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency),
-// and large-batch throughput of grouped-query-attention models (Mistral, Falcon).
+inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.330, -0.462, 1.611};
+// TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency).
 inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{8, -0.232, -0.315, -0.175};
-inline constexpr ValidationEvidence kHopperFp8GqaThroughput{16, 0.625, 0.126, 1.244};
 }  // namespace evidence
 
 // Model FLOPs per token (forward + backward = 3x forward) under a convention, for sequence s.

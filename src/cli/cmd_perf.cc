@@ -19,6 +19,7 @@ struct PerfFlags {
   int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", inter_node = "ib-ndr", attention = "flash", convention = "6n";
+  std::string decode_attention = "grouped";
   bool sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, fp32_grads = false, dropout = false;
   double tokens = 0, price = 0, moe_imbalance = 1.1;
   // infer
@@ -108,6 +109,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
   infer->add_option("--weights", f->weights, "bf16 fp16 fp8 int8 int4 nf4 q4_k_m ...")->capture_default_str();
   infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
+  infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
 
   return [ctx, f, train]() -> int {
     auto job = LoadJob(ctx, f->model, f->gpu, f->gpus_per_node, f->inter_node, f->nics_per_node);
@@ -302,6 +304,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     auto kv = ParseKvDtype(f->kv_dtype);
     if (!kv.ok()) return PrintError(kv.status());
     cfg.fit.kv_bytes_per_elem = *kv;
+    auto da = ParseDecodeAttention(f->decode_attention);
+    if (!da.ok()) return PrintError(da.status());
+    cfg.decode_attention = *da;
     cfg.fit.batch = f->batch;
     cfg.fit.par.tp = f->tp;
     cfg.fit.par.pp = f->pp;
@@ -318,6 +323,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       j["gpu"] = (*gpu)->id;
       j["layout"] = {{"tp", f->tp}, {"pp", f->pp}};
       j["weights"] = cfg.fit.weights.id;
+      j["decode_attention"] = DecodeAttentionName(cfg.decode_attention);
       j["batch"] = f->batch;
       j["fits"] = r->fits;
       j["ttft_s"] = r->ttft_s;
@@ -338,9 +344,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       PrintJson(j);
       return r->fits ? kExitOk : kExitNoFit;
     }
-    std::cout << fmt::format("{} on {} x {} (TP={} PP={}), weights {}, batch {}, {} in / {} out tokens\n\n", model->id,
-                             f->tp * f->pp, (*gpu)->id, f->tp, f->pp, cfg.fit.weights.id, f->batch, f->input_len,
-                             f->output_len);
+    std::cout << fmt::format(
+        "{} on {} x {} (TP={} PP={}), weights {}, batch {}, {} in / {} out tokens, decode attention {}\n\n", model->id,
+        f->tp * f->pp, (*gpu)->id, f->tp, f->pp, cfg.fit.weights.id, f->batch, f->input_len, f->output_len,
+        DecodeAttentionName(cfg.decode_attention));
     if (!r->fits) std::cout << "DOES NOT FIT: " << FormatBytes(r->per_gpu_peak_bytes) << " per GPU needed\n\n";
     Table t({"", "value"});
     t.Row({"time to first token", fmt::format("{} ({}-bound)", FormatSeconds(r->ttft_s), r->prefill_bound)});

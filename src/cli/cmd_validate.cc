@@ -72,7 +72,8 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
     Table s({"group", "cases", "mean |error|", "worst |error|", "calibration mean", "holdout mean (n)", "target", "meets"});
     for (const auto& g : rep->groups) {
       s.Row({g.group, std::to_string(g.cases), fmt::format("{:.1f}%", 100 * g.mean_abs_error),
-             fmt::format("{:.1f}%", 100 * g.worst_abs_error), fmt::format("{:.1f}%", 100 * g.mean_abs_error_calibration),
+             fmt::format("{:.1f}%", 100 * g.worst_abs_error),
+             g.cases > g.holdout_cases ? fmt::format("{:.1f}%", 100 * g.mean_abs_error_calibration) : "-",
              g.holdout_cases ? fmt::format("{:.1f}% ({})", 100 * g.mean_abs_error_holdout, g.holdout_cases) : "-",
              g.target_mean > 0 ? fmt::format("<= {:.0f}% / {:.0f}%", 100 * g.target_mean, 100 * g.target_worst) : "none",
              g.meets_target() ? "yes" : "NO"});

@@ -28,8 +28,9 @@ struct Pass {
 
 // One forward pass over `tokens` new tokens per sequence x `batch` sequences, attending to `ctx`
 // keys, on one GPU of a TP group, through all layers held by one pipeline stage.
+// `issue_rate`: thread-instructions per second, needed for per-query-head decode attention.
 Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const InferConfig& cfg, double batch,
-             double new_tokens, double ctx, bool decode) {
+             double new_tokens, double ctx, bool decode, double issue_rate) {
   const GpuSpec& gpu = *cl.gpu;
   const int t = cfg.fit.par.tp;
   const double T = batch * new_tokens;
@@ -100,11 +101,23 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   const double attn_bytes = batch * kv_per_layer + T * q_dim / t * 4;
   {
     const double peak16 = PeakFor(gpu, Precision::kBf16);
-    const double tc = attn_flops / (peak16 * eff.attention);
+    double tc = attn_flops / (peak16 * eff.attention);
     const double tm = attn_bytes / bw;
+    if (decode && cfg.decode_attention == DecodeAttention::kPerHead) {
+      // One thread block per query head: the group's blocks share the KV read through L2, but each issues
+      // its own instructions for every cached K and V element (sliding-window layers see at most the window).
+      double attended = ctx;
+      if (m.sliding_window > 0) {
+        const double wl = m.sliding_window_layers > 0 ? m.sliding_window_layers : m.layers;
+        attended = (ctx * (m.layers - wl) + std::min(ctx, double(m.sliding_window)) * wl) / m.layers;
+      }
+      const double elements = batch * attended * q_dim / t * 2;
+      tc = elements * eff.per_head_decode_instructions / issue_rate;
+    }
+    const bool issue = decode && cfg.decode_attention == DecodeAttention::kPerHead;
     const double time = std::max(tc, tm) + eff.kernel_launch_s;
     p.ops.push_back(OpCost{"attention", decode ? "decode" : "prefill", attn_flops, attn_bytes, time, 1,
-                           tc >= tm ? Bound::kCompute : Bound::kMemory});
+                           tc >= tm ? (issue ? Bound::kIssue : Bound::kCompute) : Bound::kMemory});
     p.time += time;
     (tc >= tm ? p.compute_time : p.memory_time) += std::max(tc, tm);
   }
@@ -168,10 +181,17 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.per_gpu_peak_bytes = mem->per_gpu_peak_bytes;
   r.fits = CheckFit(*mem, *cl.gpu).fits;
   r.max_batch = MaxBatchThatFits(m, cfg.fit, *cl.gpu);
+  double issue_rate = 0;
+  if (cfg.decode_attention == DecodeAttention::kPerHead) {
+    auto rate = InstructionIssueRate(*cl.gpu);
+    if (!rate.ok())
+      return InvalidArgument(fmt::format("--decode-attention per-head: {}", rate.status().message()));
+    issue_rate = *rate;
+  }
   const double batch = double(cfg.fit.batch);
-  const Pass prefill = Forward(m, cl, eff, cfg, batch, double(cfg.input_len), double(cfg.input_len), false);
+  const Pass prefill = Forward(m, cl, eff, cfg, batch, double(cfg.input_len), double(cfg.input_len), false, issue_rate);
   const double mid_ctx = double(cfg.input_len) + double(cfg.output_len) / 2;
-  const Pass decode = Forward(m, cl, eff, cfg, batch, 1, mid_ctx, true);
+  const Pass decode = Forward(m, cl, eff, cfg, batch, 1, mid_ctx, true, issue_rate);
   r.ttft_s = prefill.time;
   r.tpot_s = decode.time;
   r.decode_tokens_per_s = batch / r.tpot_s;
@@ -203,13 +223,20 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         "128-token prompts ({:.0f}% to {:.0f}% under-predicted, {} runs); FP8 activation scaling is not modelled",
         -100 * e.hi, -100 * e.lo, e.cases));
   }
-  if (hopper && fp8 && m.kv_heads < m.heads && cfg.fit.batch >= 32) {
-    const auto& e = evidence::kHopperFp8GqaThroughput;
-    r.notes.push_back(fmt::format(
-        "uncertain: the decode time assumes attention kernels that read each KV head once (grouped-query aware); "
-        "TensorRT-LLM v0.9's large-batch FP8 runs of GQA models on H100/H200 were {:.0f}% to {:.0f}% slower "
-        "than this model predicts ({} runs)",
-        100 * e.lo, 100 * e.hi, e.cases));
+  // A grouped-query model's decode time depends on whether the engine's kernel shares each KV head among
+  // its query heads; say what the other kind of kernel would give when it differs.
+  if (m.kv_heads < m.heads && cfg.decode_attention == DecodeAttention::kGrouped) {
+    if (auto rate = InstructionIssueRate(*cl.gpu); rate.ok()) {
+      InferConfig alt = cfg;
+      alt.decode_attention = DecodeAttention::kPerHead;
+      const Pass per_head = Forward(m, cl, eff, alt, batch, 1, mid_ctx, true, *rate);
+      if (per_head.time > 1.1 * decode.time)
+        r.notes.push_back(fmt::format(
+            "decode assumes a grouped-query-aware attention kernel (each KV head read once); with one thread "
+            "block per query head (TensorRT-LLM masked MHA, vLLM PagedAttention v1/v2: --decode-attention "
+            "per-head) the time per output token would be {} ({:.1f}x)",
+            FormatSeconds(per_head.time), per_head.time / decode.time));
+    }
   }
   return r;
 }

@@ -52,12 +52,41 @@ const char* AttentionImplName(AttentionImpl a) {
   return "?";
 }
 
+Result<DecodeAttention> ParseDecodeAttention(std::string_view name) {
+  if (name == "grouped" || name == "xqa") return DecodeAttention::kGrouped;
+  if (name == "per-head" || name == "mmha") return DecodeAttention::kPerHead;
+  return InvalidArgument(fmt::format(
+      "unknown decode attention kernel '{}': use grouped (each KV head read once; alias xqa) or per-head (one "
+      "thread block per query head; alias mmha)",
+      name));
+}
+
+const char* DecodeAttentionName(DecodeAttention a) {
+  return a == DecodeAttention::kPerHead ? "per-head" : "grouped";
+}
+
+Result<double> InstructionIssueRate(const GpuSpec& gpu) {
+  if (gpu.vendor != "nvidia" || !gpu.compute_capability)
+    return InvalidArgument(fmt::format(
+        "{}: the instruction-issue model (4 warp schedulers x 32 lanes per SM) is for NVIDIA GPUs with a compute "
+        "capability in the catalog", gpu.id));
+  const auto fp32 = gpu.PeakFlops(Precision::kFp32);
+  if (!gpu.sm_count || !fp32)
+    return InvalidArgument(fmt::format("{}: the catalog needs the SM count and the FP32 peak to derive the SM clock", gpu.id));
+  const std::string& cc = gpu.compute_capability->value;
+  const bool lanes64 = cc.rfind("7.", 0) == 0 || cc == "8.0";
+  const double fp32_lanes = lanes64 ? 64 : 128;
+  const double clock_hz = *fp32 / (2 * fp32_lanes * gpu.sm_count->value);
+  return gpu.sm_count->value * 128.0 * clock_hz;
+}
+
 const char* BoundName(Bound b) {
   switch (b) {
     case Bound::kCompute: return "compute";
     case Bound::kMemory: return "memory";
     case Bound::kLatency: return "latency";
     case Bound::kCommunication: return "communication";
+    case Bound::kIssue: return "issue";
   }
   return "?";
 }
@@ -105,6 +134,16 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
   if (const toml::table* d = doc["default"].as_table()) SUANLI_RETURN_IF_ERROR(apply(*d, "default"));
   if (const toml::table* g = doc["gpu"].as_table()) {
     if (const toml::table* mine = (*g)[gpu_id].as_table()) SUANLI_RETURN_IF_ERROR(apply(*mine, "gpu." + std::string(gpu_id)));
+  }
+  if (const toml::table* da = doc["decode_attention"].as_table()) {
+    detail::TableReader r(*da, file, "decode_attention", &sources);
+    SUANLI_ASSIGN_OR_RETURN(auto v, r.OptSourcedNumber("per_head_instructions"));
+    if (v) {
+      if (v->value < 1 || v->value > 100)
+        return ParseError(fmt::format("{}: {} is outside 1..100", r.Where("per_head_instructions"), v->value));
+      e.per_head_decode_instructions = v->value;
+    }
+    SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   }
   if (const toml::table* dq = doc["dequant"].as_table()) {
     detail::TableReader r(*dq, file, "dequant", &sources);

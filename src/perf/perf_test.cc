@@ -122,16 +122,17 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto ac = EstimateTraining(m8, C(h100), c, E(h100));
   ASSERT_TRUE(ac.ok());
   EXPECT_FALSE(note_with(ac->notes, "uncertain:"));
-  // Inference: MoE anywhere; FP8 on Hopper at short prompts; GQA at large FP8 batch on Hopper.
+  // Inference: MoE anywhere; FP8 on Hopper at short prompts; a GQA model at large batch and long context gets
+  // the per-head alternative.
   InferConfig ic;
   ic.fit.weights = *ParseWeightFormat("fp8");
   ic.compute = Precision::kFp8;
   ic.fit.batch = 64;
   ic.input_len = 128;
-  ic.output_len = 128;
+  ic.output_len = 4096;
   auto mistral = EstimateInference(M("mistral-7b"), C(h100), ic, E(h100));
   ASSERT_TRUE(mistral.ok());
-  EXPECT_TRUE(note_with(mistral->notes, "grouped-query aware"));
+  EXPECT_TRUE(note_with(mistral->notes, "--decode-attention per-head"));
   EXPECT_TRUE(note_with(mistral->notes, "longer to the first token"));
   EXPECT_FALSE(note_with(mistral->notes, "MoE"));
   const GpuSpec& a100 = G("a100-sxm-80gb");
@@ -145,6 +146,79 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto mixtral = EstimateInference(M("mixtral-8x7b"), C(a100), fp16, E(a100));
   ASSERT_TRUE(mixtral.ok()) << mixtral.status().message();
   EXPECT_TRUE(note_with(mixtral->notes, "MoE serving speed depends on the stack"));
+}
+
+// Per-query-head decode kernels (TensorRT-LLM masked MHA, vLLM PagedAttention v1/v2): the KV read is shared
+// through L2, but every query head issues instructions for every cached element, at 4 warp schedulers x 32
+// lanes per SM per clock.
+TEST_F(Perf, PerHeadDecodeAttentionIsBoundByInstructionIssue) {
+  EXPECT_EQ(*ParseDecodeAttention("grouped"), DecodeAttention::kGrouped);
+  EXPECT_EQ(*ParseDecodeAttention("xqa"), DecodeAttention::kGrouped);
+  EXPECT_EQ(*ParseDecodeAttention("mmha"), DecodeAttention::kPerHead);
+  EXPECT_STREQ(DecodeAttentionName(*ParseDecodeAttention("per-head")), "per-head");
+  auto bad = ParseDecodeAttention("paged");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("per-head"), std::string::npos);
+  // The SM clock derived from the FP32 peak equals the maximum SM clock nvidia-smi reports
+  // (shared/reference/gpus.md captures: A100-SXM4-40GB 1410, H100 1980, L40S 2520, T4 1590 MHz).
+  for (auto [id, mhz] : {std::pair{"a100-sxm-40gb", 1410.0}, {"h100-sxm", 1980.0}, {"l40s", 2520.0}, {"t4", 1590.0}}) {
+    const GpuSpec& g = G(id);
+    auto rate = InstructionIssueRate(g);
+    ASSERT_TRUE(rate.ok()) << id;
+    EXPECT_NEAR(*rate / (128.0 * g.sm_count->value) / 1e6, mhz, 0.01 * mhz) << id;
+  }
+  EXPECT_FALSE(InstructionIssueRate(G("mi300x")).ok());
+
+  // Mistral 7B (32 query heads, 8 KV heads) on one H100, FP8, batch 56 at 2048 + 2048 tokens: the decode
+  // step attends to 3072 tokens (input + output / 2).
+  const GpuSpec& h100 = G("h100-sxm");
+  const Efficiency eff = E(h100);
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.compute = Precision::kFp8;
+  c.fit.kv_bytes_per_elem = 1;
+  c.fit.batch = 56;
+  c.input_len = 2048;
+  c.output_len = 2048;
+  auto grouped = EstimateInference(M("mistral-7b"), C(h100), c, eff);
+  c.decode_attention = DecodeAttention::kPerHead;
+  auto per_head = EstimateInference(M("mistral-7b"), C(h100), c, eff);
+  ASSERT_TRUE(grouped.ok() && per_head.ok()) << per_head.status().message();
+  auto attention = [](const InferResult& r) {
+    for (const auto& o : r.decode_ops)
+      if (o.name == "attention") return o;
+    return OpCost{};
+  };
+  const double elements = 56.0 * 3072 * 4096 * 2;  // batch x context x query width x (K and V), per layer
+  const double issue = 132 * 128 * (67e12 / (2 * 128 * 132));
+  EXPECT_NEAR(attention(*per_head).time_s, elements * eff.per_head_decode_instructions / issue + eff.kernel_launch_s,
+              1e-9);
+  EXPECT_EQ(attention(*per_head).bound, Bound::kIssue);
+  // The grouped kernel reads the 8 KV heads once: memory-bound and faster.
+  const double kv_bytes = 56.0 * 3072 * 2 * 8 * 128;  // FP8 K and V
+  EXPECT_NEAR(attention(*grouped).time_s, kv_bytes / (3.35e12 * eff.memory) + 56.0 * 4096 * 4 / (3.35e12 * eff.memory) +
+                                              eff.kernel_launch_s,
+              1e-9);
+  EXPECT_GT(per_head->tpot_s, 1.5 * grouped->tpot_s);
+  // The grouped estimate says what a per-head kernel would give; the per-head estimate has no such note.
+  bool noted = false;
+  for (const auto& n : grouped->notes) noted |= n.find("--decode-attention per-head") != std::string::npos;
+  EXPECT_TRUE(noted);
+  for (const auto& n : per_head->notes) EXPECT_EQ(n.find("--decode-attention per-head"), std::string::npos) << n;
+
+  // Multi-head attention at batch 1 stays bound by the weight read: the kernel choice does not matter.
+  InferConfig one;
+  one.fit.batch = 1;
+  auto mha = EstimateInference(M("llama-2-7b"), C(h100), one, eff);
+  one.decode_attention = DecodeAttention::kPerHead;
+  auto mha_per_head = EstimateInference(M("llama-2-7b"), C(h100), one, eff);
+  ASSERT_TRUE(mha.ok() && mha_per_head.ok());
+  EXPECT_DOUBLE_EQ(mha->tpot_s, mha_per_head->tpot_s);
+  // Not modelled on other vendors: an error, not a number.
+  const GpuSpec& mi300x = G("mi300x");
+  auto amd = EstimateInference(M("llama-2-7b"), C(mi300x), one, E(mi300x));
+  ASSERT_FALSE(amd.ok());
+  EXPECT_NE(amd.status().message().find("NVIDIA"), std::string::npos);
 }
 
 TEST_F(Perf, InterNodeBusBandwidthScalesWithRanksPerNode) {

@@ -52,7 +52,8 @@ const std::map<std::string, KeyType>& CaseKeys(bool train) {
               {"kv_dtype", KeyType::kString},
               {"batch", KeyType::kInteger},
               {"input_len", KeyType::kInteger},
-              {"output_len", KeyType::kInteger}});
+              {"output_len", KeyType::kInteger},
+              {"decode_attention", KeyType::kString}});
     return m;
   }();
   return train ? train_keys : infer_keys;
@@ -148,6 +149,8 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   c.fit.batch = t["batch"].value_or(int64_t{1});
   c.input_len = t["input_len"].value_or(int64_t{128});
   c.output_len = t["output_len"].value_or(int64_t{128});
+  SUANLI_ASSIGN_OR_RETURN(c.decode_attention,
+                          ParseDecodeAttention(t["decode_attention"].value_or(std::string("grouped"))));
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, cl, c, eff));
   *detail = fmt::format("TTFT {:.2f} ms ({}), TPOT {:.2f} ms ({}){}", r.ttft_s * 1e3, r.prefill_bound, r.tpot_s * 1e3,
                         r.decode_bound, r.fits ? "" : ", DOES NOT FIT");

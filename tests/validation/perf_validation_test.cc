@@ -27,10 +27,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   auto rep = RunBundledPerfValidation(*hw, *models);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   // Issue 3 targets, applied to the calibration cases.
-  const std::map<std::string, Limits> targets = {{"training", {0.07, 0.15}}, {"decode", {0.10, 0.20}}};
+  // The throughput calibration rows (Mistral 7B, which fixed the per-head decode kernel's instruction count)
+  // have no issue target; they are ratcheted at their documented error plus one point.
+  const std::map<std::string, Limits> targets = {
+      {"training", {0.07, 0.15}}, {"decode", {0.10, 0.20}}, {"throughput", {0.098, 0.251}}};
   // Holdout ratchets: the errors documented in docs/validation.md, plus one point.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.137, 0.442}}, {"ttft", {0.192, 0.662}}, {"throughput", {0.328, 2.034}}};
+      {"training", {0.137, 0.442}}, {"ttft", {0.192, 0.662}}, {"throughput", {0.188, 1.621}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
@@ -101,11 +104,6 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
           return c.group == "ttft" && hopper(c) && has(c.name, "ISL 128") && !has(c.name, "mixtral");
         },
         "Hopper FP8 TTFT at 128 tokens");
-  check(evidence::kHopperFp8GqaThroughput,
-        [&](const ValidationCase& c) {
-          return c.group == "throughput" && hopper(c) && (has(c.name, "mistral") || has(c.name, "falcon"));
-        },
-        "Hopper FP8 GQA throughput");
 }
 
 // A user's own cases file: a misspelt key, a wrong type or an unknown role is an error naming the file, the
