@@ -53,7 +53,7 @@ for c in rep["cases"]:
         src = f"{src} {gpu}".strip()
     elif src == "TRT-LLM":
         model = words[2].split("-")[0]  # llama, mistral, mixtral, falcon
-        src = f"{src} {model} {words[3]}"
+        src = f"{src} {words[1]} {model} {words[3]}"
     by.setdefault((c["group"], src, c["role"]), []).append(abs(c["error"]))
 for (g, src, role), errs in by.items():
     print(f"| {g} | {src} | {role} | {len(errs)} | {100*sum(errs)/len(errs):.1f}% | {100*max(errs):.1f}% |")

@@ -33,7 +33,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
       {"training", {0.07, 0.15}}, {"decode", {0.10, 0.20}}, {"throughput", {0.098, 0.251}}};
   // Holdout ratchets: the errors documented in docs/validation.md, plus one point.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.137, 0.442}}, {"ttft", {0.192, 0.662}}, {"throughput", {0.188, 1.621}}};
+      {"training", {0.137, 0.442}}, {"ttft", {0.192, 0.662}}, {"throughput", {0.168, 1.621}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
@@ -58,7 +58,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
     }
   }
   // Every case is in a known group, and the bundled set is complete.
-  EXPECT_GE(rep->cases.size(), 265u);
+  EXPECT_GE(rep->cases.size(), 277u);
 }
 
 // The notes `suanli perf` prints for configurations the model is known to get wrong quote figures from this
