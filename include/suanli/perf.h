@@ -133,6 +133,9 @@ inline constexpr const char* kAttentionImplHelp = "flash (FlashAttention-2) | fl
 // Throughput of a FlashAttention-1-class kernel relative to FlashAttention-2.
 inline constexpr double kFlash1RelativeSpeed = 0.5;
 enum class FlopConvention { k6N, kMegatron };
+// Training compute precision: "bf16", "fp16" or "fp8" (FP8 GEMMs, Transformer Engine style); an error
+// lists the valid names.
+Result<Precision> ParseTrainDtype(std::string_view name);
 
 struct TrainConfig {
   FitRequest fit;             // model-state options; fit.par is the layout, fit.batch the global batch

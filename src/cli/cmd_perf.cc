@@ -28,12 +28,6 @@ struct PerfFlags {
   std::string calibration;
 };
 
-Result<Precision> ParseDtype(const std::string& s) {
-  if (s == "bf16") return Precision::kBf16;
-  if (s == "fp16") return Precision::kFp16;
-  if (s == "fp8") return Precision::kFp8;
-  return InvalidArgument(fmt::format("unknown --dtype '{}' (valid: bf16, fp16, fp8)", s));
-}
 
 json OpsJson(const std::vector<OpCost>& ops, double ridge) {
   json a = json::array();
@@ -125,7 +119,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
 
     if (train->parsed()) {
       TrainConfig cfg;
-      auto dt = ParseDtype(f->dtype);
+      auto dt = ParseTrainDtype(f->dtype);
       if (!dt.ok()) return PrintError(dt.status());
       cfg.dtype = *dt;
       auto attn = ParseAttentionImpl(f->attention);

@@ -26,6 +26,9 @@ constexpr double kRooflineP = 1.5;
 constexpr double kElementwiseKernelsPerLayer = 6;
 // FlashAttention-2's backward pass does 2.5x the forward FLOPs (5 matmuls vs 2; Dao 2023 §3.2).
 constexpr double kFlashBackwardFactor = 2.5;
+// FP8 training: bytes per element of a fused cast-transpose (read 16-bit, write FP8 and FP8 transpose).
+constexpr double kFp8CastBytesPerElement = 4;
+constexpr const char* kFp8CastOpName = "FP8 cast + transpose";
 // Optimizer step traffic per locally-held parameter for Adam with FP32 master weights:
 // read master, m, v (12 B) and the gradient, write master, m, v (12 B) and the 16-bit weight.
 constexpr double kAdamStepBytesBase = 24;
@@ -50,6 +53,13 @@ const char* AttentionImplName(AttentionImpl a) {
     case AttentionImpl::kUnfused: return "unfused";
   }
   return "?";
+}
+
+Result<Precision> ParseTrainDtype(std::string_view name) {
+  if (name == "bf16") return Precision::kBf16;
+  if (name == "fp16") return Precision::kFp16;
+  if (name == "fp8") return Precision::kFp8;
+  return InvalidArgument(fmt::format("unknown --dtype '{}' (valid: bf16, fp16, fp8)", name));
 }
 
 Result<DecodeAttention> ParseDecodeAttention(std::string_view name) {
@@ -310,6 +320,7 @@ struct PassTimes {
   double tp_comm = 0;                        // TP communication per layer per micro-batch (fwd+bwd+recompute)
   double ep_comm = 0, cp_comm = 0;
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
+  double fp8_cast_fwd = 0, fp8_cast_bwd = 0;  // FP8 training: cast + transpose of GEMM inputs / output grads
 };
 
 struct LayerContext {
@@ -412,6 +423,22 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     gemm("mlp up/gate", T, (m.gated_mlp ? 2.0 : 1.0) * ffn_width / t, h);
     gemm("mlp down", T, h, ffn_width / t);
   }
+  // FP8 training (Transformer Engine): the 16-bit activation entering each FP8 GEMM (forward) and the
+  // gradient leaving it (backward) are cast with a fused cast-transpose, since Hopper's FP8 GEMMs need
+  // both layouts: read 2 B, write the FP8 value and its FP8 transpose, 4 B per element. No credit is
+  // taken for casts fused into a layer norm. Weights are cast once per step (cached across micro-batches)
+  // and not counted.
+  if (c.elem_bytes == 1) {
+    const double mats = m.gated_mlp ? 2.0 : 1.0;
+    const double in_elems = T * (h + sh.out_proj_in / t + h + ffn_width / t);
+    const double grad_elems = T * (sh.attn_proj_params / h / t + h + mats * ffn_width / t + h);
+    const double bw = c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory;
+    p.fp8_cast_fwd = in_elems * kFp8CastBytesPerElement / bw + 4 * c.eff->kernel_launch_s;
+    p.fp8_cast_bwd = grad_elems * kFp8CastBytesPerElement / bw + 4 * c.eff->kernel_launch_s;
+    if (ops)
+      ops->Add(kFp8CastOpName, "forward", 0, in_elems * kFp8CastBytesPerElement, p.fp8_cast_fwd, 1, Bound::kMemory);
+    p.fwd += p.fp8_cast_fwd;
+  }
   // Element-wise, memory-bound: norms, residual adds (+ dropout), activation, rotary.
   const double tok_rep = c.sp ? T / t : T;  // SP shards the replicated region over TP
   double ew = tok_rep * (m.norms_per_layer * 4 * h + 2 * 6 * h);
@@ -440,11 +467,11 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
 
   // Backward: GEMMs twice the forward (data and weight gradients), attention per its kernel,
   // element-wise about twice the traffic.
-  const double gemm_fwd = p.fwd - attn_time - ew_time;
+  const double gemm_fwd = p.fwd - attn_time - ew_time - p.fp8_cast_fwd;
   const double gemm_fwd_flops = p.fwd_flops - attn_flops;
   const bool flash = c.attention != AttentionImpl::kUnfused;
   const double attn_bwd = flash ? attn_time * kFlashBackwardFactor : 2 * attn_time;
-  p.bwd = 2 * gemm_fwd + attn_bwd + 2 * ew_time;
+  p.bwd = 2 * gemm_fwd + attn_bwd + 2 * ew_time + p.fp8_cast_bwd;
   p.bwd_flops = 2 * gemm_fwd_flops + attn_flops * (flash ? kFlashBackwardFactor : 2);
   if (rc == Recompute::kFull) {
     p.recompute = p.fwd;
@@ -583,7 +610,12 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                lcp = per_layer(dense.cp_comm, moe.cp_comm);
   // Logits and loss on the last stage.
   const double T = b * s / par.cp;
-  const GemmTime head = EstimateGemm(T, double(m.vocab) / par.tp, double(m.hidden), 1, elem, peak, gemm_eff, gpu, eff);
+  // The output layer stays in 16-bit under FP8 training: Transformer Engine's FP8 covers the transformer
+  // layers' linears, and Megatron's output layer is not one of them.
+  const double peak16 = PeakFor(gpu, Precision::kBf16);
+  const GemmTime head = cfg.dtype == Precision::kFp8
+                            ? EstimateGemm(T, double(m.vocab) / par.tp, double(m.hidden), 1, 2, peak16, eff.gemm, gpu, eff)
+                            : EstimateGemm(T, double(m.vocab) / par.tp, double(m.hidden), 1, elem, peak, gemm_eff, gpu, eff);
   const double loss_bytes = T * double(m.vocab) / par.tp * kLossBytesPerLogit;
   const double loss_t = loss_bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory) + 3 * eff.kernel_launch_s;
   if (opsp) {
@@ -699,7 +731,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const bool head_op = o.name == "logits (output head)" || o.name == "cross-entropy";
     const bool comm = o.bound == Bound::kCommunication;
     const bool flash_op = o.name == "attention (flash)" || o.name == "attention (flash1)";
-    const double bwd = flash_op ? kFlashBackwardFactor : (head_op && o.name == "cross-entropy" ? 1.0 : 2.0);
+    double bwd = flash_op ? kFlashBackwardFactor : (head_op && o.name == "cross-entropy" ? 1.0 : 2.0);
+    if (o.name.find(kFp8CastOpName) != std::string::npos && dense.fp8_cast_fwd > 0) bwd = dense.fp8_cast_bwd / dense.fp8_cast_fwd;
     const double layers_here = head_op ? 1.0 : double(stage_layers(par.pp > 1 ? 0 : 0));
     o.count = mb_count * layers_here * (comm ? (2 + passes_rc) : (1 + bwd + (head_op ? 0 : passes_rc)));
     if (o.name.rfind("[moe]", 0) == 0) o.count *= moe_frac;

@@ -372,6 +372,40 @@ TEST_F(Perf, AutomaticChoiceFitsMemory) {
   EXPECT_GE(r->micro_batch, 1);
 }
 
+// FP8 training (Transformer Engine): each FP8 GEMM's 16-bit input (forward) and output gradient (backward)
+// goes through a cast-transpose, 4 bytes per element; the output layer stays in 16-bit.
+TEST_F(Perf, Fp8TrainingPaysCastTransposeTrafficAndKeepsTheHeadIn16Bit) {
+  const ModelSpec m = M("llama-2-7b");  // h 4096, 32 heads x 128, 32 KV heads, ffn 11008 (gated), 32 layers
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(8, 1, 1, 8, 4096);  // one micro-batch of one 4096-token sequence per rank
+  c.fit.recompute = Recompute::kNone;
+  auto bf16 = EstimateTraining(m, C(g), c, E(g));
+  c.dtype = Precision::kFp8;
+  auto fp8 = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(bf16.ok() && fp8.ok());
+  auto find = [](const TrainResult& r, const char* name) -> const OpCost* {
+    for (const auto& o : r.ops)
+      if (o.name == name) return &o;
+    return nullptr;
+  };
+  EXPECT_EQ(find(*bf16, "FP8 cast + transpose"), nullptr);
+  const OpCost* cast = find(*fp8, "FP8 cast + transpose");
+  ASSERT_NE(cast, nullptr);
+  const double T = 4096, inputs = 4096 + 4096 + 4096 + 11008;          // qkv, out-proj, up/gate, down inputs
+  const double grads = (3 * 4096) + 4096 + 2 * 11008 + 4096;           // their outputs' gradients
+  EXPECT_DOUBLE_EQ(cast->bytes, 4 * T * inputs);
+  const Efficiency e = E(g);
+  const double bw = 3.35e12 * e.memory, launches = 4 * e.kernel_launch_s;
+  const double t_fwd = 4 * T * inputs / bw + launches, t_bwd = 4 * T * grads / bw + launches;
+  EXPECT_NEAR(cast->time_s, t_fwd, 1e-12);
+  EXPECT_NEAR(cast->count, 32 * (1 + t_bwd / t_fwd), 1e-9);  // per layer: forward, and backward at its own bytes
+  const OpCost* head16 = find(*bf16, "logits (output head)");
+  const OpCost* head8 = find(*fp8, "logits (output head)");
+  ASSERT_TRUE(head16 && head8);
+  EXPECT_DOUBLE_EQ(head8->time_s, head16->time_s);
+  EXPECT_LT(fp8->step_time_s, bf16->step_time_s);
+}
+
 TEST_F(Perf, MfuIsModelFlopsOverPeak) {
   const ModelSpec m = M("llama-3.1-8b");
   const GpuSpec& g = G("h100-sxm");

@@ -43,6 +43,10 @@ const std::map<std::string, KeyType>& CaseKeys(bool train) {
               {"attention", KeyType::kString},
               {"dropout", KeyType::kBool},
               {"dp_overlap", KeyType::kBool},
+              {"cp", KeyType::kInteger},
+              {"interleave", KeyType::kInteger},
+              {"dtype", KeyType::kString},
+              {"tp_overlap", KeyType::kBool},
               {"inter_node", KeyType::kString}});
     return m;
   }();
@@ -103,8 +107,13 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   const int gpus = static_cast<int>(t["gpus"].value_or(int64_t{1}));
   c.fit.par.tp = static_cast<int>(t["tp"].value_or(int64_t{1}));
   c.fit.par.pp = static_cast<int>(t["pp"].value_or(int64_t{1}));
+  c.fit.par.cp = static_cast<int>(t["cp"].value_or(int64_t{1}));
+  c.fit.par.interleave = static_cast<int>(t["interleave"].value_or(int64_t{1}));
   c.fit.par.zero = static_cast<int>(t["zero"].value_or(int64_t{0}));
-  c.fit.par.dp = gpus / (c.fit.par.tp * c.fit.par.pp);
+  const int model_parallel = c.fit.par.tp * c.fit.par.pp * c.fit.par.cp;
+  if (model_parallel < 1 || gpus % model_parallel != 0)
+    return ParseError(fmt::format("gpus = {} is not a multiple of tp x pp x cp = {}", gpus, model_parallel));
+  c.fit.par.dp = gpus / model_parallel;
   c.fit.par.sequence_parallel = t["sequence_parallel"].value_or(false);
   c.fit.batch = t["global_batch"].value_or(int64_t{1});
   c.fit.seq = t["seq"].value_or(int64_t{2048});
@@ -112,6 +121,8 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   SUANLI_ASSIGN_OR_RETURN(c.attention, ParseAttentionImpl(t["attention"].value_or(std::string("flash"))));
   c.fit.flash_attention = c.attention != AttentionImpl::kUnfused;
   c.dp_overlap = t["dp_overlap"].value_or(true);
+  c.tp_overlap = t["tp_overlap"].value_or(false);
+  SUANLI_ASSIGN_OR_RETURN(c.dtype, ParseTrainDtype(t["dtype"].value_or(std::string("bf16"))));
   if (auto mb = t["micro_batch"].value<int64_t>()) {
     c.fit.micro_batch = *mb;
   } else {
