@@ -145,6 +145,9 @@ struct TrainConfig {
   AttentionImpl attention = AttentionImpl::kFlash;
   bool dp_overlap = true;     // overlap gradient reduction with backward (DDP buckets, FSDP, Megatron-Core)
   bool tp_overlap = false;    // overlap tensor-parallel communication with GEMMs (Megatron --tp-comm-overlap)
+  // Element-wise work as eager PyTorch runs it (HF transformers, torchtitan without torch.compile): RMSNorm
+  // upcast to FP32 in separate kernels, RoPE and SwiGLU unfused. Default: fused kernels (Megatron, TE).
+  bool eager = false;
   double moe_imbalance = 1.1; // busiest expert's load / mean load
   double tokens = 0;          // train on this many tokens (0 = not asked)
   double price_per_gpu_hour = 0;

@@ -20,7 +20,7 @@ struct PerfFlags {
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", inter_node = "ib-ndr", attention = "flash", convention = "6n";
   std::string decode_attention = "grouped";
-  bool sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, fp32_grads = false, dropout = false;
+  bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, fp32_grads = false, dropout = false;
   double tokens = 0, price = 0, moe_imbalance = 1.1;
   // infer
   int64_t batch = 1, input_len = 512, output_len = 128;
@@ -91,6 +91,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_flag("--tp-overlap", f->tp_overlap, "Overlap tensor-parallel communication with GEMMs");
   train->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients (18 B/param Adam)");
   train->add_flag("--dropout", f->dropout, "Dropout on (stores masks; unfused attention also streams them)");
+  train->add_flag("--eager", f->eager,
+                  "Eager PyTorch element-wise kernels (HF transformers, torchtitan without torch.compile): FP32 "
+                  "RMSNorm steps, unfused RoPE and SwiGLU");
   train->add_option("--tokens", f->tokens, "Train on this many tokens: time and GPU-hours");
   train->add_option("--moe-imbalance", f->moe_imbalance, "MoE: busiest expert's tokens / mean (>= 1)")
       ->capture_default_str();
@@ -168,6 +171,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       }
       cfg.dp_overlap = !f->no_dp_overlap;
       cfg.tp_overlap = f->tp_overlap;
+      cfg.eager = f->eager;
       cfg.tokens = f->tokens;
       cfg.price_per_gpu_hour = f->price;
       if (f->moe_imbalance < 1 || f->moe_imbalance > 64)

@@ -29,6 +29,8 @@ constexpr double kFlashBackwardFactor = 2.5;
 // FP8 training: bytes per element of a fused cast-transpose (read 16-bit, write FP8 and FP8 transpose).
 constexpr double kFp8CastBytesPerElement = 4;
 constexpr const char* kFp8CastOpName = "FP8 cast + transpose";
+// Eager PyTorch element-wise work beyond fused kernels.
+constexpr const char* kEagerOpName = "eager element-wise (unfused)";
 // Optimizer step traffic per locally-held parameter for Adam with FP32 master weights:
 // read master, m, v (12 B) and the gradient, write master, m, v (12 B) and the 16-bit weight.
 constexpr double kAdamStepBytesBase = 24;
@@ -321,6 +323,7 @@ struct PassTimes {
   double ep_comm = 0, cp_comm = 0;
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
   double fp8_cast_fwd = 0, fp8_cast_bwd = 0;  // FP8 training: cast + transpose of GEMM inputs / output grads
+  double eager_fwd = 0, eager_bwd = 0;        // eager PyTorch element-wise work beyond the fused kernels
 };
 
 struct LayerContext {
@@ -338,6 +341,7 @@ struct LayerContext {
   double moe_imbalance;
   bool moe_layer;
   bool dropout;
+  bool eager;
 };
 
 // Groups of the layer's collectives: TP (stride 1), CP (stride TP), EP (inside the DP x CP ranks, stride TP).
@@ -449,6 +453,26 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   if (ops) ops->Add("norms, residuals, activation", "forward", 0, ew, ew_time, 1, Bound::kMemory);
   p.fwd += ew_time;
 
+  // Eager PyTorch: what the reference implementations move beyond the fused kernels counted above, in bytes
+  // per element (docs/methodology.md §6.3): RMSNorm in FP32 steps (forward 36 against 4, backward 58 against
+  // 8), rotate-half RoPE on Q and K (22 against 4, 25 against 8), SwiGLU as two kernels (10 against 6,
+  // 18 against 12). LayerNorm and GELU are single kernels in eager mode too and cost nothing extra.
+  if (c.eager && (m.norm == NormKind::kRmsNorm || sh.rotary || m.gated_mlp)) {
+    const double rms = m.norm == NormKind::kRmsNorm ? m.norms_per_layer : 0;
+    const double rope = sh.rotary ? (sh.q_dim + sh.kv_dim) / t : 0;
+    const double glu = m.gated_mlp ? ffn_width / t : 0;
+    const double fwd_b = T * (rms * (36 - 4) * h + rope * (22 - 4) + glu * (10 - 6));
+    const double bwd_b = T * (rms * (58 - 8) * h + rope * (25 - 8) + glu * (18 - 12));
+    const double bw = c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory;
+    // Extra kernels: 5 forward / 8 backward per RMSNorm, 8 / 10 for RoPE, 1 / 2 for SwiGLU.
+    const double k_fwd = 5 * rms + (rope > 0 ? 8 : 0) + (glu > 0 ? 1 : 0);
+    const double k_bwd = 8 * rms + (rope > 0 ? 10 : 0) + (glu > 0 ? 2 : 0);
+    p.eager_fwd = fwd_b / bw + k_fwd * c.eff->kernel_launch_s;
+    p.eager_bwd = bwd_b / bw + k_bwd * c.eff->kernel_launch_s;
+    if (ops) ops->Add(kEagerOpName, "forward", 0, fwd_b, p.eager_fwd, 1, Bound::kMemory);
+    p.fwd += p.eager_fwd;
+  }
+
   // Tensor-parallel communication: 2 all-reduces per layer forward (or all-gather + reduce-scatter
   // with SP: the same bytes on a ring), 2 in backward.
   if (c.tp > 1) {
@@ -467,11 +491,11 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
 
   // Backward: GEMMs twice the forward (data and weight gradients), attention per its kernel,
   // element-wise about twice the traffic.
-  const double gemm_fwd = p.fwd - attn_time - ew_time - p.fp8_cast_fwd;
+  const double gemm_fwd = p.fwd - attn_time - ew_time - p.fp8_cast_fwd - p.eager_fwd;
   const double gemm_fwd_flops = p.fwd_flops - attn_flops;
   const bool flash = c.attention != AttentionImpl::kUnfused;
   const double attn_bwd = flash ? attn_time * kFlashBackwardFactor : 2 * attn_time;
-  p.bwd = 2 * gemm_fwd + attn_bwd + 2 * ew_time + p.fp8_cast_bwd;
+  p.bwd = 2 * gemm_fwd + attn_bwd + 2 * ew_time + p.fp8_cast_bwd + p.eager_bwd;
   p.bwd_flops = 2 * gemm_fwd_flops + attn_flops * (flash ? kFlashBackwardFactor : 2);
   if (rc == Recompute::kFull) {
     p.recompute = p.fwd;
@@ -585,7 +609,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.peak_flops_per_gpu = peak;
 
   LayerContext lc{&m, &gpu, &eff, &cl, b * s / par.cp, s, b, par.tp, par.cp, par.ep, par.sequence_parallel,
-                  peak, gemm_eff, elem, cfg.attention, cfg.moe_imbalance, false, cfg.fit.dropout};
+                  peak, gemm_eff, elem, cfg.attention, cfg.moe_imbalance, false, cfg.fit.dropout, cfg.eager};
   OpList ops;
   OpList* opsp = cfg.detail ? &ops : nullptr;
   const PassTimes dense = Layer(lc, cfg.fit.recompute, opsp);
@@ -733,6 +757,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const bool flash_op = o.name == "attention (flash)" || o.name == "attention (flash1)";
     double bwd = flash_op ? kFlashBackwardFactor : (head_op && o.name == "cross-entropy" ? 1.0 : 2.0);
     if (o.name.find(kFp8CastOpName) != std::string::npos && dense.fp8_cast_fwd > 0) bwd = dense.fp8_cast_bwd / dense.fp8_cast_fwd;
+    if (o.name.find(kEagerOpName) != std::string::npos && dense.eager_fwd > 0) bwd = dense.eager_bwd / dense.eager_fwd;
     const double layers_here = head_op ? 1.0 : double(stage_layers(par.pp > 1 ? 0 : 0));
     o.count = mb_count * layers_here * (comm ? (2 + passes_rc) : (1 + bwd + (head_op ? 0 : passes_rc)));
     if (o.name.rfind("[moe]", 0) == 0) o.count *= moe_frac;

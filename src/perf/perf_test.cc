@@ -406,6 +406,39 @@ TEST_F(Perf, Fp8TrainingPaysCastTransposeTrafficAndKeepsTheHeadIn16Bit) {
   EXPECT_LT(fp8->step_time_s, bf16->step_time_s);
 }
 
+// Eager PyTorch element-wise work: RMSNorm in FP32 steps (36 B forward / 58 B backward per element instead of
+// 4 / 8), rotate-half RoPE on Q and K (22 / 25 instead of 4 / 8), SwiGLU as two kernels (10 / 18 instead of
+// 6 / 12). A LayerNorm + GELU model without RoPE has nothing extra.
+TEST_F(Perf, EagerElementwiseCountsTheUnfusedKernelsBytes) {
+  const GpuSpec& g = G("a100-sxm-80gb");
+  TrainConfig c = Train(8, 1, 1, 8, 4096);
+  c.fit.recompute = Recompute::kNone;
+  c.eager = true;
+  auto llama = EstimateTraining(M("llama-2-7b"), C(g), c, E(g));
+  ASSERT_TRUE(llama.ok());
+  const OpCost* eager = nullptr;
+  for (const auto& o : llama->ops)
+    if (o.name == "eager element-wise (unfused)") eager = &o;
+  ASSERT_NE(eager, nullptr);
+  const double T = 4096, h = 4096, qk = 4096 + 4096, f = 11008;
+  EXPECT_DOUBLE_EQ(eager->bytes, T * (2 * 32 * h + 18 * qk + 4 * f));
+  c.eager = false;
+  auto fused = EstimateTraining(M("llama-2-7b"), C(g), c, E(g));
+  ASSERT_TRUE(fused.ok());
+  EXPECT_GT(llama->step_time_s, fused->step_time_s);
+  // GPT-3 style (LayerNorm, GELU, learned positions): eager costs the same as fused.
+  auto gpt = ParseHfConfig(R"({"model_type": "gpt2", "n_embd": 2048, "n_layer": 24, "n_head": 16,
+                                "vocab_size": 50257, "n_positions": 2048})",
+                           "gpt.json");
+  ASSERT_TRUE(gpt.ok()) << gpt.status().message();
+  c.eager = true;
+  auto gpt_eager = EstimateTraining(*gpt, C(g), c, E(g));
+  c.eager = false;
+  auto gpt_fused = EstimateTraining(*gpt, C(g), c, E(g));
+  ASSERT_TRUE(gpt_eager.ok() && gpt_fused.ok());
+  EXPECT_DOUBLE_EQ(gpt_eager->step_time_s, gpt_fused->step_time_s);
+}
+
 TEST_F(Perf, MfuIsModelFlopsOverPeak) {
   const ModelSpec m = M("llama-3.1-8b");
   const GpuSpec& g = G("h100-sxm");
