@@ -29,6 +29,7 @@ struct PlanRequest {
   int64_t seq = 2048;
   Precision dtype = Precision::kBf16;
   AttentionImpl attention = AttentionImpl::kFlash;
+  bool eager = false;                // eager PyTorch element-wise kernels (TrainConfig::eager)
   bool dp_overlap = true;
   double tokens = 0;                 // tokens to train (for time, GPU-hours, cost)
   double price_per_gpu_hour = 0;     // for the cost objectives

@@ -88,7 +88,7 @@ struct PlanFlags {
   int gpus_per_node = 8, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
   int64_t global_batch = 1024, seq = 2048;
   double tokens = 0, price = 0;
-  bool no_dp_overlap = false;
+  bool no_dp_overlap = false, eager = false;
 };
 
 }  // namespace
@@ -111,6 +111,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   sub->add_option("--dtype", f->dtype, "bf16 | fp8")->capture_default_str();
   sub->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
+  sub->add_flag("--eager", f->eager, "Eager PyTorch element-wise kernels (HF transformers, torchtitan without torch.compile)");
   sub->add_option("--tp", f->tp, "Fix TP (default: search)");
   sub->add_option("--pp", f->pp, "Fix PP (default: search)");
   sub->add_option("--cp", f->cp, "Fix CP (default: search)");
@@ -148,6 +149,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     auto attn = ParseAttentionImpl(f->attention);
     if (!attn.ok()) return PrintError(attn.status());
     req.attention = *attn;
+    req.eager = f->eager;
     req.fixed_tp = f->tp;
     req.fixed_pp = f->pp;
     req.fixed_cp = f->cp;

@@ -119,6 +119,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
               c.dtype = req.dtype;
               c.attention = req.attention;
+              c.eager = req.eager;
               c.dp_overlap = req.dp_overlap;
               c.tokens = req.tokens;
               c.price_per_gpu_hour = sh.price;
@@ -242,6 +243,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
       tc.dtype = req.dtype;
       tc.attention = req.attention;
+      tc.eager = req.eager;
       tc.dp_overlap = req.dp_overlap;
       tc.tokens = req.tokens;
       tc.price_per_gpu_hour = price;

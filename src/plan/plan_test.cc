@@ -75,6 +75,32 @@ TEST_F(Planner, PublishedLayoutIsNearTheTopAndNeverBeaten) {
   EXPECT_LE(published->step_time_s, best * 1.20);
 }
 
+// --eager reaches every candidate: an eager LLaMA stack is slower than a fused one at its best layout, and the
+// winner's step equals a direct evaluation of that layout with eager kernels.
+TEST_F(Planner, EagerKernelsReachEveryCandidate) {
+  const ModelSpec m = M("llama-3.1-8b");
+  PlanRequest req = Req(m, "a100-sxm-80gb", {64}, 128, 4096);
+  auto fused = Plan(req);
+  req.eager = true;
+  auto eager = Plan(req);
+  ASSERT_TRUE(fused.ok() && eager.ok());
+  ASSERT_FALSE(fused->counts[0].top.empty());
+  ASSERT_FALSE(eager->counts[0].top.empty());
+  const auto& best = eager->counts[0].top[0];
+  EXPECT_GT(best.result.step_time_s, fused->counts[0].top[0].result.step_time_s);
+  TrainConfig c;
+  c.fit.par = best.par;
+  c.fit.batch = 128;
+  c.fit.seq = 4096;
+  c.fit.micro_batch = best.micro_batch;
+  c.fit.recompute = best.recompute;
+  c.fit.flash_attention = true;
+  c.eager = true;
+  auto direct = EstimateTraining(m, req.cluster, c, req.eff);
+  ASSERT_TRUE(direct.ok());
+  EXPECT_NEAR(direct->step_time_s, best.result.step_time_s, 1e-9 * best.result.step_time_s);
+}
+
 // Under perfect weak scaling (a network too fast to matter), doubling GPUs and batch never raises the step time.
 TEST_F(Planner, MoreGpusNeverRaiseTheBestStepTimeUnderWeakScaling) {
   const ModelSpec m = M("llama-3.1-8b");
