@@ -12,6 +12,7 @@ struct Fixture {
   suanli::HardwareCatalog hw = *suanli::HardwareCatalog::Load(suanli::CatalogOptions{});
   suanli::ModelCatalog models = *suanli::ModelCatalog::Load(suanli::CatalogOptions{});
   suanli::ModelSpec gpt3 = *models.Resolve("gpt3-175b");
+  suanli::ModelSpec llama70b = *models.Resolve("llama-3.1-70b");  // grouped-query attention
   const suanli::GpuSpec* gpu = *hw.FindGpu("a100-sxm-80gb");
   suanli::Cluster cluster = *suanli::MakeCluster(hw, *gpu, 8, "ib-hdr");
   suanli::Efficiency eff = *suanli::LoadEfficiency(gpu->id);
@@ -73,6 +74,19 @@ void BM_EstimateInference(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateInference(f.gpt3, f.cluster, c, f.eff));
 }
 BENCHMARK(BM_EstimateInference);
+
+// A grouped-query model with the default grouped decode kernel: the estimate also evaluates the per-head
+// alternative for its note, so this is the inference path's worst case.
+void BM_EstimateInferenceGqa(benchmark::State& state) {
+  auto& f = F();
+  suanli::InferConfig c;
+  c.fit.batch = 32;
+  c.fit.par.tp = 8;
+  c.input_len = 2048;
+  c.output_len = 2048;
+  for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateInference(f.llama70b, f.cluster, c, f.eff));
+}
+BENCHMARK(BM_EstimateInferenceGqa);
 
 // The planner case: GPT-3 175B on 1024 A100-80GB, global batch 1024, sequence 2048, one thread.
 // items_per_second = configurations evaluated per second on one core.
