@@ -110,3 +110,19 @@ endif()
 run_suanli(2 out perf train -m llama-3.1-8b -g a100 --gpus 8 --global-batch 64
            --calibration ${CMAKE_CURRENT_LIST_DIR}/data/calibration-h100-example.toml)
 expect_contains("${out}" "measured on 'h100-sxm'" "perf --calibration on another GPU")
+# validate: a case that cannot be evaluated is an input error (exit 2) that says why, not a silent 100% error.
+run_suanli(2 out validate --cases ${CMAKE_CURRENT_LIST_DIR}/data/validate-unevaluable-case.toml)
+expect_contains("${out}" "not a multiple of tp x pp x cp = 8" "validate: unevaluable case says why")
+expect_contains("${out}" "1 case(s) could not be evaluated" "validate: unevaluable case is an error")
+# perf infer: per-head decode attention is slower than grouped for a GQA model at long context, and says so.
+run_suanli(0 out perf infer -m mistral-7b -g h100 --weights fp8 --batch 64 --input-len 2048 --output-len 2048 --json)
+string(JSON grouped GET "${out}" tpot_s)
+expect_contains("${out}" "--decode-attention per-head" "perf infer: GQA note names the per-head kernel")
+run_suanli(0 out perf infer -m mistral-7b -g h100 --weights fp8 --batch 64 --input-len 2048 --output-len 2048
+           --decode-attention mmha --json)
+string(JSON per_head GET "${out}" tpot_s)
+if(NOT per_head GREATER grouped)
+  message(FATAL_ERROR "perf infer: per-head TPOT ${per_head} s should exceed grouped ${grouped} s")
+endif()
+run_suanli(2 out perf infer -m mistral-7b -g h100 --decode-attention paged)
+expect_contains("${out}" "use grouped" "perf infer: bad decode attention lists the valid names")

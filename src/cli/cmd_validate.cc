@@ -33,6 +33,10 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
     if (!rep.ok()) return PrintError(rep.status());
     bool all_ok = true;
     for (const auto& g : rep->groups) all_ok &= g.meets_target();
+    // A case that cannot be evaluated is an input error (exit 2), not a missed target.
+    int failed = 0;
+    for (const auto& c : rep->cases)
+      if (!c.failure.empty() && (group->empty() || c.group == *group)) ++failed;
     if (ctx->options().json) {
       nlohmann::json j = JsonEnvelope("suanli.validate/1");
       j["cases"] = nlohmann::json::array();
@@ -58,6 +62,7 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
                                {"meets_target", g.meets_target()}});
       }
       PrintJson(j);
+      if (failed > 0) return kExitInvalid;
       return all_ok ? kExitOk : kExitNoFit;
     }
     Table t({"group", "role", "case", "metric", "published", "predicted", "error", "detail"});
@@ -79,6 +84,12 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
              g.meets_target() ? "yes" : "NO"});
     }
     std::cout << s.Render();
+    if (failed > 0) {
+      std::cerr << fmt::format("suanli: error: {} case(s) could not be evaluated (the ERROR rows say why); each counts "
+                               "as a 100% error in its group\n",
+                               failed);
+      return kExitInvalid;
+    }
     return all_ok ? kExitOk : kExitNoFit;
   };
 }
