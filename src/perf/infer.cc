@@ -84,10 +84,15 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
       gemm("shared expert down", T, h, double(e.shared_ffn) / t, 1, moe_frac);
     }
   }
-  // Weight-only quantisation: dequantisation on the FP32 pipes, once per weight per pass.
+  // Weight-only quantisation: dequantisation on the FP32 pipes, once per weight read per pass (for MoE, the
+  // experts this step's tokens touch).
   if (dq_ops > 0) {
     double params_read = (pc.attention + pc.mlp_dense) / m.layers / t;
-    if (m.moe) params_read += pc.moe_experts / std::max(1, m.moe_layer_count()) / t * moe_frac;
+    if (m.moe) {
+      const auto& e = *m.moe;
+      const double touched = e.num_experts * (1 - std::pow(1 - double(e.experts_per_token) / e.num_experts, T));
+      params_read += pc.moe_experts / std::max(1, m.moe_layer_count()) / t * moe_frac * (touched / e.num_experts);
+    }
     const double dq_time = params_read * dq_ops / (fp32_peak * 0.8);
     p.ops.push_back(OpCost{"dequantise weights", decode ? "decode" : "prefill", params_read * dq_ops, 0, dq_time, 1,
                            Bound::kCompute});

@@ -439,6 +439,26 @@ TEST_F(Perf, EagerElementwiseCountsTheUnfusedKernelsBytes) {
   EXPECT_DOUBLE_EQ(gpt_eager->step_time_s, gpt_fused->step_time_s);
 }
 
+// Weight-only quantised MoE decode dequantises only the experts the step reads: at batch 1, Mixtral's 2 of 8.
+TEST_F(Perf, QuantisedMoeDecodeDequantisesOnlyTheTouchedExperts) {
+  const ModelSpec m = M("mixtral-8x7b");
+  const GpuSpec& g = G("a100-sxm-80gb");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("int8");
+  c.fit.batch = 1;
+  c.input_len = 5;
+  c.output_len = 200;
+  auto r = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const OpCost* dq = nullptr;
+  for (const auto& o : r->decode_ops)
+    if (o.name == "dequantise weights") dq = &o;
+  ASSERT_NE(dq, nullptr);
+  const ParamCounts pc = CountParams(m);
+  const double per_layer = (pc.attention + pc.mlp_dense) / m.layers + pc.moe_experts / m.layers * (2.0 / 8.0);
+  EXPECT_NEAR(dq->flops, per_layer * E(g).dequant_ops_int8, 1e-6 * dq->flops);
+}
+
 TEST_F(Perf, MfuIsModelFlopsOverPeak) {
   const ModelSpec m = M("llama-3.1-8b");
   const GpuSpec& g = G("h100-sxm");
