@@ -766,6 +766,21 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.ops = std::move(ops.ops);
   if (!res.fits)
     res.notes.push_back(fmt::format("does not fit: needs {} more per GPU", FormatBytes(res.shortfall_bytes)));
+  if (cfg.detail && cfg.dtype == Precision::kFp8) {
+    const auto& e = evidence::kFp8TrainingNeMo;
+    res.notes.push_back(fmt::format(
+        "uncertain: FP8 training is checked against {} NeMo 24.07 runs on H100 (Megatron-Core with Transformer "
+        "Engine), where the model was optimistic by {:.0f}% to {:.0f}% (mean {:.0f}%); other FP8 stacks are "
+        "unmeasured (docs/validation.md)",
+        e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
+  }
+  if (cfg.detail && cfg.eager && par.zero == 3) {
+    const auto& e = evidence::kEagerFsdpTorchtitan;
+    res.notes.push_back(fmt::format(
+        "uncertain: on {} torchtitan FSDP2 runs in eager mode (A100) the model was optimistic by {:.0f}% to {:.0f}% "
+        "even with the eager element-wise work counted (docs/validation.md section 5)",
+        e.cases, 100 * e.lo, 100 * e.hi));
+  }
   if (cfg.detail && par.zero == 3 && cfg.fit.recompute == Recompute::kNone) {
     const auto& a = evidence::kFsdpNoCheckpointA100;
     const auto& h = evidence::kFsdpNoCheckpointH100;

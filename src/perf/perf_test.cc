@@ -404,6 +404,14 @@ TEST_F(Perf, Fp8TrainingPaysCastTransposeTrafficAndKeepsTheHeadIn16Bit) {
   ASSERT_TRUE(head16 && head8);
   EXPECT_DOUBLE_EQ(head8->time_s, head16->time_s);
   EXPECT_LT(fp8->step_time_s, bf16->step_time_s);
+  // The FP8 estimate quotes the only FP8 training evidence there is; the BF16 one does not.
+  auto quotes = [](const TrainResult& r) {
+    for (const auto& n : r.notes)
+      if (n.find("NeMo 24.07 runs on H100") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(quotes(*fp8));
+  EXPECT_FALSE(quotes(*bf16));
 }
 
 // Eager PyTorch element-wise work: RMSNorm in FP32 steps (36 B forward / 58 B backward per element instead of

@@ -131,6 +131,10 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
           return c.group == "ttft" && hopper(c) && has(c.name, "ISL 128") && !has(c.name, "mixtral");
         },
         "Hopper FP8 TTFT at 128 tokens");
+  check(evidence::kFp8TrainingNeMo, [&](const ValidationCase& c) { return c.name.rfind("NeMo", 0) == 0; },
+        "NeMo FP8 training");
+  check(evidence::kEagerFsdpTorchtitan, [&](const ValidationCase& c) { return c.name.rfind("torchtitan", 0) == 0; },
+        "torchtitan eager FSDP2");
 }
 
 // A user's own cases file: a misspelt key, a wrong type or an unknown role is an error naming the file, the
