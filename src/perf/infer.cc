@@ -108,7 +108,8 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
     const double peak16 = PeakFor(gpu, Precision::kBf16);
     double tc = attn_flops / (peak16 * eff.attention);
     const double tm = attn_bytes / bw;
-    if (decode && cfg.decode_attention == DecodeAttention::kPerHead) {
+    const bool per_head = decode && cfg.decode_attention == DecodeAttention::kPerHead;
+    if (per_head) {
       // One thread block per query head: the group's blocks share the KV read through L2, but each issues
       // its own instructions for every cached K and V element (sliding-window layers see at most the window).
       double attended = ctx;
@@ -119,10 +120,9 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
       const double elements = batch * attended * q_dim / t * 2;
       tc = elements * eff.per_head_decode_instructions / issue_rate;
     }
-    const bool issue = decode && cfg.decode_attention == DecodeAttention::kPerHead;
     const double time = std::max(tc, tm) + eff.kernel_launch_s;
     p.ops.push_back(OpCost{"attention", decode ? "decode" : "prefill", attn_flops, attn_bytes, time, 1,
-                           tc >= tm ? (issue ? Bound::kIssue : Bound::kCompute) : Bound::kMemory});
+                           tc >= tm ? (per_head ? Bound::kIssue : Bound::kCompute) : Bound::kMemory});
     p.time += time;
     (tc >= tm ? p.compute_time : p.memory_time) += std::max(tc, tm);
   }

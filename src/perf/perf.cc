@@ -461,8 +461,9 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     const double rms = m.norm == NormKind::kRmsNorm ? m.norms_per_layer : 0;
     const double rope = sh.rotary ? (sh.q_dim + sh.kv_dim) / t : 0;
     const double glu = m.gated_mlp ? ffn_width / t : 0;
-    const double fwd_b = T * (rms * (36 - 4) * h + rope * (22 - 4) + glu * (10 - 6));
-    const double bwd_b = T * (rms * (58 - 8) * h + rope * (25 - 8) + glu * (18 - 12));
+    // Norms run on the sequence-parallel shard like the fused ones above (tok_rep); RoPE and SwiGLU on T.
+    const double fwd_b = tok_rep * rms * (36 - 4) * h + T * (rope * (22 - 4) + glu * (10 - 6));
+    const double bwd_b = tok_rep * rms * (58 - 8) * h + T * (rope * (25 - 8) + glu * (18 - 12));
     const double bw = c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory;
     // Extra kernels: 5 forward / 8 backward per RMSNorm, 8 / 10 for RoPE, 1 / 2 for SwiGLU.
     const double k_fwd = 5 * rms + (rope > 0 ? 8 : 0) + (glu > 0 ? 1 : 0);
