@@ -102,6 +102,7 @@ struct ServeTarget {
   double requests_per_s = 0;       // if given, concurrency = max(users, rps x end-to-end latency)
   double ttft_slo_s = 0, tpot_slo_s = 0;  // 0 = no objective
   int gpus_per_node = 8;
+  DecodeAttention decode_attention = DecodeAttention::kGrouped;  // per-head: NVIDIA GPUs only
 };
 
 struct SelectRow {

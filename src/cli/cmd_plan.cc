@@ -247,6 +247,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
 namespace {
 struct SelectFlags {
   std::string model = "llama-3.1-8b", weights = "bf16", kv_dtype = "bf16", inter_node = "ib-ndr";
+  std::string decode_attention = "grouped";
   int64_t input_len = 1024, output_len = 256, users = 16, global_batch = 1024, seq = 4096;
   double rps = 0, ttft_ms = 0, tpot_ms = 0, tokens = 0, deadline_days = 0, budget = 0;
   int gpus_per_node = 8;
@@ -287,6 +288,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
   }
   serve->add_option("--weights", f->weights, "Weight format (bf16, fp8, int8, int4, ...)")->capture_default_str();
   serve->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
+  serve->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
   serve->add_option("--input-len", f->input_len, "Prompt tokens")->capture_default_str();
   serve->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
   serve->add_option("--users", f->users, "Concurrent sequences")->capture_default_str();
@@ -317,6 +319,9 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       auto kv = ParseKvDtype(f->kv_dtype);
       if (!kv.ok()) return PrintError(kv.status());
       t.kv_bytes_per_elem = *kv;
+      auto da = ParseDecodeAttention(f->decode_attention);
+      if (!da.ok()) return PrintError(da.status());
+      t.decode_attention = *da;
       t.input_len = f->input_len;
       t.output_len = f->output_len;
       t.concurrent_users = f->users;

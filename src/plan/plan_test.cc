@@ -269,6 +269,34 @@ TEST_F(Planner, SelectionExplainsExclusions) {
   }
 }
 
+// The serving selection takes the decode kernel: per-head is slower per token for a grouped-query model at
+// long context, and excludes GPUs the instruction-issue model does not describe.
+TEST_F(Planner, SelectionTakesTheDecodeKernel) {
+  const ModelSpec m = M("mistral-7b");
+  ServeTarget t;
+  t.model = &m;
+  t.input_len = 2048;
+  t.output_len = 2048;
+  t.concurrent_users = 64;
+  auto grouped = SelectForServing(*hw_, t);
+  t.decode_attention = DecodeAttention::kPerHead;
+  auto per_head = SelectForServing(*hw_, t);
+  ASSERT_TRUE(grouped.ok() && per_head.ok());
+  auto find = [](const std::vector<SelectRow>& rows, const char* id) -> const SelectRow* {
+    for (const auto& r : rows)
+      if (r.gpu == id) return &r;
+    return nullptr;
+  };
+  const SelectRow* g = find(*grouped, "h100-sxm");
+  const SelectRow* p = find(*per_head, "h100-sxm");
+  ASSERT_TRUE(g && p && g->eligible && p->eligible);
+  EXPECT_GT(p->tpot_s, g->tpot_s);
+  const SelectRow* amd = find(*per_head, "mi300x");
+  ASSERT_NE(amd, nullptr);
+  EXPECT_FALSE(amd->eligible);
+  EXPECT_NE(amd->exclusion.find("NVIDIA GPUs only"), std::string::npos);
+}
+
 TEST_F(Planner, TrainingSelectionMeetsTheDeadline) {
   const ModelSpec m = M("llama-3.1-8b");
   TrainTarget t;

@@ -65,6 +65,11 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
       rows.push_back(row);
       continue;
     }
+    if (t.decode_attention == DecodeAttention::kPerHead && !InstructionIssueRate(g).ok()) {
+      row.exclusion = "per-head decode attention is modelled for NVIDIA GPUs only";
+      rows.push_back(row);
+      continue;
+    }
     auto eff = LoadEfficiency(g.id);
     auto cl = MakeCluster(hw, g, t.gpus_per_node, "ib-ndr");
     if (!eff.ok() || !cl.ok()) return eff.ok() ? cl.status() : eff.status();
@@ -109,6 +114,7 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
         ic.fit.batch = (users + replicas - 1) / replicas;
         ic.input_len = t.input_len;
         ic.output_len = t.output_len;
+        ic.decode_attention = t.decode_attention;
         if (fp8) ic.compute = Precision::kFp8;
         auto r = EstimateInference(m, *cl, ic, *eff);
         if (!r.ok()) return r.status();
