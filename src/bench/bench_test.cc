@@ -368,6 +368,30 @@ TEST(BenchPlan, ModelAddsLayerShapesAndTheTrainingBaseline) {
   EXPECT_GT(plan->size(), 4u);
 }
 
+// The model's linear-layer shapes are also planned in FP8 (not the batched attention cores), and skipped with
+// the reason on a GPU without FP8.
+TEST(BenchPlan, ModelShapesAreAlsoPlannedInFp8) {
+  BenchOptions o;
+  o.model = Model("llama-3.1-8b");
+  o.seq = 128;  // a short prompt: M = 128
+  o.only = {"gpu.gemm.fp8.llama-3-1-8b"};
+  DeviceInfo hopper = FakeGpu(0);
+  hopper.compute_capability = "9.0";
+  auto plan = PlanCases({hopper}, o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->size(), 4u);  // qkv, attention out, MLP up, MLP down
+  for (const auto& c : *plan) {
+    EXPECT_EQ(c.precision, Precision::kFp8) << c.name;
+    EXPECT_EQ(c.gemms.at(0).m, 128) << c.name;
+    EXPECT_TRUE(c.skip_reason.empty()) << c.name << ": " << c.skip_reason;
+  }
+  DeviceInfo ampere = FakeGpu(0);
+  ampere.compute_capability = "8.0";
+  auto old = PlanCases({ampere}, o);
+  ASSERT_TRUE(old.ok());
+  for (const auto& c : *old) EXPECT_NE(c.skip_reason.find("8.9"), std::string::npos) << c.name;
+}
+
 // ---- running through a fake device ------------------------------------------------------------
 
 // A scripted GPU backend: bandwidth tests at `fraction` of the H100 datasheet, GEMMs at 75%,

@@ -211,6 +211,26 @@ Result<std::vector<BenchCase>> PlanCases(const std::vector<DeviceInfo>& gpus, co
         if (cc > 0 && cc < 80) c.skip_reason = "BF16 needs compute capability 8.0 or later";
         add(c);
       }
+      // The same linear-layer shapes in FP8 (W8A8 serving and FP8 training run them): at short prompts
+      // (small M) these are the rates the inference model has no measurement for (docs/validation.md §5).
+      for (const auto& g : model_fwd) {
+        if (g.batch != 1) continue;  // attention cores stay 16-bit
+        BenchCase c;
+        c.name = fmt::format("gpu.gemm.fp8.{}.{}", model_slug, g.name);
+        c.kind = BenchKind::kGemm;
+        c.device = d.index;
+        c.precision = Precision::kFp8;
+        c.gemms = {g};
+        c.unit = FlopUnit(Precision::kFp8);
+        c.convention = gemm_conv + fmt::format("; micro-batch {} x sequence {}", o.micro_batch, o.seq);
+        if (cc > 0 && cc < 89)
+          c.skip_reason = fmt::format("FP8 (e4m3) GEMM needs compute capability 8.9 or later (this GPU: {})",
+                                      d.compute_capability);
+        else if (g.m % 16 != 0 || g.n % 16 != 0 || g.k % 16 != 0)
+          c.skip_reason = fmt::format("FP8 GEMMs in cuBLASLt need every dimension a multiple of 16 ({} x {} x {})",
+                                      g.m, g.n, g.k);
+        add(c);
+      }
       BenchCase c;
       c.name = fmt::format("gpu.train.{}", model_slug);
       c.kind = BenchKind::kLayerSequence;
