@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Measurements the performance model lacks, for a session that is lent a GPU (one H100/H200).
+
+Prepared in the third session without a GPU: it has been syntax-checked, never run. Run it as one command
+with PyTorch on the device, for example
+
+    PYTHONUNBUFFERED=1 python3 scripts/gpu_session.py --out "$OUT"
+
+It writes gpu_session.json (and prints a summary) with, each with its method:
+
+1. fp8_gemm: FP8 e4m3 GEMMs (torch._scaled_mm, per-tensor scales, BF16 out) and the BF16 GEMMs of
+   LLaMA-2 7B's linear layers at M = 128 and M = 2048 tokens, and the cost of quantising each 16-bit input
+   to FP8. Against docs/validation.md section 5: FP8 time to first token at 128-token prompts is 18-32%
+   slower than the model on H100/H200; the model has no FP8 GEMM rate at small M.
+2. eager_layer: one LLaMA-2 7B decoder layer (HF-style: RMSNorm in FP32 steps, rotate-half RoPE, SwiGLU,
+   SDPA attention), forward + backward at batch 1 x 4096 tokens, eager and under torch.compile. The
+   difference is what `suanli perf train --eager` models from byte counts (docs/methodology.md section 6.3).
+
+Times are the median of CUDA-event timings after warm-up. Nothing here needs the network.
+
+To compare with the model: `suanli perf infer -m llama-2-7b -g h200-sxm --weights fp8 --batch 1 --input-len 128
+--explain` (prefill operators) for part 1, and `suanli perf train -m llama-2-7b -g h200-sxm --gpus 1
+--global-batch 1 --micro-batch 1 --seq 4096 --recompute none --eager --explain` (the "eager element-wise" row,
+time x count / 32 layers) against eager_s - compiled_s for part 2. Record what the GPU printed in
+docs/validation.md.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+
+def timed(fn, warmup=3, reps=20):
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1000.0)
+    return statistics.median(times)
+
+
+# LLaMA-2 7B linear layers: (name, in, out).
+LLAMA2_7B = [("qkv", 4096, 3 * 4096), ("attn_out", 4096, 4096), ("mlp_up_gate", 4096, 2 * 11008),
+             ("mlp_down", 11008, 4096)]
+
+
+def fp8_gemms(results):
+    import torch
+
+    dev = torch.device("cuda")
+    fp8 = torch.float8_e4m3fn
+    rows = []
+    for m in (128, 2048):
+        for name, k, n in LLAMA2_7B:
+            x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+            w = torch.randn(n, k, device=dev, dtype=torch.bfloat16)
+            one = torch.ones((), device=dev, dtype=torch.float32)
+            x8 = x.to(fp8)
+            w8t = w.to(fp8).t()  # column-major K x N, as _scaled_mm wants for the second operand
+            flops = 2.0 * m * n * k
+            t_bf16 = timed(lambda: torch.mm(x, w.t()))
+            row = {"m": m, "n": n, "k": k, "layer": name, "bf16_s": t_bf16, "bf16_tflops": flops / t_bf16 / 1e12}
+            try:
+                t_fp8 = timed(lambda: torch._scaled_mm(x8, w8t, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+                row.update({"fp8_s": t_fp8, "fp8_tflops": flops / t_fp8 / 1e12})
+            except Exception as e:  # report, do not stop the session
+                row["fp8_error"] = repr(e)
+            # Quantising the activation: a per-tensor scale from amax, then the cast (what W8A8 serving
+            # does before each FP8 GEMM unless it is fused into the previous kernel).
+            t_q = timed(lambda: (x * (448.0 / x.abs().amax().clamp(min=1e-12))).to(fp8))
+            row.update({"quantize_s": t_q, "quantize_bytes": m * k * 3})
+            rows.append(row)
+            print(f"gemm M={m:5d} {name:12s} bf16 {row['bf16_tflops']:7.1f} TF/s  "
+                  f"fp8 {row.get('fp8_tflops', float('nan')):7.1f} TF/s  quantize {t_q * 1e6:7.1f} us", flush=True)
+    results["fp8_gemm"] = {
+        "method": "torch.mm (BF16) and torch._scaled_mm (FP8 e4m3, per-tensor scales 1.0, BF16 out) on random "
+                  "data; median of 20 CUDA-event timings after 3 warm-ups; quantize = amax-scaled cast of the "
+                  "M x K BF16 input",
+        "rows": rows,
+    }
+
+
+class RMSNormEager:
+    """HF LlamaRMSNorm: upcast, variance, rsqrt, downcast, weight."""
+
+    def __init__(self, weight, eps=1e-5):
+        self.weight, self.eps = weight, eps
+
+    def __call__(self, x):
+        import torch
+
+        dtype = x.dtype
+        h = x.to(torch.float32)
+        var = h.pow(2).mean(-1, keepdim=True)
+        h = h * torch.rsqrt(var + self.eps)
+        return self.weight * h.to(dtype)
+
+
+def rotate_half(x):
+    import torch
+
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def llama_layer(params, x, cos, sin, heads, head_dim):
+    import torch
+    import torch.nn.functional as F
+
+    b, s, h = x.shape
+    n1 = RMSNormEager(params["norm1"])
+    n2 = RMSNormEager(params["norm2"])
+    y = n1(x)
+    qkv = y @ params["wqkv"].t()
+    q, k, v = qkv.split(h, dim=-1)
+    q = q.view(b, s, heads, head_dim).transpose(1, 2)
+    k = k.view(b, s, heads, head_dim).transpose(1, 2)
+    v = v.view(b, s, heads, head_dim).transpose(1, 2)
+    q = q * cos + rotate_half(q) * sin
+    k = k * cos + rotate_half(k) * sin
+    a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    a = a.transpose(1, 2).reshape(b, s, h)
+    x = x + a @ params["wo"].t()
+    y = n2(x)
+    gu = y @ params["wgu"].t()
+    g, u = gu.chunk(2, dim=-1)
+    return x + (F.silu(g) * u) @ params["wd"].t()
+
+
+def eager_layer(results):
+    import torch
+
+    dev = torch.device("cuda")
+    h, ffn, heads, s = 4096, 11008, 32, 4096
+    head_dim = h // heads
+    bf = torch.bfloat16
+
+    def p(*shape):
+        return (torch.randn(*shape, device=dev, dtype=bf) * 0.02).requires_grad_()
+
+    params = {"norm1": torch.ones(h, device=dev, dtype=bf, requires_grad=True),
+              "norm2": torch.ones(h, device=dev, dtype=bf, requires_grad=True),
+              "wqkv": p(3 * h, h), "wo": p(h, h), "wgu": p(2 * ffn, h), "wd": p(h, ffn)}
+    pos = torch.arange(s, device=dev, dtype=torch.float32)
+    inv = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, device=dev, dtype=torch.float32) / head_dim))
+    ang = torch.outer(pos, inv)
+    emb = torch.cat((ang, ang), dim=-1)
+    cos, sin = emb.cos().to(bf)[None, None], emb.sin().to(bf)[None, None]
+    x = torch.randn(1, s, h, device=dev, dtype=bf, requires_grad=True)
+    grad = torch.randn(1, s, h, device=dev, dtype=bf)
+
+    def step(fn):
+        def run():
+            out = fn(params, x, cos, sin, heads, head_dim)
+            out.backward(grad)
+        return run
+
+    t_eager = timed(step(llama_layer), warmup=3, reps=10)
+    out = {"method": "one LLaMA-2 7B layer (HF-style eager ops, SDPA causal), batch 1 x 4096 tokens, BF16, "
+                     "forward + backward; median of 10 CUDA-event timings after 3 warm-ups",
+           "eager_s": t_eager}
+    try:
+        compiled = torch.compile(llama_layer)
+        t_comp = timed(step(compiled), warmup=3, reps=10)
+        out["compiled_s"] = t_comp
+    except Exception as e:
+        out["compile_error"] = repr(e)
+    # GEMM FLOPs of the layer, forward + backward (3x), for an achieved-rate figure.
+    gemm_flops = 3 * 2.0 * s * (3 * h * h + h * h + 2 * ffn * h + ffn * h)
+    out["gemm_flops"] = gemm_flops
+    print(f"layer fwd+bwd: eager {t_eager * 1e3:.2f} ms, compiled {out.get('compiled_s', float('nan')) * 1e3:.2f} ms",
+          flush=True)
+    results["eager_layer"] = out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "gpu-session-out"))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    import torch
+
+    results = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "torch": torch.__version__}
+    if not torch.cuda.is_available():
+        print("no CUDA device: nothing to measure", file=sys.stderr)
+        return 2
+    prop = torch.cuda.get_device_properties(0)
+    results["device"] = {"name": prop.name, "sms": prop.multi_processor_count,
+                         "memory_bytes": prop.total_memory, "cc": f"{prop.major}.{prop.minor}"}
+    for part in (fp8_gemms, eager_layer):
+        try:
+            part(results)
+        except Exception as e:  # keep what the other part measured
+            results[part.__name__ + "_error"] = repr(e)
+            print(f"{part.__name__}: {e!r}", file=sys.stderr, flush=True)
+        with open(os.path.join(args.out, "gpu_session.json"), "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
