@@ -5,6 +5,7 @@
 #include "test_catalogs.h"
 
 #include <cmath>
+#include <string_view>
 
 namespace suanli {
 namespace {
@@ -23,6 +24,12 @@ class Perf : public testing::CatalogTest {
     c.fit.seq = seq;
     c.fit.micro_batch = mb;
     return c;
+  }
+  // The operator named `name` in an operator table, or nullptr.
+  static const OpCost* FindOp(const std::vector<OpCost>& ops, std::string_view name) {
+    for (const auto& o : ops)
+      if (o.name == name) return &o;
+    return nullptr;
   }
 };
 
@@ -185,9 +192,8 @@ TEST_F(Perf, PerHeadDecodeAttentionIsBoundByInstructionIssue) {
   auto per_head = EstimateInference(M("mistral-7b"), C(h100), c, eff);
   ASSERT_TRUE(grouped.ok() && per_head.ok()) << per_head.status().message();
   auto attention = [](const InferResult& r) {
-    for (const auto& o : r.decode_ops)
-      if (o.name == "attention") return o;
-    return OpCost{};
+    const OpCost* o = FindOp(r.decode_ops, "attention");
+    return o ? *o : OpCost{};
   };
   const double elements = 56.0 * 3072 * 4096 * 2;  // batch x context x query width x (K and V), per layer
   const double issue = 132 * 128 * (67e12 / (2 * 128 * 132));
@@ -383,11 +389,7 @@ TEST_F(Perf, Fp8TrainingPaysCastTransposeTrafficAndKeepsTheHeadIn16Bit) {
   c.dtype = Precision::kFp8;
   auto fp8 = EstimateTraining(m, C(g), c, E(g));
   ASSERT_TRUE(bf16.ok() && fp8.ok());
-  auto find = [](const TrainResult& r, const char* name) -> const OpCost* {
-    for (const auto& o : r.ops)
-      if (o.name == name) return &o;
-    return nullptr;
-  };
+  auto find = [](const TrainResult& r, const char* name) { return FindOp(r.ops, name); };
   EXPECT_EQ(find(*bf16, "FP8 cast + transpose"), nullptr);
   const OpCost* cast = find(*fp8, "FP8 cast + transpose");
   ASSERT_NE(cast, nullptr);
@@ -424,9 +426,7 @@ TEST_F(Perf, EagerElementwiseCountsTheUnfusedKernelsBytes) {
   c.eager = true;
   auto llama = EstimateTraining(M("llama-2-7b"), C(g), c, E(g));
   ASSERT_TRUE(llama.ok());
-  const OpCost* eager = nullptr;
-  for (const auto& o : llama->ops)
-    if (o.name == "eager element-wise (unfused)") eager = &o;
+  const OpCost* eager = FindOp(llama->ops, "eager element-wise (unfused)");
   ASSERT_NE(eager, nullptr);
   const double T = 4096, h = 4096, qk = 4096 + 4096, f = 11008;
   EXPECT_DOUBLE_EQ(eager->bytes, T * (2 * 32 * h + 18 * qk + 4 * f));
@@ -458,9 +458,7 @@ TEST_F(Perf, QuantisedMoeDecodeDequantisesOnlyTheTouchedExperts) {
   c.output_len = 200;
   auto r = EstimateInference(m, C(g), c, E(g));
   ASSERT_TRUE(r.ok()) << r.status().message();
-  const OpCost* dq = nullptr;
-  for (const auto& o : r->decode_ops)
-    if (o.name == "dequantise weights") dq = &o;
+  const OpCost* dq = FindOp(r->decode_ops, "dequantise weights");
   ASSERT_NE(dq, nullptr);
   const ParamCounts pc = CountParams(m);
   const double per_layer = (pc.attention + pc.mlp_dense) / m.layers + pc.moe_experts / m.layers * (2.0 / 8.0);
