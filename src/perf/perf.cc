@@ -61,7 +61,7 @@ Result<Precision> ParseTrainDtype(std::string_view name) {
   if (name == "bf16") return Precision::kBf16;
   if (name == "fp16") return Precision::kFp16;
   if (name == "fp8") return Precision::kFp8;
-  return InvalidArgument(fmt::format("unknown --dtype '{}' (valid: bf16, fp16, fp8)", name));
+  return InvalidArgument(fmt::format("unknown training dtype '{}' (valid: bf16, fp16, fp8)", name));
 }
 
 Result<DecodeAttention> ParseDecodeAttention(std::string_view name) {
