@@ -73,6 +73,8 @@ Result<Job> LoadJob(Context* ctx, const std::string& model, const std::string& g
 int PrintError(const Status& s);
 void PrintJson(const nlohmann::json& j);
 nlohmann::json JsonEnvelope(const char* schema);  // {"schema": "suanli.<x>/<n>", "suanli_version": ...}
+// A training step's breakdown as JSON (breakdown_s): one key per kBreakdownTerms entry, in seconds.
+nlohmann::json BreakdownJson(const TrainBreakdown& b);
 
 class Table {
  public:

@@ -92,8 +92,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients (18 B/param Adam)");
   train->add_flag("--dropout", f->dropout, "Dropout on (stores masks; unfused attention also streams them)");
   train->add_flag("--eager", f->eager,
-                  "Eager PyTorch element-wise kernels (HF transformers, torchtitan without torch.compile): FP32 "
-                  "RMSNorm steps, unfused RoPE and SwiGLU");
+                  "Eager PyTorch (HF transformers, Composer, torchtitan without torch.compile): FP32 RMSNorm steps, "
+                  "unfused RoPE and SwiGLU; with --zero 3 also FSDP's host cost per layer");
   train->add_option("--tokens", f->tokens, "Train on this many tokens: time and GPU-hours");
   train->add_option("--moe-imbalance", f->moe_imbalance, "MoE: busiest expert's tokens / mean (>= 1)")
       ->capture_default_str();
@@ -240,10 +240,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["recompute"] = RecomputeName(r->recompute);
         j["attention"] = AttentionImplName(cfg.attention);
         j["per_gpu_peak_bytes"] = r->memory.per_gpu_peak_bytes;
-        j["breakdown_s"] = {{"compute", r->breakdown_s.compute},
-                            {"communication_exposed", r->breakdown_s.communication_exposed},
-                            {"pipeline_bubble", r->breakdown_s.pipeline_bubble},
-                            {"optimizer", r->breakdown_s.optimizer}};
+        j["breakdown_s"] = BreakdownJson(r->breakdown_s);
         j["communication_total_s"] = r->communication_total_s;
         j["dominant"] = r->dominant;
         if (f->tokens > 0) {
@@ -270,10 +267,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                  FormatBytes(r->shortfall_bytes), FormatBytes(r->memory.per_gpu_peak_bytes));
       Table t({"", "value"});
       t.Row({"step time", FormatSeconds(r->step_time_s)});
-      t.Row({"  compute", FormatSeconds(r->breakdown_s.compute)});
-      t.Row({"  exposed communication", FormatSeconds(r->breakdown_s.communication_exposed)});
-      t.Row({"  pipeline bubble", FormatSeconds(r->breakdown_s.pipeline_bubble)});
-      t.Row({"  optimizer step", FormatSeconds(r->breakdown_s.optimizer)});
+      for (const auto& term : kBreakdownTerms) {
+        const double v = r->breakdown_s.*term.value;
+        if (term.value == &TrainBreakdown::host && v <= 0) continue;  // only eager FSDP stacks have it
+        t.Row({std::string("  ") + term.words, FormatSeconds(v)});
+      }
       t.Row({"tokens/s", fmt::format("{:.0f} ({:.0f} per GPU)", r->tokens_per_s, r->tokens_per_s_per_gpu)});
       t.Row({"model TFLOP/s per GPU", fmt::format("{:.1f}", r->model_tflops_per_gpu)});
       t.Row({"MFU / HFU", fmt::format("{:.1f}% / {:.1f}%", 100 * r->mfu, 100 * r->hfu)});

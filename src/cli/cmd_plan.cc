@@ -72,10 +72,7 @@ json CandidateJson(const PlanCandidate& c) {
           {"mfu", r.mfu},
           {"hfu", r.hfu},
           {"per_gpu_peak_bytes", r.memory.per_gpu_peak_bytes},
-          {"breakdown_s", {{"compute", r.breakdown_s.compute},
-                           {"communication_exposed", r.breakdown_s.communication_exposed},
-                           {"pipeline_bubble", r.breakdown_s.pipeline_bubble},
-                           {"optimizer", r.breakdown_s.optimizer}}},
+          {"breakdown_s", BreakdownJson(r.breakdown_s)},
           {"train_time_s", r.train_time_s},
           {"gpu_hours", r.gpu_hours},
           {"cost_usd", r.cost_usd},
@@ -111,7 +108,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   sub->add_option("--dtype", f->dtype, "bf16 | fp8")->capture_default_str();
   sub->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
-  sub->add_flag("--eager", f->eager, "Eager PyTorch element-wise kernels (HF transformers, torchtitan without torch.compile)");
+  sub->add_flag("--eager", f->eager, "Eager PyTorch (HF transformers, Composer, torchtitan without torch.compile)");
   sub->add_option("--tp", f->tp, "Fix TP (default: search)");
   sub->add_option("--pp", f->pp, "Fix PP (default: search)");
   sub->add_option("--cp", f->cp, "Fix CP (default: search)");

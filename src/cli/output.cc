@@ -29,6 +29,12 @@ int PrintError(const Status& s) {
 
 void PrintJson(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
 
+nlohmann::json BreakdownJson(const TrainBreakdown& b) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& term : kBreakdownTerms) j[term.key] = b.*term.value;
+  return j;
+}
+
 nlohmann::json JsonEnvelope(const char* schema) {
   nlohmann::json j;
   j["schema"] = schema;

@@ -27,7 +27,9 @@ inline LayerShape Shape(const ModelSpec& m) {
   }
   s.attn_proj_params = attn_per_layer - s.out_proj_in * m.hidden;
   s.kv_dim = double(m.kv_heads) * m.head_dim;
-  s.rotary = m.learned_positions == 0 && m.model_type != "bloom";
+  // Rotary unless the model has a learned position table or uses ALiBi (BLOOM; MPT, whose alternative to ALiBi
+  // is a learned table, so it never rotates).
+  s.rotary = m.learned_positions == 0 && m.model_type != "bloom" && m.model_type != "mpt";
   return s;
 }
 

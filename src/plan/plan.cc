@@ -145,20 +145,16 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
           }
 }
 
-const char* kTermNames[] = {"compute", "exposed communication", "pipeline bubble", "optimizer step"};
-
 std::string WhyLoses(const PlanCandidate& loser, const PlanCandidate& winner) {
   const TrainBreakdown& a = loser.result.breakdown_s;
   const TrainBreakdown& w = winner.result.breakdown_s;
-  const double d[] = {a.compute - w.compute, a.communication_exposed - w.communication_exposed,
-                      a.pipeline_bubble - w.pipeline_bubble, a.optimizer - w.optimizer};
-  int worst = 0;
-  for (int i = 1; i < 4; ++i)
-    if (d[i] > d[worst]) worst = i;
+  const BreakdownTerm* worst = &kBreakdownTerms[0];
+  for (const auto& term : kBreakdownTerms)
+    if (a.*term.value - w.*term.value > a.*worst->value - w.*worst->value) worst = &term;
   const double slower = loser.result.step_time_s / winner.result.step_time_s - 1;
   if (slower < 1e-6) return "ties with #1 on step time; listed after it as the more complex layout";
-  return fmt::format("{:+.1f}% step time; loses most on {} ({:+.3g} s per step)", 100 * slower, kTermNames[worst],
-                     d[worst]);
+  return fmt::format("{:+.1f}% step time; loses most on {} ({:+.3g} s per step)", 100 * slower, worst->words,
+                     a.*worst->value - w.*worst->value);
 }
 
 }  // namespace

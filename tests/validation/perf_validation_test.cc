@@ -27,16 +27,18 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   ASSERT_TRUE(hw.ok() && models.ok());
   auto rep = RunBundledPerfValidation(*hw, *models);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
-  // Issue 3 targets, applied to the calibration cases.
-  // Training calibration as a whole (with the 2024 NeMo H100 FP8 and torchtitan FSDP2 rows) misses the issue's
-  // target (7.2% / 15.5%): ratcheted at that figure plus one point. The issue's target itself is checked on the
-  // 2021-22 Megatron rows below, and Calculon's figures on Korthikanti's. The throughput calibration rows
-  // (Mistral 7B, which fixed the per-head decode kernel's instruction count) have no issue target.
+  // Issue 3 targets, applied to the calibration cases. Training calibration (Megatron 2021-22, NeMo FP8 on H100,
+  // torchtitan FSDP2 and llm-foundry FSDP on A100, which fixed the eager FSDP host cost) meets the mean target
+  // (5.8%) but not the worst (31.2%: two llm-foundry A100 rows, docs/validation.md section 5), so its worst is
+  // ratcheted at that figure plus one point; the whole target is checked on the 2021-22 Megatron rows below, and
+  // Calculon's figures on Korthikanti's. The throughput calibration rows (Mistral 7B, which fixed the per-head
+  // decode kernel's instruction count) have no issue target.
   const std::map<std::string, Limits> targets = {
-      {"training", {0.082, 0.165}}, {"decode", {0.10, 0.20}}, {"throughput", {0.098, 0.251}}};
-  // Holdout ratchets: the errors documented in docs/validation.md, plus one point.
+      {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.098, 0.251}}};
+  // Holdout ratchets: the errors documented in docs/validation.md, plus one point; training holdout is also held
+  // to the issue's 7% mean.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.137, 0.442}}, {"ttft", {0.192, 0.662}}, {"throughput", {0.168, 1.621}},
+      {"training", {0.07, 0.319}}, {"ttft", {0.192, 0.662}}, {"throughput", {0.168, 1.621}},
       {"decode", {0.090, 0.380}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
@@ -114,13 +116,9 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
     EXPECT_NEAR(lo, want.lo, 0.005) << what;
     EXPECT_NEAR(hi, want.hi, 0.005) << what;
   };
-  auto foundry = [&](const ValidationCase& c, const char* gpu, bool checkpointed) {
-    return has(c.name, "llm-foundry") && has(c.name, gpu) && has(c.name, " AC") == checkpointed;
-  };
-  check(evidence::kFsdpNoCheckpointA100, [&](const ValidationCase& c) { return foundry(c, "a100", false); },
-        "FSDP A100 without checkpointing");
-  check(evidence::kFsdpNoCheckpointH100, [&](const ValidationCase& c) { return foundry(c, "h100", false); },
-        "FSDP H100 without checkpointing");
+  check(evidence::kEagerFsdpFoundryH100,
+        [&](const ValidationCase& c) { return has(c.name, "llm-foundry") && has(c.name, "h100"); },
+        "llm-foundry eager FSDP on H100 (held out)");
   check(evidence::kMoeServingTtft, [&](const ValidationCase& c) { return c.group == "ttft" && has(c.name, "mixtral"); },
         "Mixtral TTFT");
   check(evidence::kMoeServingThroughput,
