@@ -62,7 +62,11 @@ foreach(key ttft_s tpot_s decode_tokens_per_s output_tokens_per_s_per_gpu e2e_la
   string(JSON v GET "${out}" ${key})
 endforeach()
 run_suanli(0 out perf train -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --explain)
-expect_contains("${out}" "ridge point" "perf --explain")
+expect_contains("${out}" "ridge point of this GPU in 16-bit" "perf --explain")
+# FP8 GEMMs are placed against the FP8 ridge point (H100 SXM: 1979 TFLOPS x 0.677 / (3.35 TB/s x 0.887) = 451), not
+# the 16-bit one (295 datasheet).
+run_suanli(0 out perf infer -m llama-2-7b -g h100-sxm --batch 1 --input-len 128 --output-len 1 --weights fp8 --explain)
+expect_contains("${out}" "ridge point of this GPU in FP8: 451 FLOP/byte" "perf infer --explain, FP8 ridge point")
 
 # ---- mig and tco ----
 run_suanli(0 out mig --gpu h100 --service llama-3.1-8b:int4:ctx=8192:users=4 --service llama-3.2-1b:replicas=2 --json)

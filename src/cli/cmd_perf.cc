@@ -29,24 +29,48 @@ struct PerfFlags {
 };
 
 
-json OpsJson(const std::vector<OpCost>& ops, double ridge) {
+// The ridge point of the precision the GEMMs run at: the arithmetic intensity above which a full-tile GEMM
+// is compute-bound. `achievable` uses the rates the model times operators with (peak x GEMM efficiency,
+// bandwidth x memory efficiency), so it agrees with the table's bound column; `datasheet` is peak / bandwidth.
+struct Ridge {
+  const char* precision;
+  double achievable, datasheet;
+};
+Ridge RidgeFor(const GpuSpec& gpu, const Efficiency& eff, bool fp8) {
+  const double bw = gpu.memory_bandwidth_bytes_per_s.value;
+  double peak = fp8 ? gpu.PeakFlops(Precision::kFp8).value_or(0) : 0;
+  double gemm = fp8 && eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
+  if (peak <= 0) {
+    fp8 = false;
+    peak = gpu.PeakFlops(Precision::kBf16).value_or(gpu.PeakFlops(Precision::kFp16).value_or(0));
+    gemm = eff.gemm;
+  }
+  return Ridge{fp8 ? "FP8" : "16-bit", peak * gemm / (bw * eff.memory), peak / bw};
+}
+
+json OpsJson(const std::vector<OpCost>& ops, const Ridge& ridge) {
   json a = json::array();
   for (const auto& o : ops) {
     a.push_back({{"name", o.name}, {"phase", o.phase}, {"flops", o.flops}, {"bytes", o.bytes},
-                 {"arithmetic_intensity_flops_per_byte", o.intensity()}, {"ridge_point_flops_per_byte", ridge},
-                 {"time_s", o.time_s}, {"count", o.count}, {"bound", BoundName(o.bound)}});
+                 {"arithmetic_intensity_flops_per_byte", o.intensity()},
+                 {"ridge_point_flops_per_byte", ridge.achievable},
+                 {"ridge_point_datasheet_flops_per_byte", ridge.datasheet}, {"time_s", o.time_s}, {"count", o.count},
+                 {"bound", BoundName(o.bound)}});
   }
   return a;
 }
 
-void PrintOps(const std::vector<OpCost>& ops, double ridge, double total) {
+void PrintOps(const std::vector<OpCost>& ops, const Ridge& ridge, double total) {
   Table t({"operator", "phase", "GFLOP", "MB", "FLOP/B", "bound", "time", "x", "share"});
   for (const auto& o : ops) {
     t.Row({o.name, o.phase, fmt::format("{:.2f}", o.flops / 1e9), fmt::format("{:.1f}", o.bytes / 1e6),
            o.bytes > 0 ? fmt::format("{:.0f}", o.intensity()) : "-", BoundName(o.bound), FormatSeconds(o.time_s),
            fmt::format("{:.0f}", o.count), total > 0 ? fmt::format("{:.1f}%", 100 * o.time_s * o.count / total) : "-"});
   }
-  std::cout << t.Render() << fmt::format("ridge point of this GPU: {:.0f} FLOP/byte (above: compute-bound)\n", ridge);
+  std::cout << t.Render()
+            << fmt::format("ridge point of this GPU in {}: {:.0f} FLOP/byte at the achievable GEMM rate and bandwidth "
+                           "(datasheet {:.0f}); above it a full-tile GEMM is compute-bound\n",
+                           ridge.precision, ridge.achievable, ridge.datasheet);
 }
 
 Result<Efficiency> EfficiencyFor(const PerfFlags& f, const Efficiency& e, const GpuSpec& gpu) {
@@ -116,8 +140,6 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     const ModelSpec* model = &job->model;
     const GpuSpec* const* gpu = &job->gpu;
     const Cluster* cluster = &job->cluster;
-    const double bf = (*gpu)->PeakFlops(Precision::kBf16).value_or((*gpu)->PeakFlops(Precision::kFp16).value_or(0));
-    const double ridge = bf / ((*gpu)->memory_bandwidth_bytes_per_s.value);
     const bool json_out = ctx->options().json;
 
     if (train->parsed()) {
@@ -250,7 +272,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         }
         j["efficiency_sources"] = eff->sources;
         j["notes"] = r->notes;
-        if (f->explain) j["ops"] = OpsJson(r->ops, ridge);
+        if (f->explain) j["ops"] = OpsJson(r->ops, RidgeFor(**gpu, *eff, cfg.dtype == Precision::kFp8));
         PrintJson(j);
         return r->fits ? kExitOk : kExitNoFit;
       }
@@ -287,7 +309,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       if (f->explain) {
         std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "
                      "equivalents per step on the critical stage):\n";
-        PrintOps(r->ops, ridge, r->step_time_s);
+        PrintOps(r->ops, RidgeFor(**gpu, *eff, cfg.dtype == Precision::kFp8), r->step_time_s);
       }
       return r->fits ? kExitOk : kExitNoFit;
     }
@@ -313,6 +335,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     cfg.output_len = f->output_len;
     auto r = EstimateInference(*model, *cluster, cfg, *eff);
     if (!r.ok()) return PrintError(r.status());
+    const Ridge ridge = RidgeFor(**gpu, *eff, cfg.compute == Precision::kFp8);
     if (json_out) {
       json j = JsonEnvelope("suanli.perf.infer/1");
       j["model"] = model->id;
