@@ -22,7 +22,7 @@ for m in models["models"]:
     print(f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | {pa/1e9:.1f}B |" if pa else
           f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | - |")
 
-for group in ["training", "decode", "ttft", "throughput"]:
+for group in ["training", "decode", "ttft", "throughput", "gemm"]:
     print(f"\n### {group}\n")
     print("| role | case | metric | published | predicted | error |")
     print("|---|---|---|---|---|---|")
@@ -41,7 +41,7 @@ for g in rep["groups"]:
 
 # Per source: the first word of the case name (Korthikanti, Narayanan, llm-foundry, flash-attention, gpt-fast,
 # TRT-LLM), with the GPU where a source spans several.
-print("\n### By source\n")
+print("\n### By source (mean and worst absolute error)\n")
 print("| group | source | role | cases | mean abs error | worst |")
 print("|---|---|---|---|---|---|")
 by = {}
@@ -51,6 +51,8 @@ for c in rep["cases"]:
     if src == "llm-foundry":
         gpu = next((w for w in words if w.startswith(("h100", "a100"))), "")
         src = f"{src} {gpu}".strip()
+    elif src == "Azure":  # GEMM micro-benchmarks: per GPU and precision
+        src = f"Azure cuBLASLt {words[2]} {words[3]}"
     elif src == "TRT-LLM":
         model = words[2].split("-")[0]  # llama, mistral, mixtral, falcon
         src = f"{src} {words[1]} {model} {words[3]}"

@@ -24,12 +24,17 @@ const std::map<std::string, Targets> kTargets = {
 // The keys a case may have, and their TOML types. A misspelt key would otherwise be ignored and the case
 // evaluated with a default: a silently wrong row.
 enum class KeyType { kString, kInteger, kNumber, kBool };
-const std::map<std::string, KeyType>& CaseKeys(bool train) {
-  static const std::map<std::string, KeyType> common = {
-      {"group", KeyType::kString}, {"role", KeyType::kString},   {"name", KeyType::kString},
-      {"source", KeyType::kString}, {"metric", KeyType::kString}, {"published", KeyType::kNumber},
-      {"config", KeyType::kString}, {"model", KeyType::kString},  {"gpu", KeyType::kString},
-      {"tp", KeyType::kInteger}};
+enum class CaseKind { kTrain, kInfer, kGemm };
+const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
+  static const std::map<std::string, KeyType> base = {
+      {"group", KeyType::kString},  {"role", KeyType::kString},      {"name", KeyType::kString},
+      {"source", KeyType::kString}, {"metric", KeyType::kString},    {"published", KeyType::kNumber},
+      {"gpu", KeyType::kString}};
+  static const std::map<std::string, KeyType> common = [] {
+    auto m = base;
+    m.insert({{"config", KeyType::kString}, {"model", KeyType::kString}, {"tp", KeyType::kInteger}});
+    return m;
+  }();
   static const std::map<std::string, KeyType> train_keys = [] {
     auto m = common;
     m.insert({{"gpus", KeyType::kInteger},
@@ -61,11 +66,21 @@ const std::map<std::string, KeyType>& CaseKeys(bool train) {
               {"decode_attention", KeyType::kString}});
     return m;
   }();
-  return train ? train_keys : infer_keys;
+  static const std::map<std::string, KeyType> gemm_keys = [] {
+    auto m = base;
+    m.insert({{"dtype", KeyType::kString}, {"m", KeyType::kInteger}, {"n", KeyType::kInteger}, {"k", KeyType::kInteger}});
+    return m;
+  }();
+  switch (kind) {
+    case CaseKind::kTrain: return train_keys;
+    case CaseKind::kInfer: return infer_keys;
+    case CaseKind::kGemm: break;
+  }
+  return gemm_keys;
 }
 
-Status CheckCaseKeys(const toml::table& t, bool train, const std::string& where) {
-  const auto& keys = CaseKeys(train);
+Status CheckCaseKeys(const toml::table& t, CaseKind kind, const std::string& where) {
+  const auto& keys = CaseKeys(kind);
   std::vector<std::string> names;
   for (const auto& [k, _] : keys) names.push_back(k);
   for (const auto& [k, v] : t) {
@@ -174,6 +189,34 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   return ParseError("unknown inference metric '" + metric + "'");
 }
 
+// One GEMM micro-benchmark (a published TFLOP/s at a stated M x N x K) against EstimateGemm, the shape model
+// every operator of the training and serving estimates goes through (docs/methodology.md §6.2).
+Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, std::string* detail) {
+  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, hw.FindGpu(t["gpu"].value_or(std::string())));
+  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
+  const std::string dtype = t["dtype"].value_or(std::string("bf16"));
+  Precision p;
+  if (dtype == "fp8") p = Precision::kFp8;
+  else if (dtype == "bf16") p = Precision::kBf16;
+  else if (dtype == "fp16") p = Precision::kFp16;
+  else return ParseError(fmt::format("dtype '{}' must be fp16, bf16 or fp8", dtype));
+  const double peak = gpu->PeakFlops(p).value_or(0);
+  if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu->id, dtype));
+  const double gemm_eff = p == Precision::kFp8 && eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
+  double dims[3];
+  const char* names[3] = {"m", "n", "k"};
+  for (int i = 0; i < 3; ++i) {
+    const auto v = t[names[i]].value<int64_t>();
+    if (!v || *v < 1) return ParseError(fmt::format("'{}' must be a positive integer", names[i]));
+    dims[i] = double(*v);
+  }
+  const GemmTime g = EstimateGemm(dims[0], dims[1], dims[2], 1, p == Precision::kFp8 ? 1 : 2, peak, gemm_eff, *gpu, eff);
+  *detail = fmt::format("{:.1f} us, utilisation {:.3f}, {}-bound", g.time_s * 1e6, g.utilisation, BoundName(g.bound));
+  if (t["metric"].value_or(std::string()) != "tflops")
+    return ParseError("unknown GEMM metric '" + t["metric"].value_or(std::string()) + "' (valid: tflops)");
+  return g.flops / g.time_s / 1e12;
+}
+
 }  // namespace
 
 Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_view file_sv, const HardwareCatalog& hw,
@@ -181,7 +224,10 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
   const std::string file(file_sv);
   SUANLI_ASSIGN_OR_RETURN(toml::table doc, detail::ParseTomlText(text, file));
   ValidationReport rep;
-  for (const char* kind : {"train", "infer"}) {
+  for (const char* kind : {"train", "infer", "gemm"}) {
+    const CaseKind ck = std::string(kind) == "train"   ? CaseKind::kTrain
+                        : std::string(kind) == "infer" ? CaseKind::kInfer
+                                                       : CaseKind::kGemm;
     const toml::array* arr = doc[kind].as_array();
     if (!arr) continue;
     for (const auto& node : *arr) {
@@ -189,7 +235,7 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       if (!t) return ParseError(file + ": every [[" + kind + "]] must be a table");
       const std::string where =
           fmt::format("{}: [[{}]] '{}'", file, kind, (*t)["name"].value_or(std::string("(no name)")));
-      SUANLI_RETURN_IF_ERROR(CheckCaseKeys(*t, std::string(kind) == "train", where));
+      SUANLI_RETURN_IF_ERROR(CheckCaseKeys(*t, ck, where));
       ValidationCase vc;
       vc.group = t->get("group") ? (*t)["group"].value_or(std::string()) : std::string(kind);
       vc.role = (*t)["role"].value_or(std::string("holdout"));
@@ -198,8 +244,9 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       vc.metric = (*t)["metric"].value_or(std::string());
       vc.published = (*t)["published"].value_or(0.0);
       if (vc.published <= 0) return ParseError(fmt::format("{}: case '{}' has no positive 'published'", file, vc.name));
-      auto v = std::string(kind) == "train" ? EvalTrain(*t, hw, models, read, &vc.detail)
-                                            : EvalInfer(*t, hw, models, read, &vc.detail);
+      auto v = ck == CaseKind::kTrain   ? EvalTrain(*t, hw, models, read, &vc.detail)
+               : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, &vc.detail)
+                                        : EvalGemm(*t, hw, &vc.detail);
       if (!v.ok()) {
         vc.failure = v.status().message();
       } else {

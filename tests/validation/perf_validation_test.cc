@@ -34,12 +34,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // Calculon's figures on Korthikanti's. The throughput calibration rows (Mistral 7B, which fixed the per-head
   // decode kernel's instruction count) have no issue target.
   const std::map<std::string, Limits> targets = {
-      {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.098, 0.251}}};
+      {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.098, 0.251}},
+      {"gemm", {0.033, 0.053}}};
   // Holdout ratchets: the errors documented in docs/validation.md, plus one point; training holdout is also held
   // to the issue's 7% mean.
   const std::map<std::string, Limits> holdout = {
       {"training", {0.07, 0.319}}, {"ttft", {0.192, 0.662}}, {"throughput", {0.168, 1.621}},
-      {"decode", {0.090, 0.380}}};
+      {"decode", {0.090, 0.380}}, {"gemm", {0.103, 0.205}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
@@ -87,7 +88,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(mean_k, 0.0365);
   EXPECT_LE(worst_k, 0.0887);
   // Every case is in a known group, and the bundled set is complete.
-  EXPECT_GE(rep->cases.size(), 307u);
+  EXPECT_GE(rep->cases.size(), 330u);  // 307 end-to-end runs and 23 GEMM shapes
 }
 
 // The notes `suanli perf` prints for configurations the model is known to get wrong quote figures from this
@@ -190,6 +191,51 @@ published = 1
   auto bk = RunPerfValidation(bad_kernel, "my.toml", *hw, *models, no_files);
   ASSERT_TRUE(bk.ok()) << bk.status().message();
   EXPECT_NE(bk->cases[0].failure.find("unknown attention kernel 'flash3'"), std::string::npos) << bk->cases[0].failure;
+}
+
+// GEMM micro-benchmark rows go through EstimateGemm: the predicted TFLOP/s is the shape's FLOPs over its modelled
+// time, a misspelt shape key is an error, and a precision the GPU lacks is reported on the case.
+TEST(PerfValidation, GemmCasesUseTheShapeModel) {
+  auto hw = HardwareCatalog::Load(CatalogOptions{});
+  auto models = ModelCatalog::Load(CatalogOptions{});
+  ASSERT_TRUE(hw.ok() && models.ok());
+  auto no_files = [](const std::string& rel) -> Result<std::string> { return NotFound(rel); };
+  const std::string good = R"([[gemm]]
+name = "g"
+gpu = "h100-sxm"
+dtype = "fp8"
+m = 8192
+n = 8192
+k = 8192
+metric = "tflops"
+published = 1290.1
+)";
+  auto ok = RunPerfValidation(good, "my.toml", *hw, *models, no_files);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  ASSERT_EQ(ok->cases.size(), 1u);
+  ASSERT_TRUE(ok->cases[0].failure.empty()) << ok->cases[0].failure;
+  EXPECT_EQ(ok->cases[0].group, "gemm");
+  auto gpu = hw->FindGpu("h100-sxm");
+  auto eff = LoadEfficiency("h100-sxm");
+  ASSERT_TRUE(gpu.ok() && eff.ok());
+  const GemmTime g = EstimateGemm(8192, 8192, 8192, 1, 1, *(*gpu)->PeakFlops(Precision::kFp8), eff->gemm_fp8, **gpu, *eff);
+  EXPECT_NEAR(ok->cases[0].predicted, g.flops / g.time_s / 1e12, 1e-6);
+  // Below the FP8 peak x efficiency (1979 x 0.677 = 1340 TFLOP/s): wave quantisation and the launch floor cost time.
+  EXPECT_LT(ok->cases[0].predicted, 1979 * eff->gemm_fp8);
+  EXPECT_GT(ok->cases[0].predicted, 0.9 * 1979 * eff->gemm_fp8);
+
+  std::string typo = good;
+  typo.replace(typo.find("k = 8192"), 8, "kk = 8192");
+  auto t = RunPerfValidation(typo, "my.toml", *hw, *models, no_files);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("my.toml: [[gemm]] 'g': unknown key 'kk'"), std::string::npos)
+      << t.status().message();
+
+  std::string a100_fp8 = good;
+  a100_fp8.replace(a100_fp8.find("h100-sxm"), 8, "a100-sxm-80gb");
+  auto nf = RunPerfValidation(a100_fp8, "my.toml", *hw, *models, no_files);
+  ASSERT_TRUE(nf.ok()) << nf.status().message();
+  EXPECT_NE(nf->cases[0].failure.find("has no fp8 peak"), std::string::npos) << nf->cases[0].failure;
 }
 
 }  // namespace
