@@ -118,6 +118,12 @@ expect_contains("${out}" "measured on 'h100-sxm'" "perf --calibration on another
 run_suanli(2 out validate --cases ${CMAKE_CURRENT_LIST_DIR}/data/validate-unevaluable-case.toml)
 expect_contains("${out}" "not a multiple of tp x pp x cp = 8" "validate: unevaluable case says why")
 expect_contains("${out}" "1 case(s) could not be evaluated" "validate: unevaluable case is an error")
+# --group keeps one group, its summary row and its verdict: the GEMM group has no target, so exit 0 although other
+# groups miss theirs; a misspelt group is an error with a suggestion, not an empty table.
+run_suanli(0 out validate --group gemm)
+expect_contains("${out}" "Azure cuBLASLt h100-sxm fp8 2048^3" "validate --group gemm: GEMM rows")
+run_suanli(2 out validate --group trainig)
+expect_contains("${out}" "did you mean 'training'" "validate --group: did you mean")
 # perf infer: per-head decode attention is slower than grouped for a GQA model at long context, and says so.
 run_suanli(0 out perf infer -m mistral-7b -g h100 --weights fp8 --batch 64 --input-len 2048 --output-len 2048 --json)
 string(JSON grouped GET "${out}" tpot_s)

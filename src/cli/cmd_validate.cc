@@ -1,11 +1,14 @@
 // `suanli validate`: the performance model against every published measurement we keep.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
 #include "cli/cli.h"
 #include "core/files.h"
+#include "suanli/text.h"
 #include "suanli/validate.h"
 
 namespace suanli::cli {
@@ -14,7 +17,7 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
   auto cases = std::make_shared<std::string>();
   auto group = std::make_shared<std::string>();
   sub->add_option("--cases", *cases, "A cases file (default: the bundled tests/validation/perf_cases.toml)");
-  sub->add_option("--group", *group, "Only this group: training | decode | ttft | throughput");
+  sub->add_option("--group", *group, "Only this group: training | decode | ttft | throughput | gemm");
   return [ctx, cases, group]() -> int {
     auto hw = ctx->hardware();
     if (!hw.ok()) return PrintError(hw.status());
@@ -31,6 +34,15 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
       rep = RunPerfValidation(*text, *cases, **hw, **mc, read);
     }
     if (!rep.ok()) return PrintError(rep.status());
+    // --group keeps that group's cases, summary row and verdict; a name no case has is an error, not an empty table.
+    if (!group->empty()) {
+      std::vector<std::string> names;
+      for (const auto& g : rep->groups) names.push_back(g.group);
+      if (std::find(names.begin(), names.end(), *group) == names.end())
+        return PrintError(InvalidArgument(fmt::format("--group '{}': no case is in that group (groups: {}){}", *group,
+                                                      fmt::join(names, ", "), DidYouMean(*group, names))));
+      std::erase_if(rep->groups, [&](const ValidationGroup& g) { return g.group != *group; });
+    }
     bool all_ok = true;
     for (const auto& g : rep->groups) all_ok &= g.meets_target();
     // A case that cannot be evaluated is an input error (exit 2), not a missed target.
