@@ -32,15 +32,17 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // (5.8%) but not the worst (31.2%: two llm-foundry A100 rows, docs/validation.md section 5), so its worst is
   // ratcheted at that figure plus one point; the whole target is checked on the 2021-22 Megatron rows below, and
   // Calculon's figures on Korthikanti's. The throughput calibration rows (Mistral 7B, which fixed the per-head
-  // decode kernel's instruction count) have no issue target.
+  // decode kernel's instruction count) have no issue target, nor have the GEMM micro-benchmarks (Azure's
+  // large shapes set `gemm`; MAMF's best shapes, 10-18% above the model by design of the 0.945 factor, set it
+  // elsewhere), which are ratcheted at 6.4% / 18.0% plus one point.
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.098, 0.251}},
-      {"gemm", {0.033, 0.053}}};
+      {"gemm", {0.074, 0.190}}};
   // Holdout ratchets: the errors documented in docs/validation.md, plus one point; training holdout is also held
   // to the issue's 7% mean.
   const std::map<std::string, Limits> holdout = {
       {"training", {0.07, 0.319}}, {"ttft", {0.192, 0.662}}, {"throughput", {0.168, 1.621}},
-      {"decode", {0.090, 0.380}}, {"gemm", {0.103, 0.205}}};
+      {"decode", {0.090, 0.380}}, {"gemm", {0.106, 0.205}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
@@ -88,7 +90,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(mean_k, 0.0365);
   EXPECT_LE(worst_k, 0.0887);
   // Every case is in a known group, and the bundled set is complete.
-  EXPECT_GE(rep->cases.size(), 330u);  // 307 end-to-end runs and 23 GEMM shapes
+  EXPECT_GE(rep->cases.size(), 337u);  // 307 end-to-end runs and 30 GEMM shapes
 }
 
 // The notes `suanli perf` prints for configurations the model is known to get wrong quote figures from this
