@@ -21,6 +21,21 @@ struct Limits {
   double mean, worst;
 };
 
+// The bundled catalogs, loaded once.
+const HardwareCatalog& Hw() {
+  static const HardwareCatalog hw = *HardwareCatalog::Load(CatalogOptions{});
+  return hw;
+}
+const ModelCatalog& Models() {
+  static const ModelCatalog models = *ModelCatalog::Load(CatalogOptions{});
+  return models;
+}
+// Runs a user's cases file named my.toml that references no other file.
+Result<ValidationReport> RunCases(const std::string& text) {
+  auto no_files = [](const std::string& rel) -> Result<std::string> { return NotFound(rel); };
+  return RunPerfValidation(text, "my.toml", Hw(), Models(), no_files);
+}
+
 TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   auto hw = HardwareCatalog::Load(CatalogOptions{});
   auto models = ModelCatalog::Load(CatalogOptions{});
@@ -141,10 +156,6 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
 // A user's own cases file: a misspelt key, a wrong type or an unknown role is an error naming the file, the
 // case and the key (with a suggestion), never a case silently evaluated with defaults.
 TEST(PerfValidation, CaseFilesAreCheckedKeyByKey) {
-  auto hw = HardwareCatalog::Load(CatalogOptions{});
-  auto models = ModelCatalog::Load(CatalogOptions{});
-  ASSERT_TRUE(hw.ok() && models.ok());
-  auto no_files = [](const std::string& rel) -> Result<std::string> { return NotFound(rel); };
   const std::string good = R"([[infer]]
 name = "mine"
 model = "llama-2-7b"
@@ -155,14 +166,14 @@ output_len = 1
 metric = "ttft_s"
 published = 0.006
 )";
-  auto ok = RunPerfValidation(good, "my.toml", *hw, *models, no_files);
+  auto ok = RunCases(good);
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   ASSERT_EQ(ok->cases.size(), 1u);
   EXPECT_TRUE(ok->cases[0].failure.empty());
   EXPECT_GT(ok->cases[0].predicted, 0);
 
-  auto typo = RunPerfValidation(good + "\n[[train]]\nname = \"t\"\nmodel = \"llama-2-7b\"\natention = \"flash\"\n"
-                                "published = 1\n", "my.toml", *hw, *models, no_files);
+  auto typo = RunCases(good + "\n[[train]]\nname = \"t\"\nmodel = \"llama-2-7b\"\natention = \"flash\"\n"
+                       "published = 1\n");
   ASSERT_FALSE(typo.ok());
   EXPECT_NE(typo.status().message().find("my.toml: [[train]] 't': unknown key 'atention'"), std::string::npos)
       << typo.status().message();
@@ -170,11 +181,11 @@ published = 0.006
 
   std::string wrong_type = good;
   wrong_type.replace(wrong_type.find("batch = 1"), 9, "batch = \"1\"");
-  auto wt = RunPerfValidation(wrong_type, "my.toml", *hw, *models, no_files);
+  auto wt = RunCases(wrong_type);
   ASSERT_FALSE(wt.ok());
   EXPECT_NE(wt.status().message().find("'batch' must be an integer"), std::string::npos) << wt.status().message();
 
-  auto role = RunPerfValidation(good + "role = \"calibrate\"\n", "my.toml", *hw, *models, no_files);
+  auto role = RunCases(good + "role = \"calibrate\"\n");
   ASSERT_FALSE(role.ok());
   EXPECT_NE(role.status().message().find("role 'calibrate' must be calibration or holdout"), std::string::npos);
 
@@ -190,7 +201,7 @@ attention = "flash3"
 metric = "step_time_s"
 published = 1
 )";
-  auto bk = RunPerfValidation(bad_kernel, "my.toml", *hw, *models, no_files);
+  auto bk = RunCases(bad_kernel);
   ASSERT_TRUE(bk.ok()) << bk.status().message();
   EXPECT_NE(bk->cases[0].failure.find("unknown attention kernel 'flash3'"), std::string::npos) << bk->cases[0].failure;
 }
@@ -198,10 +209,6 @@ published = 1
 // GEMM micro-benchmark rows go through EstimateGemm: the predicted TFLOP/s is the shape's FLOPs over its modelled
 // time, a misspelt shape key is an error, and a precision the GPU lacks is reported on the case.
 TEST(PerfValidation, GemmCasesUseTheShapeModel) {
-  auto hw = HardwareCatalog::Load(CatalogOptions{});
-  auto models = ModelCatalog::Load(CatalogOptions{});
-  ASSERT_TRUE(hw.ok() && models.ok());
-  auto no_files = [](const std::string& rel) -> Result<std::string> { return NotFound(rel); };
   const std::string good = R"([[gemm]]
 name = "g"
 gpu = "h100-sxm"
@@ -212,12 +219,12 @@ k = 8192
 metric = "tflops"
 published = 1290.1
 )";
-  auto ok = RunPerfValidation(good, "my.toml", *hw, *models, no_files);
+  auto ok = RunCases(good);
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   ASSERT_EQ(ok->cases.size(), 1u);
   ASSERT_TRUE(ok->cases[0].failure.empty()) << ok->cases[0].failure;
   EXPECT_EQ(ok->cases[0].group, "gemm");
-  auto gpu = hw->FindGpu("h100-sxm");
+  auto gpu = Hw().FindGpu("h100-sxm");
   auto eff = LoadEfficiency("h100-sxm");
   ASSERT_TRUE(gpu.ok() && eff.ok());
   const GemmTime g = EstimateGemm(8192, 8192, 8192, 1, 1, *(*gpu)->PeakFlops(Precision::kFp8), eff->gemm_fp8, **gpu, *eff);
@@ -228,14 +235,14 @@ published = 1290.1
 
   std::string typo = good;
   typo.replace(typo.find("k = 8192"), 8, "kk = 8192");
-  auto t = RunPerfValidation(typo, "my.toml", *hw, *models, no_files);
+  auto t = RunCases(typo);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("my.toml: [[gemm]] 'g': unknown key 'kk'"), std::string::npos)
       << t.status().message();
 
   std::string a100_fp8 = good;
   a100_fp8.replace(a100_fp8.find("h100-sxm"), 8, "a100-sxm-80gb");
-  auto nf = RunPerfValidation(a100_fp8, "my.toml", *hw, *models, no_files);
+  auto nf = RunCases(a100_fp8);
   ASSERT_TRUE(nf.ok()) << nf.status().message();
   EXPECT_NE(nf->cases[0].failure.find("has no fp8 peak"), std::string::npos) << nf->cases[0].failure;
 }
