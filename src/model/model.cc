@@ -127,7 +127,8 @@ namespace {
 
 const std::vector<std::string> kSupportedTypes = {"llama",  "mistral", "mixtral",  "qwen2",     "qwen2_moe",
                                                   "qwen3",  "deepseek_v3", "gemma2", "phi3",    "gpt2",
-                                                  "gpt_neox", "opt",   "bloom",    "falcon",  "mpt"};
+                                                  "gpt_neox", "gptj",  "opt",      "bloom",   "falcon",
+                                                  "mpt"};
 
 class JsonReader {
  public:
@@ -316,7 +317,12 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
       SUANLI_ASSIGN_OR_RETURN(int64_t mtp, r.IntOr("num_nextn_predict_layers", 0, 64));
       m.mtp_layers = static_cast<int>(mtp);
     }
-  } else if (t == "gpt2") {
+  } else if (t == "gpt2" || t == "gptj") {
+    // GPT-2 and GPT-J (EleutherAI) share the key names and the plain GELU MLP of n_inner (null: 4 x n_embd).
+    // GPT-2: learned positions, biases everywhere, tied embeddings. GPT-J: attention and MLP in parallel off one
+    // LayerNorm (ln_1), rotary on the first rotary_dim dimensions of each head (no position table), q/k/v/out
+    // without bias, untied lm_head (its vocab-sized bias is not counted).
+    const bool gptj = t == "gptj";
     SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"n_embd", "hidden_size"}, kMaxHidden));
     SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"n_layer", "num_hidden_layers"}, kMaxLayers));
     SUANLI_ASSIGN_OR_RETURN(int64_t heads, r.Int({"n_head", "num_attention_heads"}, kMaxHeads));
@@ -326,12 +332,19 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     SUANLI_ASSIGN_OR_RETURN(m.ffn, r.IntOr("n_inner", 4 * m.hidden, kMaxHidden * 16));
     if (m.ffn == 0) m.ffn = 4 * m.hidden;
     SUANLI_ASSIGN_OR_RETURN(m.vocab, r.Int({"vocab_size"}, kMaxVocab));
-    SUANLI_ASSIGN_OR_RETURN(m.max_positions, r.Int({"n_positions", "max_position_embeddings"}, int64_t(1) << 24));
-    m.learned_positions = m.max_positions;
     m.norm = NormKind::kLayerNorm;
     m.gated_mlp = false;
-    m.qkv_bias = m.attn_out_bias = m.mlp_bias = true;
-    SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", true));
+    m.mlp_bias = true;
+    if (gptj) {
+      SUANLI_ASSIGN_OR_RETURN(m.max_positions, r.IntOr("n_positions", 2048));
+      m.norms_per_layer = 1;
+      m.qkv_bias = m.attn_out_bias = false;
+    } else {
+      SUANLI_ASSIGN_OR_RETURN(m.max_positions, r.Int({"n_positions", "max_position_embeddings"}, int64_t(1) << 24));
+      m.learned_positions = m.max_positions;
+      m.qkv_bias = m.attn_out_bias = true;
+    }
+    SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", !gptj));
   } else if (t == "gpt_neox") {
     SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size"}, kMaxHidden));
     SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"num_hidden_layers"}, kMaxLayers));

@@ -151,6 +151,21 @@ TEST(ParseHfConfig, Gpt2DefaultsMatchGpt2Small) {
   EXPECT_DOUBLE_EQ(CountParams(*m).total, 124439808.0);
 }
 
+TEST(ParseHfConfig, GptjHasParallelBlocksAndNoAttentionBias) {
+  // GPT-J 6B by hand: embeddings 50400 x 4096 = 206,438,400, untied lm_head the same; per layer ln_1 8,192 + q/k/v/out
+  // 4 x 4096^2 = 67,108,864 (no bias) + fc_in 4096 x 16384 + 16384 + fc_out 16384 x 4096 + 4096 = 134,238,208, so
+  // 201,355,264 x 28 = 5,637,947,392; final LayerNorm 8,192. Total 6,050,832,384 (lm_head's bias not counted).
+  auto m = ParseHfConfig(R"({"model_type":"gptj","n_embd":4096,"n_layer":28,"n_head":16,"n_inner":null,
+                             "n_positions":2048,"rotary_dim":64,"vocab_size":50400,"tie_word_embeddings":false})",
+                         "gptj.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->ffn, 4 * 4096);
+  EXPECT_EQ(m->norms_per_layer, 1);  // attention and MLP read the same ln_1 output
+  EXPECT_EQ(m->head_dim, 256);
+  EXPECT_EQ(m->learned_positions, 0);  // rotary
+  EXPECT_DOUBLE_EQ(CountParams(*m).total, 6050832384.0);
+}
+
 TEST(ParseHfConfig, MptAsLlmFoundryBenchmarkedIt) {
   // llm-foundry's benchmark table lists MPT-7b at sequence 2048 with NumParams 6,658,859,008: biases on, ALiBi
   // off and a learned position table of max_seq_len x d_model (scripts/train/benchmarking/README.md, 061f2c7c).
