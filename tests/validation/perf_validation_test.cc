@@ -144,7 +144,8 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   auto hopper = [&](const ValidationCase& c) { return has(c.name, "h100-sxm") || has(c.name, "h200-sxm"); };
   check(evidence::kHopperFp8ShortPromptTtft,
         [&](const ValidationCase& c) {
-          return c.group == "ttft" && hopper(c) && has(c.name, "ISL 128") && !has(c.name, "mixtral");
+          return c.group == "ttft" && has(c.name, "v0.9") && hopper(c) && has(c.name, "ISL 128") &&
+                 !has(c.name, "mixtral");
         },
         "Hopper FP8 TTFT at 128 tokens");
   check(evidence::kFp8TrainingNeMo, [&](const ValidationCase& c) { return c.name.rfind("NeMo", 0) == 0; },
