@@ -103,6 +103,13 @@ Status CheckCaseKeys(const toml::table& t, CaseKind kind, const std::string& whe
   return Status::Ok();
 }
 
+// The case's GPU: a missing key says so instead of looking up an empty name.
+Result<const GpuSpec*> CaseGpu(const toml::table& t, const HardwareCatalog& hw) {
+  auto id = t["gpu"].value<std::string>();
+  if (!id) return ParseError("case has no 'gpu' (a catalog id or alias; `suanli gpus` lists them)");
+  return hw.FindGpu(*id);
+}
+
 Result<ModelSpec> LoadModel(const toml::table& t, const ModelCatalog& models, const CaseFileReader& read) {
   if (auto cfg = t["config"].value<std::string>()) {
     SUANLI_ASSIGN_OR_RETURN(std::string text, read(*cfg));
@@ -116,7 +123,7 @@ Result<ModelSpec> LoadModel(const toml::table& t, const ModelCatalog& models, co
 Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
                          const CaseFileReader& read, std::string* detail) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
-  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, hw.FindGpu(t["gpu"].value_or(std::string())));
+  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, 8, t["inter_node"].value_or(std::string("ib-ndr"))));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
   TrainConfig c;
@@ -166,7 +173,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
 Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
                          const CaseFileReader& read, std::string* detail) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
-  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, hw.FindGpu(t["gpu"].value_or(std::string())));
+  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, 8, "ib-ndr"));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
   InferConfig c;
@@ -192,7 +199,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
 // One GEMM micro-benchmark (a published TFLOP/s at a stated M x N x K) against EstimateGemm, the shape model
 // every operator of the training and serving estimates goes through (docs/methodology.md §6.2).
 Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, std::string* detail) {
-  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, hw.FindGpu(t["gpu"].value_or(std::string())));
+  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
   const std::string dtype = t["dtype"].value_or(std::string("bf16"));
   Precision p;

@@ -246,6 +246,12 @@ published = 1290.1
   auto nf = RunCases(a100_fp8);
   ASSERT_TRUE(nf.ok()) << nf.status().message();
   EXPECT_NE(nf->cases[0].failure.find("has no fp8 peak"), std::string::npos) << nf->cases[0].failure;
+
+  std::string no_gpu = good;
+  no_gpu.erase(no_gpu.find("gpu = \"h100-sxm\"\n"), std::string("gpu = \"h100-sxm\"\n").size());
+  auto ng = RunCases(no_gpu);
+  ASSERT_TRUE(ng.ok()) << ng.status().message();
+  EXPECT_NE(ng->cases[0].failure.find("case has no 'gpu'"), std::string::npos) << ng->cases[0].failure;
 }
 
 }  // namespace
