@@ -268,10 +268,10 @@ namespace evidence {
 // llm-foundry A100 runs): the 50 held-out llm-foundry H100 runs (FSDP1, Composer 0.16).
 inline constexpr ValidationEvidence kEagerFsdpFoundryH100{50, 0.009, -0.114, 0.309};
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
-inline constexpr ValidationEvidence kMoeServingTtft{8, -0.184, -0.652, 0.480};
-inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.330, -0.462, 1.611};
+inline constexpr ValidationEvidence kMoeServingTtft{8, -0.170, -0.637, 0.488};
+inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.302, -0.464, 1.516};
 // TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency).
-inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.228, -0.315, -0.175};
+inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.221, -0.315, -0.161};
 // NeMo 24.07 FP8 pretraining on H100 (Megatron-Core + Transformer Engine): 7 calibration rows (LLaMA, GPT-3
 // 175B) and 2 held-out ones (GPT-3 5B, 20B); and torchtitan's eager FSDP2 runs on A100 (calibration), quoted
 // because they are all the evidence there is for these paths.

@@ -126,8 +126,17 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
     p.time += time;
     (tc >= tm ? p.compute_time : p.memory_time) += std::max(tc, tm);
   }
-  // Element-wise kernels.
-  const double ew_bytes = T * (m.norms_per_layer * 4 * h + 12 * h);
+  // Element-wise kernels: norms and the two residual adds per token and, for gated MLPs, the activation on this
+  // GPU's shard of the hidden width: read gate and up, write the product, 6 B per element as in training
+  // (docs/methodology.md §6.3, §9). TensorRT-LLM v0.9 runs SwiGLU as its own kernel after one fused up/gate GEMM
+  // (perf-overview.md, "Known Issues"). A plain GELU is left to the GEMM's epilogue (cuBLASLt's GELU epilogue),
+  // so it moves no bytes of its own. MoE layers count the k routed experts' width and the shared experts'.
+  double act_width = 0;
+  if (m.gated_mlp) {
+    act_width = double(m.ffn) * (1 - moe_frac);
+    if (m.moe) act_width += (double(m.moe->expert_ffn) * m.moe->experts_per_token + m.moe->shared_ffn) * moe_frac;
+  }
+  const double ew_bytes = T * (m.norms_per_layer * 4 * h + 12 * h) + T * 6.0 * act_width / t;
   const double ew_time = ew_bytes / bw + 6 * eff.kernel_launch_s;
   p.ops.push_back(OpCost{"norms, residuals, activation", decode ? "decode" : "prefill", 0, ew_bytes, ew_time, 1,
                          Bound::kLatency});

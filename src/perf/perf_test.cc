@@ -354,6 +354,28 @@ TEST_F(Perf, PrefillIsComputeBoundDecodeTimeFollowsBandwidth) {
   EXPECT_NEAR(a100->e2e_latency_s, a100->ttft_s + 128 * a100->tpot_s, 1e-9);
 }
 
+// Prefill element-wise bytes per layer: norms (4h each) and two residual adds (12h) per token, plus a gated MLP's
+// activation kernel (read gate and up, write the product: 6 B per element of the TP shard). A plain GELU rides in
+// the GEMM epilogue and adds nothing.
+TEST_F(Perf, PrefillCountsTheGatedActivationKernel) {
+  auto ew_bytes = [&](const char* model, int tp) {
+    InferConfig c;
+    c.input_len = 2048;
+    c.output_len = 1;
+    c.fit.par.tp = tp;
+    auto r = EstimateInference(M(model), C(G("h100-sxm")), c, E(G("h100-sxm")));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    for (const auto& o : r->prefill_ops)
+      if (o.name == "norms, residuals, activation") return o.bytes;
+    ADD_FAILURE() << "no element-wise op for " << model;
+    return 0.0;
+  };
+  const double T = 2048, h = 4096;
+  EXPECT_DOUBLE_EQ(ew_bytes("llama-2-7b", 1), T * (2 * 4 * h + 12 * h) + T * 6 * 11008);
+  EXPECT_DOUBLE_EQ(ew_bytes("llama-2-7b", 2), T * (2 * 4 * h + 12 * h) + T * 6 * 11008 / 2);
+  EXPECT_DOUBLE_EQ(ew_bytes("gpt-j-6b", 1), T * (1 * 4 * h + 12 * h));  // one LayerNorm, GELU in the epilogue
+}
+
 TEST_F(Perf, ImpossibleLayoutsAreErrorsAndNonFittingLayoutsReportTheShortfall) {
   const ModelSpec m = M("llama-2-7b");
   const GpuSpec& g = G("h100-sxm");

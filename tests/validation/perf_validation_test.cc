@@ -51,12 +51,12 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // large shapes set `gemm`; MAMF's best shapes, 10-18% above the model by design of the 0.945 factor, set it
   // elsewhere), which are ratcheted at 6.4% / 18.0% plus one point.
   const std::map<std::string, Limits> targets = {
-      {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.098, 0.251}},
+      {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.074, 0.190}}};
   // Holdout ratchets: the errors documented in docs/validation.md, plus one point; training holdout is also held
   // to the 7% mean.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.07, 0.319}}, {"ttft", {0.192, 0.662}}, {"throughput", {0.168, 1.621}},
+      {"training", {0.07, 0.319}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.526}},
       {"decode", {0.090, 0.380}}, {"gemm", {0.122, 0.290}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
