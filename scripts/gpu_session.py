@@ -6,7 +6,9 @@ with PyTorch on the device, for example
 
     PYTHONUNBUFFERED=1 python3 scripts/gpu_session.py --out "$OUT"
 
-It writes gpu_session.json (and prints a summary) with, each with its method:
+It writes gpu_session.json (and prints a summary) and gemm_cases.toml, the measured GEMMs as [[gemm]] rows to
+append to tests/validation/perf_cases.toml (`suanli validate --group gemm` then compares them with the model).
+The JSON holds, each with its method:
 
 1. fp8_gemm: FP8 e4m3 GEMMs (torch._scaled_mm, per-tensor scales, BF16 out) and the BF16 GEMMs of
    LLaMA-2 7B's linear layers at M = 128 and M = 2048 tokens, and the cost of quantising each 16-bit input
@@ -184,6 +186,37 @@ def eager_layer(results):
     results["eager_layer"] = out
 
 
+def catalog_gpu(name):
+    """The suanli catalog id for a CUDA device name, or None (then edit the written cases by hand)."""
+    n = name.lower()
+    for key, gpu in (("h200", "h200-sxm"), ("h100 80gb hbm3", "h100-sxm"), ("h100 pcie", "h100-pcie"),
+                     ("h100 nvl", "h100-nvl"), ("a100-sxm4-80gb", "a100-sxm-80gb"), ("l40s", "l40s")):
+        if key in n:
+            return gpu
+    return None
+
+
+def write_gemm_cases(results, path):
+    """The measured GEMMs as [[gemm]] rows for tests/validation/perf_cases.toml (held out: nothing was fitted on them)."""
+    dev = results.get("device", {})
+    gpu = catalog_gpu(dev.get("name", "")) or "FIXME"
+    lines = [f"# scripts/gpu_session.py on {dev.get('name', '?')} ({results.get('started', '?')}, torch "
+             f"{results.get('torch', '?')}): {results.get('fp8_gemm', {}).get('method', '')}"]
+    for row in results.get("fp8_gemm", {}).get("rows", []):
+        for dtype, key in (("bf16", "bf16_tflops"), ("fp8", "fp8_tflops")):
+            if key not in row:
+                continue
+            shape = f"{row['m']}x{row['n']}x{row['k']}"
+            lines += ["[[gemm]]", 'group = "gemm"', 'role = "holdout"',
+                      f'name = "gpu_session {gpu} {dtype} {shape} (LLaMA-2 7B {row["layer"]})"',
+                      f'source = "scripts/gpu_session.py, {dev.get("name", "?")}, {results.get("started", "?")}: '
+                      f'{row[key]:.1f} TFLOP/s"',
+                      f'gpu = "{gpu}"', f'dtype = "{dtype}"', f"m = {row['m']}", f"n = {row['n']}", f"k = {row['k']}",
+                      'metric = "tflops"', f"published = {row[key]:.2f}"]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "gpu-session-out"))
@@ -206,6 +239,7 @@ def main():
             print(f"{part.__name__}: {e!r}", file=sys.stderr, flush=True)
         with open(os.path.join(args.out, "gpu_session.json"), "w") as f:
             json.dump(results, f, indent=1)
+    write_gemm_cases(results, os.path.join(args.out, "gemm_cases.toml"))
     return 0
 
 
