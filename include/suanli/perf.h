@@ -26,7 +26,10 @@ struct Efficiency {
   double gemm_fp8 = 0;         // FP8 GEMM / FP8 peak; 0 = use `gemm`
   double memory = 0.85;        // triad bandwidth / datasheet bandwidth
   double attention = 0.45;     // FlashAttention kernel / dense 16-bit peak
-  double link = 0.75;          // NCCL bus bandwidth / GPU link bandwidth per direction
+  double link = 0.75;          // NCCL ring bus bandwidth / GPU link bandwidth per direction (every collective)
+  // All-reduce bus bandwidth / link where the switch reduces in the network (NVLink SHARP, NCCL's NVLS
+  // algorithm on H100/H200 NVSwitch systems); 0 = `link`. Used inside one node when Cluster::nvls is on.
+  double link_allreduce = 0;
   double network = 0.85;       // NCCL bus bandwidth / NIC line rate
   double kernel_launch_s = 5e-6;
   // Compute slowdown while a collective runs concurrently (NCCL kernels take SMs and HBM bandwidth):
@@ -66,6 +69,9 @@ struct Cluster {
   double inter_bw_per_gpu = 0;   // bytes/s per GPU per direction across nodes (NIC share)
   double inter_latency_s = 5e-6;
   std::string inter_name;
+  // NCCL may run all-reduce as NVLS (in-switch reduction) where the efficiency data has `link_allreduce`;
+  // NCCL_NVLS_ENABLE=0 (`--no-nvls`) turns it off and all-reduce runs as a ring like every other collective.
+  bool nvls = true;
 };
 // Builds a cluster from the catalog: intra-node link from the GPU's spec (PCIe when none),
 // inter-node from an interconnect id (e.g. "ib-ndr") with `nics_per_node` NICs (default one per GPU).
@@ -86,7 +92,11 @@ double P2PTime(double bytes, double bw, double alpha);
 // Inside one node: the GPU link x link efficiency. Across nodes, NCCL runs one ring per NIC through
 // the k group members of each node, so the bus bandwidth is k x the per-GPU NIC share (capped by the
 // link inside the node): 8 x 200 Gb/s HDR per node gives about 170 GB/s, not 25 GB/s.
-double GroupBusBandwidth(const Cluster& c, const Efficiency& e, int n, int stride);
+// `kind`: all-reduce may use the in-switch reduction inside a node (Efficiency::link_allreduce); all-gather,
+// reduce-scatter, all-to-all and point-to-point move every byte over the wire (Efficiency::link).
+enum class Collective { kAllReduce, kRing };
+double GroupBusBandwidth(const Cluster& c, const Efficiency& e, int n, int stride,
+                         Collective kind = Collective::kRing);
 double GroupLatency(const Cluster& c, int n, int stride);
 
 // Time of a kernel with compute time `t_compute` and memory time `t_memory` (both at achievable
@@ -266,7 +276,7 @@ struct ValidationEvidence {
 namespace evidence {
 // Eager PyTorch FSDP with its host cost per layer (Efficiency::eager_fsdp_host_per_layer_s, fitted on the 59
 // llm-foundry A100 runs): the 50 held-out llm-foundry H100 runs (FSDP1, Composer 0.16).
-inline constexpr ValidationEvidence kEagerFsdpFoundryH100{50, 0.009, -0.114, 0.309};
+inline constexpr ValidationEvidence kEagerFsdpFoundryH100{50, 0.008, -0.116, 0.304};
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
 inline constexpr ValidationEvidence kMoeServingTtft{8, -0.170, -0.637, 0.488};
 inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.302, -0.464, 1.516};
@@ -275,7 +285,7 @@ inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.221, -0.315
 // NeMo 24.07 FP8 pretraining on H100 (Megatron-Core + Transformer Engine): 7 calibration rows (LLaMA, GPT-3
 // 175B) and 2 held-out ones (GPT-3 5B, 20B); and torchtitan's eager FSDP2 runs on A100 (calibration), quoted
 // because they are all the evidence there is for these paths.
-inline constexpr ValidationEvidence kFp8TrainingNeMo{9, 0.115, 0.024, 0.238};
+inline constexpr ValidationEvidence kFp8TrainingNeMo{9, 0.106, -0.004, 0.238};
 inline constexpr ValidationEvidence kEagerFsdpTorchtitan{3, 0.077, 0.071, 0.082};
 }  // namespace evidence
 

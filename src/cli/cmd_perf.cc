@@ -20,6 +20,7 @@ struct PerfFlags {
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", inter_node = "ib-ndr", attention = "flash", convention = "6n";
   std::string decode_attention = "grouped";
+  bool no_nvls = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, fp32_grads = false, dropout = false;
   double tokens = 0, price = 0, moe_imbalance = 1.1;
   // infer
@@ -94,6 +95,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         ->capture_default_str();
     a->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)");
     a->add_flag("--explain", f->explain, "Per-operator roofline table");
+    a->add_flag("--no-nvls", f->no_nvls,
+                "All-reduce as a ring, without NVLink SHARP's in-switch reduction (as NCCL_NVLS_ENABLE=0)");
     a->add_option("--calibration", f->calibration, "Efficiency file from `suanli bench export-calibration`");
   };
   auto* train = sub->add_subcommand("train", "Training step time, throughput, MFU, time and cost to train");
@@ -139,6 +142,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     if (!eff.ok()) return PrintError(eff.status());
     const ModelSpec* model = &job->model;
     const GpuSpec* const* gpu = &job->gpu;
+    if (f->no_nvls) job->cluster.nvls = false;
     const Cluster* cluster = &job->cluster;
     const bool json_out = ctx->options().json;
 

@@ -66,9 +66,16 @@ Result<Efficiency> ApplyCalibration(const Efficiency& base, const Calibration& c
       it != cal.link_bandwidth_bytes_per_s.end() && gpu.link_bandwidth_per_direction_bytes_per_s) {
     const double f = it->second / gpu.link_bandwidth_per_direction_bytes_per_s->value;
     SUANLI_RETURN_IF_ERROR(CheckFraction("all-reduce bus bandwidth", f, 2.0));
-    e.link = f;
-    e.sources.push_back(fmt::format("link = {:.3g}: bench NCCL all-reduce busbw {} ({})", f, FormatBandwidth(it->second),
-                                    where));
+    // The measured all-reduce sets the all-reduce figure. Above the wire rate it was reduced in the switch
+    // (NVLS), which says nothing about the ring collectives, so `link` keeps its value; at or below it the
+    // all-reduce ran as a ring, and the ring figure is the measurement too.
+    e.link_allreduce = f;
+    e.sources.push_back(fmt::format("link_allreduce = {:.3g}: bench NCCL all-reduce busbw {} ({})", f,
+                                    FormatBandwidth(it->second), where));
+    if (f <= 1.0) {
+      e.link = f;
+      e.sources.push_back(fmt::format("link = {:.3g}: the same all-reduce, at or below the wire rate: a ring", f));
+    }
   }
   if (cal.launch_latency_s) {
     if (!(*cal.launch_latency_s > 0 && *cal.launch_latency_s < 1e-3))

@@ -133,7 +133,8 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     SUANLI_RETURN_IF_ERROR(frac("gemm_fp8", &e.gemm_fp8, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("memory", &e.memory, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("attention", &e.attention, 0.05, 1.0));
-    SUANLI_RETURN_IF_ERROR(frac("link", &e.link, 0.05, 2.0));
+    SUANLI_RETURN_IF_ERROR(frac("link", &e.link, 0.05, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("link_allreduce", &e.link_allreduce, 0.05, 2.0));
     SUANLI_RETURN_IF_ERROR(frac("network", &e.network, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("overlap_slowdown", &e.overlap_slowdown, 0.0, 1.0));
     SUANLI_ASSIGN_OR_RETURN(auto kl, r.OptQuantity("kernel_launch", Dimension::kSeconds));
@@ -248,8 +249,9 @@ int RanksPerNode(const Cluster& c, int n, int stride) {
 }
 }  // namespace
 
-double GroupBusBandwidth(const Cluster& c, const Efficiency& e, int n, int stride) {
-  const double intra = c.intra_bw_per_dir * e.link;
+double GroupBusBandwidth(const Cluster& c, const Efficiency& e, int n, int stride, Collective kind) {
+  const bool in_switch = kind == Collective::kAllReduce && c.nvls && e.link_allreduce > 0;
+  const double intra = c.intra_bw_per_dir * (in_switch ? e.link_allreduce : e.link);
   const int k = RanksPerNode(c, n, stride);
   if (n <= k) return intra;
   return std::min(intra, k * c.inter_bw_per_gpu * e.network);
@@ -357,7 +359,9 @@ struct LayerContext {
 };
 
 // Groups of the layer's collectives: TP (stride 1), CP (stride TP), EP (inside the DP x CP ranks, stride TP).
-double TpBusBw(const LayerContext& c, int n, int stride = 1) { return GroupBusBandwidth(*c.cluster, *c.eff, n, stride); }
+double TpBusBw(const LayerContext& c, int n, int stride = 1, Collective kind = Collective::kRing) {
+  return GroupBusBandwidth(*c.cluster, *c.eff, n, stride, kind);
+}
 double TpAlpha(const LayerContext& c, int n, int stride = 1) { return GroupLatency(*c.cluster, n, stride); }
 
 // One transformer layer: forward operators (added to `ops` when non-null) and pass times.
@@ -487,10 +491,11 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   }
 
   // Tensor-parallel communication: 2 all-reduces per layer forward (or all-gather + reduce-scatter
-  // with SP: the same bytes on a ring), 2 in backward.
+  // with SP: the same bytes on a ring, without the in-switch reduction), 2 in backward.
   if (c.tp > 1) {
     const double bytes = T * h * 2;
-    const double one = AllReduceTime(bytes, c.tp, TpBusBw(c, c.tp), TpAlpha(c, c.tp));
+    const double one = AllReduceTime(bytes, c.tp, TpBusBw(c, c.tp, 1, c.sp ? Collective::kRing : Collective::kAllReduce),
+                                      TpAlpha(c, c.tp));
     p.tp_comm = 2 * one * 2;
     if (ops) ops->Add(c.sp ? "TP all-gather + reduce-scatter (x2)" : "TP all-reduce (x2)", "forward", 0, 2 * bytes,
                       2 * one, 1, Bound::kCommunication);
@@ -695,7 +700,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // every micro-batch, overlapped with that micro-batch's compute (which runs slower meanwhile).
   const double params_gpu = res.memory.params_per_gpu;
   const int dp_group = par.dp * par.cp;
+  // ZeRO-0 reduces gradients with an all-reduce; ZeRO-1/2 with a reduce-scatter and an all-gather of the updated
+  // parameters (the same volume), and ZeRO-3 gathers and reduce-scatters: only the all-reduce can use NVLS.
   const double dp_bw = GroupBusBandwidth(cl, eff, dp_group, par.tp);
+  const double dp_bw_grad =
+      par.zero == 0 ? GroupBusBandwidth(cl, eff, dp_group, par.tp, Collective::kAllReduce) : dp_bw;
   const double dp_alpha = GroupLatency(cl, dp_group, par.tp);
   double zero3_exposed_mb = 0, zero3_comm_mb = 0;
   if (par.zero == 3 && dp_group > 1) {
@@ -712,7 +721,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   double dp_comm = 0, dp_exposed = 0;
   if (dp_group > 1 && par.zero < 3) {
     const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
-    dp_comm = AllReduceTime(gbytes, dp_group, dp_bw, dp_alpha);
+    dp_comm = AllReduceTime(gbytes, dp_group, dp_bw_grad, dp_alpha);
     // Overlap window: the backward pass of the last micro-batch on this stage.
     const double window = cfg.dp_overlap ? stage_layers(0) * (lb + lr) : 0;
     dp_exposed = OverlapCost(window, dp_comm, eff.overlap_slowdown);

@@ -234,6 +234,36 @@ TEST_F(Perf, PerHeadDecodeAttentionIsBoundByInstructionIssue) {
   EXPECT_NE(amd.status().message().find("NVIDIA"), std::string::npos);
 }
 
+// On H100/H200 NVSwitch nodes NCCL's all-reduce reduces in the switch (NVLS, about 480 GB/s busbw) while every other
+// collective moves its bytes over the wire (about 370 GB/s); NCCL_NVLS_ENABLE=0 (Cluster::nvls) makes the all-reduce
+// a ring too. Elsewhere (A100) the two are the same.
+TEST_F(Perf, OnlyAllReduceGetsTheInSwitchReduction) {
+  Cluster h100 = C(G("h100-sxm"));
+  const Efficiency e = E(G("h100-sxm"));
+  EXPECT_NEAR(GroupBusBandwidth(h100, e, 8, 1, Collective::kAllReduce), 450e9 * 1.064, 1e9);
+  EXPECT_NEAR(GroupBusBandwidth(h100, e, 8, 1, Collective::kRing), 450e9 * 0.822, 1e9);
+  h100.nvls = false;
+  EXPECT_NEAR(GroupBusBandwidth(h100, e, 8, 1, Collective::kAllReduce), 450e9 * 0.822, 1e9);
+  const Cluster a100 = C(G("a100-sxm-80gb"));
+  const Efficiency ea = E(G("a100-sxm-80gb"));
+  EXPECT_DOUBLE_EQ(GroupBusBandwidth(a100, ea, 8, 1, Collective::kAllReduce),
+                   GroupBusBandwidth(a100, ea, 8, 1, Collective::kRing));
+  // A TP=8 step with sequence parallelism (all-gather + reduce-scatter) cannot use it; without SP it does, and
+  // turning NVLS off slows only the latter.
+  const ModelSpec m = M("llama-2-70b");
+  auto step = [&](bool sp, bool nvls) {
+    Cluster c = C(G("h100-sxm"));
+    c.nvls = nvls;
+    TrainConfig t = Train(8, 8, 1, 8);
+    t.fit.par.sequence_parallel = sp;
+    auto r = EstimateTraining(m, c, t, e);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r->step_time_s;
+  };
+  EXPECT_DOUBLE_EQ(step(true, true), step(true, false));
+  EXPECT_LT(step(false, true), step(false, false));
+}
+
 TEST_F(Perf, InterNodeBusBandwidthScalesWithRanksPerNode) {
   const Cluster c = C(G("a100-sxm-80gb"), "ib-hdr");
   const Efficiency e = E(G("a100-sxm-80gb"));
@@ -614,7 +644,16 @@ TEST_F(Perf, CalibrationFromBenchReplacesTheEfficiencies) {
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_NEAR(e->memory, 3.0 / 3.35, 1e-9);
   EXPECT_NEAR(e->gemm, 750e12 / 989.4e12, 1e-9);  // the large shape, not the small one
-  EXPECT_NEAR(e->link, 470.0 / 450.0, 1e-9);
+  // An all-reduce above the wire rate was reduced in the switch (NVLS): it sets the all-reduce figure and leaves
+  // the ring figure of the other collectives alone. At or below the wire rate it is a ring and sets both.
+  EXPECT_NEAR(e->link_allreduce, 470.0 / 450.0, 1e-9);
+  EXPECT_DOUBLE_EQ(e->link, E(g).link);
+  Calibration ring = *parsed;
+  ring.link_bandwidth_bytes_per_s["allreduce_busbw"] = 360e9;
+  auto er = ApplyCalibration(E(g), ring, g);
+  ASSERT_TRUE(er.ok()) << er.status().message();
+  EXPECT_NEAR(er->link, 360.0 / 450.0, 1e-9);
+  EXPECT_NEAR(er->link_allreduce, 360.0 / 450.0, 1e-9);
   EXPECT_DOUBLE_EQ(e->kernel_launch_s, 3e-6);
   // A slower measured machine predicts a slower step.
   const ModelSpec m = M("llama-3.1-8b");

@@ -32,7 +32,8 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
       {"gpu", KeyType::kString}};
   static const std::map<std::string, KeyType> common = [] {
     auto m = base;
-    m.insert({{"config", KeyType::kString}, {"model", KeyType::kString}, {"tp", KeyType::kInteger}});
+    m.insert({{"config", KeyType::kString}, {"model", KeyType::kString}, {"tp", KeyType::kInteger},
+              {"nvls", KeyType::kBool}});
     return m;
   }();
   static const std::map<std::string, KeyType> train_keys = [] {
@@ -125,6 +126,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, 8, t["inter_node"].value_or(std::string("ib-ndr"))));
+  cl.nvls = t["nvls"].value_or(true);
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
   TrainConfig c;
   const int gpus = static_cast<int>(t["gpus"].value_or(int64_t{1}));
@@ -175,6 +177,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, 8, "ib-ndr"));
+  cl.nvls = t["nvls"].value_or(true);
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
   InferConfig c;
   SUANLI_ASSIGN_OR_RETURN(c.fit.weights, ParseWeightFormat(t["weights"].value_or(std::string("bf16"))));
