@@ -85,7 +85,7 @@ struct PlanFlags {
   int gpus_per_node = 8, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
   int64_t global_batch = 1024, seq = 2048;
   double tokens = 0, price = 0;
-  bool no_dp_overlap = false, eager = false;
+  bool no_dp_overlap = false, eager = false, no_nvls = false;
 };
 
 }  // namespace
@@ -115,6 +115,8 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--ep", f->ep, "Fix EP (default: search)");
   sub->add_option("--zero", f->zero, "Fix the ZeRO stage (default: search)");
   sub->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward (Megatron before Core)");
+  sub->add_flag("--no-nvls", f->no_nvls,
+                "All-reduce as a ring, without NVLink SHARP's in-switch reduction (as NCCL_NVLS_ENABLE=0)");
   sub->add_option("--emit", f->emit, "Launch configuration: megatron | torchrun | deepspeed | slurm | k8s | all");
   sub->add_option("--out-dir", f->out_dir, "Write the launch files here instead of printing them");
   return [ctx, f]() -> int {
@@ -122,6 +124,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     if (!job.ok()) return PrintError(job.status());
     const ModelSpec* model = &job->model;
     const GpuSpec* const* gpu = &job->gpu;
+    if (f->no_nvls) job->cluster.nvls = false;
     const Cluster* cluster = &job->cluster;
     const Efficiency* eff = &job->eff;
     auto counts = ParseCounts(f->gpus);
