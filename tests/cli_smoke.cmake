@@ -63,6 +63,14 @@ foreach(key ttft_s tpot_s decode_tokens_per_s output_tokens_per_s_per_gpu e2e_la
 endforeach()
 run_suanli(0 out perf train -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --explain)
 expect_contains("${out}" "ridge point of this GPU in 16-bit" "perf --explain")
+# --no-nvls: a TP=8 all-reduce (no sequence parallelism) loses NVLink SHARP's in-switch reduction and gets slower.
+run_suanli(0 out perf train -m llama-2-13b -g h100-sxm --gpus 8 --tp 8 --global-batch 8 --micro-batch 1 --seq 4096 --json)
+string(JSON t_nvls GET "${out}" step_time_s)
+run_suanli(0 out perf train -m llama-2-13b -g h100-sxm --gpus 8 --tp 8 --global-batch 8 --micro-batch 1 --seq 4096 --no-nvls --json)
+string(JSON t_ring GET "${out}" step_time_s)
+if(NOT t_ring GREATER t_nvls)
+  message(FATAL_ERROR "perf train --no-nvls: ${t_ring} s is not slower than ${t_nvls} s with NVLS")
+endif()
 # FP8 GEMMs are placed against the FP8 ridge point (H100 SXM: 1979 TFLOPS x 0.677 / (3.35 TB/s x 0.887) = 451), not
 # the 16-bit one (295 datasheet).
 run_suanli(0 out perf infer -m llama-2-7b -g h100-sxm --batch 1 --input-len 128 --output-len 1 --weights fp8 --explain)
