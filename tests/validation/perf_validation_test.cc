@@ -35,6 +35,20 @@ Result<ValidationReport> RunCases(const std::string& text) {
   auto no_files = [](const std::string& rel) -> Result<std::string> { return NotFound(rel); };
   return RunPerfValidation(text, "my.toml", Hw(), Models(), no_files);
 }
+// The one case of a file that must evaluate.
+ValidationCase EvaluatedCase(const std::string& text) {
+  auto r = RunCases(text);
+  if (!r.ok()) {
+    ADD_FAILURE() << r.status().message();
+    return {};
+  }
+  if (r->cases.size() != 1) {
+    ADD_FAILURE() << r->cases.size() << " cases, expected 1";
+    return {};
+  }
+  EXPECT_TRUE(r->cases[0].failure.empty()) << r->cases[0].failure;
+  return r->cases[0];
+}
 
 TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   auto hw = HardwareCatalog::Load(CatalogOptions{});
@@ -167,11 +181,7 @@ output_len = 1
 metric = "ttft_s"
 published = 0.006
 )";
-  auto ok = RunCases(good);
-  ASSERT_TRUE(ok.ok()) << ok.status().message();
-  ASSERT_EQ(ok->cases.size(), 1u);
-  EXPECT_TRUE(ok->cases[0].failure.empty());
-  EXPECT_GT(ok->cases[0].predicted, 0);
+  EXPECT_GT(EvaluatedCase(good).predicted, 0);
 
   auto typo = RunCases(good + "\n[[train]]\nname = \"t\"\nmodel = \"llama-2-7b\"\natention = \"flash\"\n"
                        "published = 1\n");
@@ -220,19 +230,16 @@ k = 8192
 metric = "tflops"
 published = 1290.1
 )";
-  auto ok = RunCases(good);
-  ASSERT_TRUE(ok.ok()) << ok.status().message();
-  ASSERT_EQ(ok->cases.size(), 1u);
-  ASSERT_TRUE(ok->cases[0].failure.empty()) << ok->cases[0].failure;
-  EXPECT_EQ(ok->cases[0].group, "gemm");
+  const ValidationCase ok = EvaluatedCase(good);
+  EXPECT_EQ(ok.group, "gemm");
   auto gpu = Hw().FindGpu("h100-sxm");
   auto eff = LoadEfficiency("h100-sxm");
   ASSERT_TRUE(gpu.ok() && eff.ok());
   const GemmTime g = EstimateGemm(8192, 8192, 8192, 1, 1, *(*gpu)->PeakFlops(Precision::kFp8), eff->gemm_fp8, **gpu, *eff);
-  EXPECT_NEAR(ok->cases[0].predicted, g.flops / g.time_s / 1e12, 1e-6);
+  EXPECT_NEAR(ok.predicted, g.flops / g.time_s / 1e12, 1e-6);
   // Below the FP8 peak x efficiency (1979 x 0.677 = 1340 TFLOP/s): wave quantisation and the launch floor cost time.
-  EXPECT_LT(ok->cases[0].predicted, 1979 * eff->gemm_fp8);
-  EXPECT_GT(ok->cases[0].predicted, 0.9 * 1979 * eff->gemm_fp8);
+  EXPECT_LT(ok.predicted, 1979 * eff->gemm_fp8);
+  EXPECT_GT(ok.predicted, 0.9 * 1979 * eff->gemm_fp8);
 
   std::string typo = good;
   typo.replace(typo.find("k = 8192"), 8, "kk = 8192");
