@@ -118,11 +118,11 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
   Efficiency e;
   auto apply = [&](const toml::table& t, const std::string& path) -> Status {
     detail::TableReader r(t, file, path, &sources);
-    auto frac = [&](const char* key, double* out, double lo, double hi) -> Status {
+    auto frac = [&](const char* key, double* out, double lo, double hi, const char* hint = "") -> Status {
       SUANLI_ASSIGN_OR_RETURN(auto v, r.OptSourcedNumber(key));
       if (v) {
         if (v->value < lo || v->value > hi)
-          return ParseError(fmt::format("{}: {} is outside {}..{}", r.Where(key), v->value, lo, hi));
+          return ParseError(fmt::format("{}: {} is outside {}..{}{}", r.Where(key), v->value, lo, hi, hint));
         *out = v->value;
         e.sources.push_back(fmt::format("{} = {:.3g}: {}{}", key, v->value, v->source,
                                         v->note.empty() ? "" : " (" + v->note + ")"));
@@ -133,7 +133,9 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     SUANLI_RETURN_IF_ERROR(frac("gemm_fp8", &e.gemm_fp8, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("memory", &e.memory, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("attention", &e.attention, 0.05, 1.0));
-    SUANLI_RETURN_IF_ERROR(frac("link", &e.link, 0.05, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("link", &e.link, 0.05, 1.0,
+                                "; a bus bandwidth above the wire rate comes from an in-switch all-reduce (NVLS) and "
+                                "belongs in link_allreduce"));
     SUANLI_RETURN_IF_ERROR(frac("link_allreduce", &e.link_allreduce, 0.05, 2.0));
     SUANLI_RETURN_IF_ERROR(frac("network", &e.network, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("overlap_slowdown", &e.overlap_slowdown, 0.0, 1.0));

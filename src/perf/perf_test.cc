@@ -591,6 +591,20 @@ TEST(EfficiencyData, EagerFsdpHostCostIsATimeWithinBounds) {
   EXPECT_NE(typo.status().message().find("host_per_layr"), std::string::npos) << typo.status().message();
 }
 
+// `link` is the ring figure and cannot exceed the wire rate; an NVLS all-reduce figure above it is pointed to
+// `link_allreduce`, which accepts it.
+TEST(EfficiencyData, LinkAboveTheWireRateBelongsToTheAllReduceFigure) {
+  const char* head = "[sources]\nx = \"a source\"\n[gpu.h100-sxm]\n";
+  auto ring = ParseEfficiencyToml(std::string(head) + "link = { value = 1.064, source = \"x\" }\n", "e.toml", "h100-sxm");
+  ASSERT_FALSE(ring.ok());
+  EXPECT_NE(ring.status().message().find("belongs in link_allreduce"), std::string::npos) << ring.status().message();
+  auto nvls = ParseEfficiencyToml(std::string(head) + "link = { value = 0.8, source = \"x\" }\n"
+                                  "link_allreduce = { value = 1.064, source = \"x\" }\n", "e.toml", "h100-sxm");
+  ASSERT_TRUE(nvls.ok()) << nvls.status().message();
+  EXPECT_DOUBLE_EQ(nvls->link, 0.8);
+  EXPECT_DOUBLE_EQ(nvls->link_allreduce, 1.064);
+}
+
 // Weight-only quantised MoE decode dequantises only the experts the step reads: at batch 1, Mixtral's 2 of 8.
 TEST_F(Perf, QuantisedMoeDecodeDequantisesOnlyTheTouchedExperts) {
   const ModelSpec m = M("mixtral-8x7b");
