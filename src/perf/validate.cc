@@ -158,7 +158,8 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   const std::string metric = t["metric"].value_or(std::string());
   c.convention = FlopConvention::kMegatron;
   SUANLI_ASSIGN_OR_RETURN(TrainResult r, EstimateTraining(m, cl, c, eff));
-  *detail = fmt::format("micro-batch {}, step {:.3f} s, MFU {:.1f}%{}", r.micro_batch, r.step_time_s, 100 * r.mfu,
+  *detail = fmt::format("micro-batch {}, step {:.3f} s, MFU {:.1f}%, memory {:.0f}%{}", r.micro_batch, r.step_time_s,
+                        100 * r.mfu, 100 * r.memory.per_gpu_peak_bytes / gpu->memory_bytes.value,
                         r.fits ? "" : ", DOES NOT FIT");
   const double gpus_d = gpus;
   if (metric == "step_time_s") return r.step_time_s;
