@@ -135,6 +135,18 @@ struct GemmTime {
 GemmTime EstimateGemm(double m, double n, double k, double batch, double elem_bytes, double peak,
                       double gemm_eff, const GpuSpec& gpu, const Efficiency& eff, double weight_elem_bytes = -1);
 
+// The ridge point of the precision GEMMs run at: the arithmetic intensity (FLOP per byte) above which a
+// full-tile GEMM is compute-bound. `achievable_flops_per_byte` uses the rates operators are timed with
+// (dense peak x GEMM efficiency over bandwidth x memory efficiency), so it agrees with the bound the
+// model reports; `datasheet_flops_per_byte` is peak / bandwidth. FP8 falls back to 16-bit on a GPU
+// without an FP8 peak, and `precision` says which was used ("FP8" or "16-bit").
+struct RidgePoint {
+  const char* precision = "16-bit";
+  double achievable_flops_per_byte = 0;
+  double datasheet_flops_per_byte = 0;
+};
+RidgePoint RidgePointFor(const GpuSpec& gpu, const Efficiency& eff, Precision gemm_precision);
+
 // Attention kernels. kFlash: FlashAttention-2 class (the `attention` efficiency in data/efficiency.toml
 // is an FA2 measurement). kFlash1: FlashAttention 1.x CUDA kernels, and the Triton FlashAttention kernel
 // (flash_attn_triton.py: "overall slightly slower than" FA1), at half the FA2 rate ("2.0: complete

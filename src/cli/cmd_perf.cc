@@ -30,38 +30,19 @@ struct PerfFlags {
 };
 
 
-// The ridge point of the precision the GEMMs run at: the arithmetic intensity above which a full-tile GEMM
-// is compute-bound. `achievable` uses the rates the model times operators with (peak x GEMM efficiency,
-// bandwidth x memory efficiency), so it agrees with the table's bound column; `datasheet` is peak / bandwidth.
-struct Ridge {
-  const char* precision;
-  double achievable, datasheet;
-};
-Ridge RidgeFor(const GpuSpec& gpu, const Efficiency& eff, bool fp8) {
-  const double bw = gpu.memory_bandwidth_bytes_per_s.value;
-  double peak = fp8 ? gpu.PeakFlops(Precision::kFp8).value_or(0) : 0;
-  double gemm = fp8 && eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
-  if (peak <= 0) {
-    fp8 = false;
-    peak = gpu.PeakFlops(Precision::kBf16).value_or(gpu.PeakFlops(Precision::kFp16).value_or(0));
-    gemm = eff.gemm;
-  }
-  return Ridge{fp8 ? "FP8" : "16-bit", peak * gemm / (bw * eff.memory), peak / bw};
-}
-
-json OpsJson(const std::vector<OpCost>& ops, const Ridge& ridge) {
+json OpsJson(const std::vector<OpCost>& ops, const RidgePoint& ridge) {
   json a = json::array();
   for (const auto& o : ops) {
     a.push_back({{"name", o.name}, {"phase", o.phase}, {"flops", o.flops}, {"bytes", o.bytes},
                  {"arithmetic_intensity_flops_per_byte", o.intensity()},
-                 {"ridge_point_flops_per_byte", ridge.achievable},
-                 {"ridge_point_datasheet_flops_per_byte", ridge.datasheet}, {"time_s", o.time_s}, {"count", o.count},
+                 {"ridge_point_flops_per_byte", ridge.achievable_flops_per_byte},
+                 {"ridge_point_datasheet_flops_per_byte", ridge.datasheet_flops_per_byte}, {"time_s", o.time_s}, {"count", o.count},
                  {"bound", BoundName(o.bound)}});
   }
   return a;
 }
 
-void PrintOps(const std::vector<OpCost>& ops, const Ridge& ridge, double total) {
+void PrintOps(const std::vector<OpCost>& ops, const RidgePoint& ridge, double total) {
   Table t({"operator", "phase", "GFLOP", "MB", "FLOP/B", "bound", "time", "x", "share"});
   for (const auto& o : ops) {
     t.Row({o.name, o.phase, fmt::format("{:.2f}", o.flops / 1e9), fmt::format("{:.1f}", o.bytes / 1e6),
@@ -71,7 +52,7 @@ void PrintOps(const std::vector<OpCost>& ops, const Ridge& ridge, double total) 
   std::cout << t.Render()
             << fmt::format("ridge point of this GPU in {}: {:.0f} FLOP/byte at the achievable GEMM rate and bandwidth "
                            "(datasheet {:.0f}); above it a full-tile GEMM is compute-bound\n",
-                           ridge.precision, ridge.achievable, ridge.datasheet);
+                           ridge.precision, ridge.achievable_flops_per_byte, ridge.datasheet_flops_per_byte);
 }
 
 Result<Efficiency> EfficiencyFor(const PerfFlags& f, const Efficiency& e, const GpuSpec& gpu) {
@@ -276,7 +257,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         }
         j["efficiency_sources"] = eff->sources;
         j["notes"] = r->notes;
-        if (f->explain) j["ops"] = OpsJson(r->ops, RidgeFor(**gpu, *eff, cfg.dtype == Precision::kFp8));
+        if (f->explain) j["ops"] = OpsJson(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype));
         PrintJson(j);
         return r->fits ? kExitOk : kExitNoFit;
       }
@@ -313,7 +294,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       if (f->explain) {
         std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "
                      "equivalents per step on the critical stage):\n";
-        PrintOps(r->ops, RidgeFor(**gpu, *eff, cfg.dtype == Precision::kFp8), r->step_time_s);
+        PrintOps(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype), r->step_time_s);
       }
       return r->fits ? kExitOk : kExitNoFit;
     }
@@ -339,7 +320,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     cfg.output_len = f->output_len;
     auto r = EstimateInference(*model, *cluster, cfg, *eff);
     if (!r.ok()) return PrintError(r.status());
-    const Ridge ridge = RidgeFor(**gpu, *eff, cfg.compute == Precision::kFp8);
+    const RidgePoint ridge = RidgePointFor(**gpu, *eff, cfg.compute);
     if (json_out) {
       json j = JsonEnvelope("suanli.perf.infer/1");
       j["model"] = model->id;

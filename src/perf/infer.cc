@@ -12,12 +12,7 @@ namespace suanli {
 
 namespace {
 
-double PeakFor(const GpuSpec& g, Precision p) {
-  if (auto v = g.PeakFlops(p)) return *v;
-  if (p == Precision::kBf16)
-    if (auto v = g.PeakFlops(Precision::kFp16)) return *v;
-  return 0;
-}
+using perf_detail::PeakFor;
 
 struct Pass {
   double time = 0;

@@ -281,6 +281,19 @@ double RooflineTime(double t_compute, double t_memory) {
   return hi * std::pow(1.0 + std::pow(lo / hi, kRooflineP), 1.0 / kRooflineP);
 }
 
+RidgePoint RidgePointFor(const GpuSpec& gpu, const Efficiency& eff, Precision gemm_precision) {
+  RidgePoint r;
+  const double bw = gpu.memory_bandwidth_bytes_per_s.value;
+  if (bw <= 0) return r;
+  const bool fp8 = gemm_precision == Precision::kFp8 && gpu.PeakFlops(Precision::kFp8).value_or(0) > 0;
+  const double peak = perf_detail::PeakFor(gpu, fp8 ? Precision::kFp8 : Precision::kBf16);
+  const double gemm = fp8 && eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
+  r.precision = fp8 ? "FP8" : "16-bit";
+  r.achievable_flops_per_byte = peak * gemm / (bw * eff.memory);
+  r.datasheet_flops_per_byte = peak / bw;
+  return r;
+}
+
 GemmTime EstimateGemm(double m, double n, double k, double batch, double elem_bytes, double peak, double gemm_eff,
                       const GpuSpec& gpu, const Efficiency& eff, double weight_elem_bytes) {
   if (weight_elem_bytes < 0) weight_elem_bytes = elem_bytes;

@@ -297,6 +297,27 @@ TEST_F(Perf, GemmRoofline) {
   EXPECT_LT(RooflineTime(1.0, 1.0), 2.0);  // ... and below no overlap at all
 }
 
+TEST_F(Perf, RidgePointIsAtThePrecisionTheGemmsRunAt) {
+  // Achievable: peak x GEMM efficiency / (bandwidth x memory efficiency); datasheet: peak / bandwidth.
+  const GpuSpec& h100 = G("h100-sxm");
+  const Efficiency e = E(h100);
+  const double bw = h100.memory_bandwidth_bytes_per_s.value;
+  const RidgePoint fp8 = RidgePointFor(h100, e, Precision::kFp8);
+  EXPECT_STREQ(fp8.precision, "FP8");
+  EXPECT_NEAR(fp8.achievable_flops_per_byte, *h100.PeakFlops(Precision::kFp8) * e.gemm_fp8 / (bw * e.memory), 1e-9);
+  EXPECT_NEAR(fp8.datasheet_flops_per_byte, *h100.PeakFlops(Precision::kFp8) / bw, 1e-9);
+  const RidgePoint b16 = RidgePointFor(h100, e, Precision::kBf16);
+  EXPECT_STREQ(b16.precision, "16-bit");
+  EXPECT_NEAR(b16.achievable_flops_per_byte, *h100.PeakFlops(Precision::kBf16) * e.gemm / (bw * e.memory), 1e-9);
+  EXPECT_GT(fp8.datasheet_flops_per_byte, 1.9 * b16.datasheet_flops_per_byte);  // FP8 doubles the dense rate
+  // A GPU without FP8 falls back to its 16-bit ridge point and says so.
+  const GpuSpec& a100 = G("a100-sxm-80gb");
+  const RidgePoint a = RidgePointFor(a100, E(a100), Precision::kFp8);
+  EXPECT_STREQ(a.precision, "16-bit");
+  EXPECT_NEAR(a.datasheet_flops_per_byte, *a100.PeakFlops(Precision::kBf16) / a100.memory_bandwidth_bytes_per_s.value,
+              1e-9);
+}
+
 TEST_F(Perf, FlopConventions) {
   const ModelSpec m = M("llama-2-7b");
   const ParamCounts c = CountParams(m);
