@@ -285,6 +285,11 @@ struct ValidationEvidence {
   int cases;
   double mean, lo, hi;  // signed error: > 0 means the model was optimistic
 };
+// The same for a latency the model is short of by an absolute amount: measured - predicted, seconds.
+struct LatencyShortfall {
+  int cases;
+  double mean_s, lo_s, hi_s;  // > 0 means the measured latency was longer
+};
 namespace evidence {
 // Eager PyTorch FSDP with its host cost per layer (Efficiency::eager_fsdp_host_per_layer_s, fitted on the 59
 // llm-foundry A100 runs): the 50 held-out llm-foundry H100 runs (FSDP1, Composer 0.16).
@@ -294,6 +299,10 @@ inline constexpr ValidationEvidence kMoeServingTtft{8, -0.170, -0.637, 0.488};
 inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.302, -0.464, 1.516};
 // TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency).
 inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.221, -0.315, -0.161};
+// TensorRT-LLM v0.9 on one GPU, dense 6-7B models (LLaMA-2 7B, Mistral 7B, GPT-J 6B) at 128-token prompts on
+// A100, H100, H200 and L40S: measured minus predicted time to first token. About the same on GPUs whose
+// bandwidths differ 5.5x, so a cost per request the model does not have rather than a rate it gets wrong.
+inline constexpr LatencyShortfall kShortPromptTtftShortfall{12, 1.06e-3, 0.11e-3, 1.63e-3};
 // NeMo 24.07 FP8 pretraining on H100 (Megatron-Core + Transformer Engine): 7 calibration rows (LLaMA, GPT-3
 // 175B) and 2 held-out ones (GPT-3 5B, 20B); and torchtitan's eager FSDP2 runs on A100 (calibration), quoted
 // because they are all the evidence there is for these paths.

@@ -225,7 +225,15 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         "{:+.0f}% to {:+.0f}% (docs/validation.md section 5)",
         100 * t.lo, 100 * t.hi, 100 * x.lo, 100 * x.hi));
   }
-  if (hopper && fp8 && cfg.input_len <= 256) {
+  const bool one_gpu = cfg.fit.par.tp * cfg.fit.par.pp == 1;
+  if (cfg.input_len <= 256 && one_gpu && !m.moe) {
+    const auto& e = evidence::kShortPromptTtftShortfall;
+    r.notes.push_back(fmt::format(
+        "uncertain: no fixed cost per request is modelled; at 128-token prompts on one GPU, TensorRT-LLM v0.9 took "
+        "{:.1f} ms longer to the first token than predicted ({:.1f} to {:.1f} ms, {} runs of 6-7B models on A100, "
+        "H100, H200 and L40S), {:.0f}% of this prediction",
+        e.mean_s * 1e3, e.lo_s * 1e3, e.hi_s * 1e3, e.cases, 100 * e.mean_s / r.ttft_s));
+  } else if (hopper && fp8 && cfg.input_len <= 256) {
     const auto& e = evidence::kHopperFp8ShortPromptTtft;
     r.notes.push_back(fmt::format(
         "uncertain: on H100/H200 in FP8, TensorRT-LLM v0.9 took longer to the first token than predicted at "
