@@ -86,7 +86,16 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--cp", f->cp, "Context-parallel degree")->capture_default_str();
   train->add_option("--ep", f->ep, "Expert-parallel degree")->capture_default_str();
   train->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP)")->capture_default_str();
-  train->add_option("--micro-batch", f->micro_batch, "Sequences per micro-batch (default: fastest that fits)");
+  train->add_option("--micro-batch", f->micro_batch, "Sequences per micro-batch (default: fastest that fits)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            try {
+              if (std::stoll(v) >= 1) return std::string();
+            } catch (const std::exception&) {
+            }
+            return "must be a whole number of at least 1, got '" + v + "' (omit it for the fastest that fits)";
+          },
+          ""));
   train->add_option("--global-batch", f->global_batch, "Sequences per step")->required();
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
   train->add_option("--recompute", f->recompute, "none | selective | full (default: fastest that fits)");

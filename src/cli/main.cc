@@ -91,11 +91,14 @@ int PrintVersion(bool json) {
   return kExitOk;
 }
 
-// The option names a subcommand accepts, for "did you mean".
+// The option names a subcommand accepts, its own and those it inherits from its parents (global flags such
+// as --json fall through), for "did you mean".
 std::vector<std::string> OptionNames(const CLI::App* app) {
   std::vector<std::string> names;
-  for (const CLI::Option* o : app->get_options()) {
-    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+  for (; app != nullptr; app = app->get_parent()) {
+    for (const CLI::Option* o : app->get_options()) {
+      for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+    }
   }
   return names;
 }
@@ -144,10 +147,13 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ExtrasError& e) {
-    // Find which subcommand was being parsed to suggest its flags.
+    // Find the innermost subcommand being parsed (`perf train`, not `perf`) to suggest its flags.
     const CLI::App* target = &app;
-    for (auto& [sub, _] : actions)
-      if (sub->parsed()) target = sub;
+    std::string path;
+    while (!target->get_subcommands().empty()) {
+      target = target->get_subcommands().back();
+      path += (path.empty() ? "" : " ") + target->get_name();
+    }
     std::string msg = e.what();
     std::string hint;
     for (int i = 1; i < argc; ++i) {
@@ -156,14 +162,13 @@ int Main(int argc, char** argv) {
         std::string name = a.substr(0, a.find('='));
         auto names = OptionNames(target);
         if (std::find(names.begin(), names.end(), name) == names.end()) {
-          hint = fmt::format("unknown option '{}' for `suanli {}`{}", name, target->get_name(),
-                             DidYouMean(name, names));
+          hint = fmt::format("unknown option '{}' for `suanli {}`{}", name, path, DidYouMean(name, names));
           break;
         }
       }
     }
     std::fprintf(stderr, "suanli: error: %s\nRun `suanli %s --help` for the options.\n",
-                 hint.empty() ? msg.c_str() : hint.c_str(), target == &app ? "" : target->get_name().c_str());
+                 hint.empty() ? msg.c_str() : hint.c_str(), path.c_str());
     return kExitUsage;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "suanli: error: %s\n", e.what());

@@ -197,6 +197,9 @@ Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int g
                             std::string_view inter_node, int nics_per_node) {
   if (gpus_per_node < 1 || gpus_per_node > 1024)
     return InvalidArgument(fmt::format("--gpus-per-node must be between 1 and 1024, got {}", gpus_per_node));
+  if (nics_per_node < 0 || nics_per_node > 1024)
+    return InvalidArgument(fmt::format(
+        "--nics-per-node must be between 1 and 1024 (omit it for one NIC per GPU), got {}", nics_per_node));
   Cluster c;
   c.gpu = &gpu;
   c.gpus_per_node = gpus_per_node;

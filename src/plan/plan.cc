@@ -167,6 +167,12 @@ Result<PlanResult> Plan(const PlanRequest& req) {
   if (req.global_batch < 1) return InvalidArgument("--global-batch must be at least 1");
   if (req.seq < 1) return InvalidArgument("--seq must be at least 1");
   if (req.top_k < 1 || req.top_k > 1000) return InvalidArgument("--top must be between 1 and 1000");
+  for (const auto& [flag, v] : {std::pair{"--tp", req.fixed_tp}, std::pair{"--pp", req.fixed_pp},
+                                std::pair{"--cp", req.fixed_cp}, std::pair{"--ep", req.fixed_ep}})
+    if (v < 0) return InvalidArgument(fmt::format("{} must be at least 1 (omit it to search), got {}", flag, v));
+  if (req.fixed_zero < -1 || req.fixed_zero > 3)
+    return InvalidArgument(fmt::format("--zero must be 0, 1, 2 or 3 (omit it to search), got {}", req.fixed_zero));
+  if (req.threads < 0) return InvalidArgument(fmt::format("--threads must be at least 1 (omit it for all cores), got {}", req.threads));
   double price = req.price_per_gpu_hour;
   if (price <= 0 && req.objective != Objective::kTime) {
     if (req.cluster.gpu->price_on_demand_usd_per_hour) price = req.cluster.gpu->price_on_demand_usd_per_hour->value;

@@ -143,6 +143,18 @@ TEST_F(Planner, BadRequestsAreErrors) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("--price-per-gpu-hour"), std::string::npos);
   EXPECT_FALSE(ParseObjective("speed").ok());
+  // A pinned degree, ZeRO stage or thread count out of range is an error naming the flag, never ignored.
+  auto bad = [&](auto set, const char* flag) {
+    PlanRequest q = Req(m, "h100-sxm", {8}, 64, 4096);
+    set(q);
+    auto p = Plan(q);
+    ASSERT_FALSE(p.ok()) << flag;
+    EXPECT_NE(p.status().message().find(flag), std::string::npos) << p.status().message();
+  };
+  bad([](PlanRequest& q) { q.fixed_tp = -2; }, "--tp");
+  bad([](PlanRequest& q) { q.fixed_ep = -1; }, "--ep");
+  bad([](PlanRequest& q) { q.fixed_zero = 5; }, "--zero must be 0, 1, 2 or 3");
+  bad([](PlanRequest& q) { q.threads = -1; }, "--threads");
 }
 
 // ---- emitters ----
