@@ -322,7 +322,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     cfg.fit.batch = f->batch;
     cfg.fit.par.tp = f->tp;
     cfg.fit.par.pp = f->pp;
-    if (f->gpus > 0 && f->gpus != f->tp * f->pp)
+    if (f->gpus != 0 && f->gpus != f->tp * f->pp)
       return PrintError(InvalidArgument(fmt::format("--gpus {} must equal TP x PP = {} for one serving replica", f->gpus,
                                                     f->tp * f->pp)));
     cfg.input_len = f->input_len;
