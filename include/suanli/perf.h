@@ -204,6 +204,19 @@ inline constexpr BreakdownTerm kBreakdownTerms[] = {
     {"optimizer", "optimizer step", &TrainBreakdown::optimizer},
     {"host", "host overhead (eager FSDP)", &TrainBreakdown::host}};
 
+// How far the model has been from the published measurements of one validation group (docs/validation.md
+// §3): absolute relative error over the group's runs. Every estimate carries the band of the group its figure
+// belongs to, so a figure is never printed without the evidence for it. `cases` = 0: no band applies (MoE
+// serving, whose evidence is the `uncertain:` note instead). evidence::k*Error below are kept equal to the
+// bundled data by PerfValidation.ErrorBandsMatchTheValidationData.
+struct ErrorBand {
+  const char* group = "";
+  int cases = 0;
+  double mean_abs = 0;   // mean |predicted / published - 1|
+  double p90_abs = 0;    // nine runs in ten were within this
+  double worst_abs = 0;
+};
+
 struct TrainResult {
   double step_time_s = 0;
   double tokens_per_s = 0;
@@ -225,6 +238,7 @@ struct TrainResult {
   std::string dominant;                // which term dominates, in words
   std::vector<OpCost> ops;             // per-layer operators of one micro-batch, plus step ops
   std::string convention;              // the FLOP convention in words
+  ErrorBand error;                     // step time and throughput: the training validation group
   std::vector<std::string> notes;
 };
 
@@ -273,6 +287,9 @@ struct InferResult {
   std::string prefill_bound, decode_bound;
   std::vector<OpCost> prefill_ops, decode_ops;
   std::vector<std::string> notes;
+  // Validation bands: TTFT (dense models), decode tokens/s at batch 1 (gpt-fast), static-batch output
+  // throughput (dense models). Empty (cases = 0) where no group covers the configuration.
+  ErrorBand ttft_error, decode_error, throughput_error;
 };
 Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& c, const InferConfig& cfg,
                                       const Efficiency& eff);
@@ -308,6 +325,11 @@ inline constexpr LatencyShortfall kShortPromptTtftShortfall{12, 1.06e-3, 0.11e-3
 // because they are all the evidence there is for these paths.
 inline constexpr ValidationEvidence kFp8TrainingNeMo{9, 0.106, -0.004, 0.238};
 inline constexpr ValidationEvidence kEagerFsdpTorchtitan{3, 0.077, 0.071, 0.082};
+// Error bands per validation group (all runs of the group; serving TTFT and throughput over dense models).
+inline constexpr ErrorBand kTrainingError{"training", 144, 0.0595, 0.1138, 0.3116};
+inline constexpr ErrorBand kDecodeError{"decode", 31, 0.0682, 0.1306, 0.3698};
+inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1253, 0.2951, 0.3803};
+inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0763, 0.1577, 0.3003};
 }  // namespace evidence
 
 // Model FLOPs per token (forward + backward = 3x forward) under a convention, for sequence s.

@@ -30,6 +30,17 @@ struct PerfFlags {
 };
 
 
+// A validation band as JSON (null where none applies) and in words.
+json BandJson(const ErrorBand& b) {
+  if (b.cases == 0) return nullptr;
+  return {{"group", b.group}, {"cases", b.cases}, {"mean_abs_error", b.mean_abs}, {"p90_abs_error", b.p90_abs},
+          {"worst_abs_error", b.worst_abs}};
+}
+std::string BandWords(const char* what, const ErrorBand& b, const char* runs) {
+  return fmt::format("{} {:.1f}% mean error, 9 in 10 within {:.0f}% ({} {})", what, 100 * b.mean_abs, 100 * b.p90_abs,
+                     b.cases, runs);
+}
+
 json OpsJson(const std::vector<OpCost>& ops, const RidgePoint& ridge) {
   json a = json::array();
   for (const auto& o : ops) {
@@ -266,6 +277,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         }
         j["efficiency_sources"] = eff->sources;
         j["notes"] = r->notes;
+        j["validation_error"] = {{"step_time_s", BandJson(r->error)}};
         if (f->explain) j["ops"] = OpsJson(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype));
         PrintJson(j);
         return r->fits ? kExitOk : kExitNoFit;
@@ -299,6 +311,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       }
       std::cout << t.Render();
       std::cout << "dominant term: " << r->dominant << "\nMFU convention: " << r->convention << "\n";
+      std::cout << "validated against published runs (docs/validation.md): "
+                << BandWords("step time and throughput", r->error, "training runs") << "\n";
       for (const auto& n : r->notes) std::cout << "note: " << n << "\n";
       if (f->explain) {
         std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "
@@ -350,6 +364,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       j["decode_bound"] = r->decode_bound;
       j["efficiency_sources"] = eff->sources;
       j["notes"] = r->notes;
+      j["validation_error"] = {{"ttft_s", BandJson(r->ttft_error)},
+                               {"decode_tokens_per_s", BandJson(r->decode_error)},
+                               {"output_tokens_per_s_per_gpu", BandJson(r->throughput_error)}};
       if (f->explain) {
         j["prefill_ops"] = OpsJson(r->prefill_ops, ridge);
         j["decode_ops"] = OpsJson(r->decode_ops, ridge);
@@ -370,6 +387,15 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     t.Row({"output tokens/s per GPU", fmt::format("{:.1f}", r->output_tokens_per_s_per_gpu)});
     t.Row({"largest batch that fits", std::to_string(r->max_batch)});
     std::cout << t.Render();
+    std::vector<std::string> bands;
+    if (r->ttft_error.cases) bands.push_back(BandWords("TTFT", r->ttft_error, "dense-model runs"));
+    if (r->decode_error.cases) bands.push_back(BandWords("decode tokens/s at batch 1", r->decode_error, "runs"));
+    if (r->throughput_error.cases)
+      bands.push_back(BandWords("static-batch output tokens/s", r->throughput_error, "dense-model runs"));
+    if (!bands.empty()) {
+      std::cout << "validated against published runs (docs/validation.md):\n";
+      for (const auto& b : bands) std::cout << "  " << b << "\n";
+    }
     for (const auto& n : r->notes) std::cout << "note: " << n << "\n";
     if (f->explain) {
       std::cout << "\nprefill operators:\n";

@@ -209,6 +209,13 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.output_tokens_per_s_per_gpu = batch * double(cfg.output_len) / r.e2e_latency_s / gpus;
   r.prefill_bound = prefill.compute_time >= prefill.memory_time ? "compute" : "memory";
   r.decode_bound = decode.compute_time >= decode.memory_time ? "compute" : "memory";
+  // Validation bands (docs/validation.md §3): MoE serving has its own evidence in a note instead; the decode
+  // group is batch-1 decode.
+  if (!m.moe) {
+    r.ttft_error = evidence::kTtftDenseError;
+    r.throughput_error = evidence::kThroughputDenseError;
+  }
+  if (cfg.fit.batch == 1) r.decode_error = evidence::kDecodeError;
   r.prefill_ops = prefill.ops;
   r.decode_ops = decode.ops;
   if (!r.fits) r.notes.push_back(fmt::format("does not fit: peak {} per GPU", FormatBytes(r.per_gpu_peak_bytes)));

@@ -166,6 +166,19 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto mixtral = EstimateInference(M("mixtral-8x7b"), C(a100), fp16, E(a100));
   ASSERT_TRUE(mixtral.ok()) << mixtral.status().message();
   EXPECT_TRUE(note_with(mixtral->notes, "MoE serving speed depends on the stack"));
+  // Every estimate carries the validation band of its group; MoE serving has the note instead, and the
+  // decode group (gpt-fast) covers batch 1 only.
+  EXPECT_EQ(mixtral->ttft_error.cases, 0);
+  EXPECT_EQ(mixtral->throughput_error.cases, 0);
+  EXPECT_EQ(mixtral->decode_error.cases, 0);  // batch 64
+  EXPECT_STREQ(llama_a100->ttft_error.group, "ttft");
+  EXPECT_EQ(llama_a100->throughput_error.cases, evidence::kThroughputDenseError.cases);
+  fp16.fit.par.tp = 1;
+  fp16.fit.batch = 1;
+  auto one = EstimateInference(M("llama-2-7b"), C(a100), fp16, E(a100));
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->decode_error.cases, evidence::kDecodeError.cases);
+  EXPECT_STREQ(fused->error.group, "training");
 }
 
 // Per-query-head decode kernels (TensorRT-LLM masked MHA, vLLM PagedAttention v1/v2): the KV read is shared

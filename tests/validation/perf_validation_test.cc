@@ -6,6 +6,7 @@
 // Where a target is not met, the ratchet value is the honest current figure, not the target.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -188,6 +189,34 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         "NeMo FP8 training");
   check(evidence::kEagerFsdpTorchtitan, [&](const ValidationCase& c) { return c.name.rfind("torchtitan", 0) == 0; },
         "torchtitan eager FSDP2");
+}
+
+// The error band every estimate carries (suanli/perf.h, evidence::k*Error) is the mean, 90th percentile and
+// worst absolute error of its validation group in the bundled data; recomputed here so the two cannot drift.
+TEST(PerfValidation, ErrorBandsMatchTheValidationData) {
+  auto hw = HardwareCatalog::Load(CatalogOptions{});
+  auto models = ModelCatalog::Load(CatalogOptions{});
+  ASSERT_TRUE(hw.ok() && models.ok());
+  auto rep = RunBundledPerfValidation(*hw, *models);
+  ASSERT_TRUE(rep.ok());
+  auto check = [&](const ErrorBand& want, bool dense_only) {
+    std::vector<double> v;
+    for (const auto& c : rep->cases)
+      if (c.group == want.group && !(dense_only && c.name.find("mixtral") != std::string::npos))
+        v.push_back(std::fabs(c.error));
+    ASSERT_EQ(static_cast<int>(v.size()), want.cases) << want.group;
+    std::sort(v.begin(), v.end());
+    double sum = 0;
+    for (double x : v) sum += x;
+    const size_t p90 = static_cast<size_t>(std::ceil(0.9 * v.size())) - 1;  // nearest rank
+    EXPECT_NEAR(sum / v.size(), want.mean_abs, 0.001) << want.group;
+    EXPECT_NEAR(v[p90], want.p90_abs, 0.001) << want.group;
+    EXPECT_NEAR(v.back(), want.worst_abs, 0.001) << want.group;
+  };
+  check(evidence::kTrainingError, false);
+  check(evidence::kDecodeError, false);
+  check(evidence::kTtftDenseError, true);
+  check(evidence::kThroughputDenseError, true);
 }
 
 // A user's own cases file: a misspelt key, a wrong type or an unknown role is an error naming the file, the
