@@ -13,6 +13,8 @@ run_suanli(1 out fitt)
 expect_contains("${out}" "did you mean 'fit'" "unknown command")
 run_suanli(1 out fit --gpuu h100)
 expect_contains("${out}" "did you mean '--gpu'" "unknown flag")
+run_suanli(1 out perf)
+expect_contains("${out}" "`suanli perf` needs a subcommand: train | infer" "command without its subcommand")
 # An unknown flag of a nested command is named against that command's own flags, not its parent's.
 run_suanli(1 out perf train --model llama-2-7b --gpus 8 --global-batch 64 --atention flash)
 expect_contains("${out}" "unknown option '--atention' for `suanli perf train` (did you mean '--attention'?)" "nested unknown flag")

@@ -170,6 +170,25 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "suanli: error: %s\nRun `suanli %s --help` for the options.\n",
                  hint.empty() ? msg.c_str() : hint.c_str(), path.c_str());
     return kExitUsage;
+  } catch (const CLI::RequiredError& e) {
+    // A command that needs a subcommand (`suanli perf`): name the ones it has, not just CLI11's sentence.
+    const CLI::App* target = &app;
+    std::string path;
+    while (!target->get_subcommands().empty()) {
+      target = target->get_subcommands().back();
+      path += (path.empty() ? "" : " ") + target->get_name();
+    }
+    std::vector<std::string> subs;
+    for (const CLI::App* s : target->get_subcommands([](const CLI::App*) { return true; })) subs.push_back(s->get_name());
+    if (target != &app && !subs.empty() && std::string(e.what()).find("subcommand") != std::string::npos) {
+      std::string list;
+      for (const auto& n : subs) list += (list.empty() ? "" : " | ") + n;
+      std::fprintf(stderr, "suanli: error: `suanli %s` needs a subcommand: %s\nRun `suanli %s --help` for details.\n",
+                   path.c_str(), list.c_str(), path.c_str());
+    } else {
+      std::fprintf(stderr, "suanli: error: %s\n", e.what());
+    }
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "suanli: error: %s\n", e.what());
     return kExitUsage;
