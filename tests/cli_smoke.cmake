@@ -21,9 +21,12 @@ expect_contains("${out}" "unknown option '--atention' for `suanli perf train` (d
 run_suanli(0 out perf train --model llama-2-7b --gpus 8 --global-batch 64 --json)  # a global flag is known there
 # Every estimate carries its validation band; MoE serving has none (its evidence is a note).
 string(JSON band_cases GET "${out}" validation_error step_time_s cases)
-if(band_cases LESS 100)
-  message(FATAL_ERROR "perf train --json: validation band over ${band_cases} runs")
+string(JSON band_covers GET "${out}" validation_error step_time_s covers_gpu)
+if(band_cases LESS 100 OR NOT band_covers)
+  message(FATAL_ERROR "perf train --json: validation band over ${band_cases} runs, covers h100-sxm: ${band_covers}")
 endif()
+run_suanli(0 out perf train --model llama-2-7b --gpu mi300x --gpus 8 --global-batch 64)
+expect_contains("${out}" "none on mi300x" "a band from other GPUs says so")
 run_suanli(0 out perf infer --model mixtral-8x7b --tp 2 --json)
 string(JSON moe_band TYPE "${out}" validation_error ttft_s)
 string(JSON dense_decode GET "${out}" validation_error decode_tokens_per_s group)

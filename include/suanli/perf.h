@@ -8,6 +8,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -215,7 +216,11 @@ struct ErrorBand {
   double mean_abs = 0;   // mean |predicted / published - 1|
   double p90_abs = 0;    // nine runs in ten were within this
   double worst_abs = 0;
+  std::span<const char* const> gpus;  // the GPUs the group's runs were on (catalog ids)
 };
+// Whether a band's runs include this GPU. Where they do not, the band is evidence for the model, not for
+// this GPU's efficiencies (data/efficiency.toml says where each of those comes from).
+bool BandCoversGpu(const ErrorBand& band, std::string_view gpu_id);
 
 struct TrainResult {
   double step_time_s = 0;
@@ -326,10 +331,13 @@ inline constexpr LatencyShortfall kShortPromptTtftShortfall{12, 1.06e-3, 0.11e-3
 inline constexpr ValidationEvidence kFp8TrainingNeMo{9, 0.106, -0.004, 0.238};
 inline constexpr ValidationEvidence kEagerFsdpTorchtitan{3, 0.077, 0.071, 0.082};
 // Error bands per validation group (all runs of the group; serving TTFT and throughput over dense models).
-inline constexpr ErrorBand kTrainingError{"training", 144, 0.0595, 0.1138, 0.3116};
-inline constexpr ErrorBand kDecodeError{"decode", 31, 0.0682, 0.1306, 0.3698};
-inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1253, 0.2951, 0.3803};
-inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0763, 0.1577, 0.3003};
+inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "h100-sxm"};
+inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb"};
+inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
+inline constexpr ErrorBand kTrainingError{"training", 144, 0.0595, 0.1138, 0.3116, kTrainingGpus};
+inline constexpr ErrorBand kDecodeError{"decode", 31, 0.0682, 0.1306, 0.3698, kDecodeGpus};
+inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1253, 0.2951, 0.3803, kServingGpus};
+inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0763, 0.1577, 0.3003, kServingGpus};
 }  // namespace evidence
 
 // Model FLOPs per token (forward + backward = 3x forward) under a convention, for sequence s.

@@ -17,6 +17,7 @@ struct ValidationCase {
   std::string group;    // training | decode | ttft | throughput
   std::string role;     // calibration | holdout
   std::string name;
+  std::string gpu;      // catalog id of the case's GPU
   std::string source;
   std::string metric;
   double published = 0;

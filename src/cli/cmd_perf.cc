@@ -1,6 +1,7 @@
 // `suanli perf train` and `suanli perf infer`: how fast, how long, how much.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli/cli.h"
@@ -31,14 +32,26 @@ struct PerfFlags {
 
 
 // A validation band as JSON (null where none applies) and in words.
-json BandJson(const ErrorBand& b) {
+json BandJson(const ErrorBand& b, const GpuSpec& gpu) {
   if (b.cases == 0) return nullptr;
-  return {{"group", b.group}, {"cases", b.cases}, {"mean_abs_error", b.mean_abs}, {"p90_abs_error", b.p90_abs},
-          {"worst_abs_error", b.worst_abs}};
+  return {{"group", b.group},
+          {"cases", b.cases},
+          {"mean_abs_error", b.mean_abs},
+          {"p90_abs_error", b.p90_abs},
+          {"worst_abs_error", b.worst_abs},
+          {"gpus", std::vector<std::string>(b.gpus.begin(), b.gpus.end())},
+          {"covers_gpu", BandCoversGpu(b, gpu.id)}};
 }
-std::string BandWords(const char* what, const ErrorBand& b, const char* runs) {
-  return fmt::format("{} {:.1f}% mean error, 9 in 10 within {:.0f}% ({} {})", what, 100 * b.mean_abs, 100 * b.p90_abs,
-                     b.cases, runs);
+// A band in words; where its runs were all on other GPUs, it says so (the band then speaks for the model, not
+// for this GPU's rates, which come from data/efficiency.toml).
+std::string BandWords(const char* what, const ErrorBand& b, const char* runs, const GpuSpec& gpu) {
+  std::string where;
+  if (!BandCoversGpu(b, gpu.id)) {
+    for (const char* g : b.gpus) where += (where.empty() ? "" : ", ") + std::string(g);
+    where = fmt::format("; on {}, none on {}", where, gpu.id);
+  }
+  return fmt::format("{} {:.1f}% mean error, 9 in 10 within {:.0f}% ({} {}{})", what, 100 * b.mean_abs,
+                     100 * b.p90_abs, b.cases, runs, where);
 }
 
 json OpsJson(const std::vector<OpCost>& ops, const RidgePoint& ridge) {
@@ -277,7 +290,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         }
         j["efficiency_sources"] = eff->sources;
         j["notes"] = r->notes;
-        j["validation_error"] = {{"step_time_s", BandJson(r->error)}};
+        j["validation_error"] = {{"step_time_s", BandJson(r->error, **gpu)}};
         if (f->explain) j["ops"] = OpsJson(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype));
         PrintJson(j);
         return r->fits ? kExitOk : kExitNoFit;
@@ -312,7 +325,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       std::cout << t.Render();
       std::cout << "dominant term: " << r->dominant << "\nMFU convention: " << r->convention << "\n";
       std::cout << "validated against published runs (docs/validation.md): "
-                << BandWords("step time and throughput", r->error, "training runs") << "\n";
+                << BandWords("step time and throughput", r->error, "training runs", **gpu) << "\n";
       for (const auto& n : r->notes) std::cout << "note: " << n << "\n";
       if (f->explain) {
         std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "
@@ -364,9 +377,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       j["decode_bound"] = r->decode_bound;
       j["efficiency_sources"] = eff->sources;
       j["notes"] = r->notes;
-      j["validation_error"] = {{"ttft_s", BandJson(r->ttft_error)},
-                               {"decode_tokens_per_s", BandJson(r->decode_error)},
-                               {"output_tokens_per_s_per_gpu", BandJson(r->throughput_error)}};
+      j["validation_error"] = {{"ttft_s", BandJson(r->ttft_error, **gpu)},
+                               {"decode_tokens_per_s", BandJson(r->decode_error, **gpu)},
+                               {"output_tokens_per_s_per_gpu", BandJson(r->throughput_error, **gpu)}};
       if (f->explain) {
         j["prefill_ops"] = OpsJson(r->prefill_ops, ridge);
         j["decode_ops"] = OpsJson(r->decode_ops, ridge);
@@ -388,10 +401,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     t.Row({"largest batch that fits", std::to_string(r->max_batch)});
     std::cout << t.Render();
     std::vector<std::string> bands;
-    if (r->ttft_error.cases) bands.push_back(BandWords("TTFT", r->ttft_error, "dense-model runs"));
-    if (r->decode_error.cases) bands.push_back(BandWords("decode tokens/s at batch 1", r->decode_error, "runs"));
+    if (r->ttft_error.cases) bands.push_back(BandWords("TTFT", r->ttft_error, "dense-model runs", **gpu));
+    if (r->decode_error.cases) bands.push_back(BandWords("decode tokens/s at batch 1", r->decode_error, "runs", **gpu));
     if (r->throughput_error.cases)
-      bands.push_back(BandWords("static-batch output tokens/s", r->throughput_error, "dense-model runs"));
+      bands.push_back(BandWords("static-batch output tokens/s", r->throughput_error, "dense-model runs", **gpu));
     if (!bands.empty()) {
       std::cout << "validated against published runs (docs/validation.md):\n";
       for (const auto& b : bands) std::cout << "  " << b << "\n";

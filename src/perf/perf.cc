@@ -284,6 +284,12 @@ double RooflineTime(double t_compute, double t_memory) {
   return hi * std::pow(1.0 + std::pow(lo / hi, kRooflineP), 1.0 / kRooflineP);
 }
 
+bool BandCoversGpu(const ErrorBand& band, std::string_view gpu_id) {
+  for (const char* g : band.gpus)
+    if (gpu_id == g) return true;
+  return false;
+}
+
 RidgePoint RidgePointFor(const GpuSpec& gpu, const Efficiency& eff, Precision gemm_precision) {
   RidgePoint r;
   const double bw = gpu.memory_bandwidth_bytes_per_s.value;

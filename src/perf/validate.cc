@@ -251,6 +251,8 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       vc.group = t->get("group") ? (*t)["group"].value_or(std::string()) : std::string(kind);
       vc.role = (*t)["role"].value_or(std::string("holdout"));
       vc.name = (*t)["name"].value_or(std::string("?"));
+      vc.gpu = (*t)["gpu"].value_or(std::string());
+      if (auto g = hw.FindGpu(vc.gpu); g.ok()) vc.gpu = (*g)->id;
       vc.source = (*t)["source"].value_or(std::string());
       vc.metric = (*t)["metric"].value_or(std::string());
       vc.published = (*t)["published"].value_or(0.0);

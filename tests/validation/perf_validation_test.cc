@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "suanli/perf.h"
@@ -201,10 +202,14 @@ TEST(PerfValidation, ErrorBandsMatchTheValidationData) {
   ASSERT_TRUE(rep.ok());
   auto check = [&](const ErrorBand& want, bool dense_only) {
     std::vector<double> v;
+    std::set<std::string> gpus;
     for (const auto& c : rep->cases)
-      if (c.group == want.group && !(dense_only && c.name.find("mixtral") != std::string::npos))
+      if (c.group == want.group && !(dense_only && c.name.find("mixtral") != std::string::npos)) {
         v.push_back(std::fabs(c.error));
+        gpus.insert(c.gpu);
+      }
     ASSERT_EQ(static_cast<int>(v.size()), want.cases) << want.group;
+    EXPECT_EQ(gpus, std::set<std::string>(want.gpus.begin(), want.gpus.end())) << want.group;
     std::sort(v.begin(), v.end());
     double sum = 0;
     for (double x : v) sum += x;
