@@ -253,8 +253,14 @@ struct SelectFlags {
   int gpus_per_node = 8;
 };
 
-json RowJson(const SelectRow& r) {
+// Whether published end-to-end runs of this kind (serving or training) were on this GPU (docs/validation.md).
+bool Validated(const SelectRow& r, bool serving) {
+  return BandCoversGpu(serving ? evidence::kThroughputDenseError : evidence::kTrainingError, r.gpu);
+}
+
+json RowJson(const SelectRow& r, bool serving) {
   return {{"gpu", r.gpu},
+          {"validated_end_to_end", Validated(r, serving)},
           {"eligible", r.eligible},
           {"exclusion", r.exclusion},
           {"memory_note", r.memory_note},
@@ -347,28 +353,29 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       json j = JsonEnvelope(serving ? "suanli.select.serve/1" : "suanli.select.train/1");
       j["model"] = model->id;
       j["ranking"] = json::array();
-      for (const auto& r : *rows) j["ranking"].push_back(RowJson(r));
+      for (const auto& r : *rows) j["ranking"].push_back(RowJson(r, serving));
       PrintJson(j);
       return kExitOk;
     }
     std::cout << "Ranked by memory fit, then bandwidth and compute (latency or time), then cost. Prices are indicative "
                  "(catalog on-demand USD per GPU-hour).\n\n";
-    Table t(serving ? std::vector<std::string>{"#", "gpu", "GPUs", "replica", "TTFT", "TPOT", "out tok/s", "$/h",
-                                               "$/M tokens", "memory"}
-                    : std::vector<std::string>{"#", "gpu", "GPUs", "layout", "time", "GPU-hours", "cost", "memory"});
+    Table t(serving ? std::vector<std::string>{"#", "gpu", "validated", "GPUs", "replica", "TTFT", "TPOT", "out tok/s",
+                                               "$/h", "$/M tokens", "memory"}
+                    : std::vector<std::string>{"#", "gpu", "validated", "GPUs", "layout", "time", "GPU-hours", "cost",
+                                               "memory"});
     int i = 1;
     for (const auto& r : *rows) {
       if (!r.eligible) continue;
       const std::string cost_h = r.price_per_gpu_hour > 0 ? fmt::format("{:.2f}", r.cost_per_hour_usd) : "n/a";
       if (serving) {
-        t.Row({std::to_string(i++), r.gpu, std::to_string(r.gpus),
+        t.Row({std::to_string(i++), r.gpu, Validated(r, true) ? "yes" : "-", std::to_string(r.gpus),
                fmt::format("{} x TP={}{} batch {}", r.replicas, r.tp, r.pp > 1 ? fmt::format(" PP={}", r.pp) : "",
                            r.batch_per_replica),
                FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s), fmt::format("{:.0f}", r.output_tokens_per_s), cost_h,
                r.price_per_gpu_hour > 0 ? fmt::format("{:.3f}", r.cost_per_million_tokens_usd) : "n/a",
                r.memory_note});
       } else {
-        t.Row({std::to_string(i++), r.gpu, std::to_string(r.gpus),
+        t.Row({std::to_string(i++), r.gpu, Validated(r, false) ? "yes" : "-", std::to_string(r.gpus),
                fmt::format("TP={} PP={} DP={}{}", r.layout.tp, r.layout.pp, r.layout.dp,
                            r.layout.zero ? fmt::format(" ZeRO-{}", r.layout.zero) : ""),
                FormatSeconds(r.train_time_s), fmt::format("{:.0f}", r.gpu_hours),
@@ -376,6 +383,11 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       }
     }
     std::cout << t.Render();
+    std::cout << fmt::format(
+        "validated: published end-to-end {} runs on that GPU are in the validation set (docs/validation.md). The "
+        "others are estimated with the same model from micro-benchmark fractions or stated assumptions "
+        "(data/efficiency.toml), untested end to end.\n",
+        serving ? "serving" : "training");
     bool any = false;
     for (const auto& r : *rows) {
       if (r.eligible) continue;
