@@ -91,6 +91,16 @@ int PrintVersion(bool json) {
   return kExitOk;
 }
 
+// The innermost subcommand being parsed (`perf train`, not `perf`), and its path from the top.
+const CLI::App* InnermostCommand(const CLI::App& app, std::string* path) {
+  const CLI::App* target = &app;
+  while (!target->get_subcommands().empty()) {
+    target = target->get_subcommands().back();
+    *path += (path->empty() ? "" : " ") + target->get_name();
+  }
+  return target;
+}
+
 // The option names a subcommand accepts, its own and those it inherits from its parents (global flags such
 // as --json fall through), for "did you mean".
 std::vector<std::string> OptionNames(const CLI::App* app) {
@@ -147,13 +157,9 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ExtrasError& e) {
-    // Find the innermost subcommand being parsed (`perf train`, not `perf`) to suggest its flags.
-    const CLI::App* target = &app;
+    // Suggest the flags of the command being parsed.
     std::string path;
-    while (!target->get_subcommands().empty()) {
-      target = target->get_subcommands().back();
-      path += (path.empty() ? "" : " ") + target->get_name();
-    }
+    const CLI::App* target = InnermostCommand(app, &path);
     std::string msg = e.what();
     std::string hint;
     for (int i = 1; i < argc; ++i) {
@@ -172,12 +178,8 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   } catch (const CLI::RequiredError& e) {
     // A command that needs a subcommand (`suanli perf`): name the ones it has, not just CLI11's sentence.
-    const CLI::App* target = &app;
     std::string path;
-    while (!target->get_subcommands().empty()) {
-      target = target->get_subcommands().back();
-      path += (path.empty() ? "" : " ") + target->get_name();
-    }
+    const CLI::App* target = InnermostCommand(app, &path);
     std::vector<std::string> subs;
     for (const CLI::App* s : target->get_subcommands([](const CLI::App*) { return true; })) subs.push_back(s->get_name());
     if (target != &app && !subs.empty() && std::string(e.what()).find("subcommand") != std::string::npos) {

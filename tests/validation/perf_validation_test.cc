@@ -32,6 +32,11 @@ const ModelCatalog& Models() {
   static const ModelCatalog models = *ModelCatalog::Load(CatalogOptions{});
   return models;
 }
+// The bundled validation, run once for the tests that read it.
+const Result<ValidationReport>& Bundled() {
+  static const Result<ValidationReport> rep = RunBundledPerfValidation(Hw(), Models());
+  return rep;
+}
 // Runs a user's cases file named my.toml that references no other file.
 Result<ValidationReport> RunCases(const std::string& text) {
   auto no_files = [](const std::string& rel) -> Result<std::string> { return NotFound(rel); };
@@ -53,10 +58,7 @@ ValidationCase EvaluatedCase(const std::string& text) {
 }
 
 TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
-  auto hw = HardwareCatalog::Load(CatalogOptions{});
-  auto models = ModelCatalog::Load(CatalogOptions{});
-  ASSERT_TRUE(hw.ok() && models.ok());
-  auto rep = RunBundledPerfValidation(*hw, *models);
+  const auto& rep = Bundled();
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   // Issue 3 targets, applied to the calibration cases. Training calibration (Megatron 2021-22, NeMo FP8 on H100,
   // torchtitan FSDP2 and llm-foundry FSDP on A100, which fixed the eager FSDP host cost) meets the mean target
@@ -128,10 +130,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
 // data (suanli/perf.h, namespace evidence). Recomputed here, so a model change that moves them fails until the
 // figures and docs/validation.md §5 are updated together.
 TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
-  auto hw = HardwareCatalog::Load(CatalogOptions{});
-  auto models = ModelCatalog::Load(CatalogOptions{});
-  ASSERT_TRUE(hw.ok() && models.ok());
-  auto rep = RunBundledPerfValidation(*hw, *models);
+  const auto& rep = Bundled();
   ASSERT_TRUE(rep.ok());
   auto has = [](const std::string& s, const char* part) { return s.find(part) != std::string::npos; };
   auto check = [&](const ValidationEvidence& want, auto select, const char* what) {
@@ -195,10 +194,7 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
 // The error band every estimate carries (suanli/perf.h, evidence::k*Error) is the mean, 90th percentile and
 // worst absolute error of its validation group in the bundled data; recomputed here so the two cannot drift.
 TEST(PerfValidation, ErrorBandsMatchTheValidationData) {
-  auto hw = HardwareCatalog::Load(CatalogOptions{});
-  auto models = ModelCatalog::Load(CatalogOptions{});
-  ASSERT_TRUE(hw.ok() && models.ok());
-  auto rep = RunBundledPerfValidation(*hw, *models);
+  const auto& rep = Bundled();
   ASSERT_TRUE(rep.ok());
   auto check = [&](const ErrorBand& want, bool dense_only) {
     std::vector<double> v;
