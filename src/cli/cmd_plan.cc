@@ -182,6 +182,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
         j["counts"].push_back(e);
       }
       j["top"] = best_count ? j["counts"][best_count - res->counts.data()]["top"] : json::array();
+      j["validation_error"] = {{"step_time_s", BandJson(evidence::kTrainingError, **gpu)}};
       PrintJson(j);
       return best_count ? kExitOk : kExitNoFit;
     }
@@ -212,6 +213,8 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       if (res->counts.size() > 1) std::cout << fmt::format("scaling efficiency vs the smallest count: {:.0f}%\n", 100 * c.scaling_efficiency);
       std::cout << "\n";
     }
+    std::cout << "step times validated against published runs (docs/validation.md): "
+              << BandWords("", evidence::kTrainingError, "training runs", **gpu) << "\n";
     if (!best_count) return kExitNoFit;
     if (!f->emit.empty()) {
       const PlanCandidate& w = best_count->top[0];

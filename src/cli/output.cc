@@ -35,6 +35,29 @@ nlohmann::json BreakdownJson(const TrainBreakdown& b) {
   return j;
 }
 
+// A validation band as JSON (null where none applies) and in words.
+nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu) {
+  if (b.cases == 0) return nullptr;
+  return nlohmann::json{{"group", b.group},
+          {"cases", b.cases},
+          {"mean_abs_error", b.mean_abs},
+          {"p90_abs_error", b.p90_abs},
+          {"worst_abs_error", b.worst_abs},
+          {"gpus", std::vector<std::string>(b.gpus.begin(), b.gpus.end())},
+          {"covers_gpu", BandCoversGpu(b, gpu.id)}};
+}
+// A band in words; where its runs were all on other GPUs, it says so (the band then speaks for the model, not
+// for this GPU's rates, which come from data/efficiency.toml).
+std::string BandWords(const char* what, const ErrorBand& b, const char* runs, const GpuSpec& gpu) {
+  std::string where;
+  if (!BandCoversGpu(b, gpu.id)) {
+    for (const char* g : b.gpus) where += (where.empty() ? "" : ", ") + std::string(g);
+    where = fmt::format("; on {}, none on {}", where, gpu.id);
+  }
+  return fmt::format("{}{}{:.1f}% mean error, 9 in 10 within {:.0f}% ({} {}{})", what, *what ? " " : "",
+                     100 * b.mean_abs, 100 * b.p90_abs, b.cases, runs, where);
+}
+
 nlohmann::json JsonEnvelope(const char* schema) {
   nlohmann::json j;
   j["schema"] = schema;
