@@ -210,10 +210,10 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.prefill_bound = prefill.compute_time >= prefill.memory_time ? "compute" : "memory";
   r.decode_bound = decode.compute_time >= decode.memory_time ? "compute" : "memory";
   // Validation bands (docs/validation.md §3): MoE serving has its own evidence in a note instead; the decode
-  // group is batch-1 decode.
+  // group is batch-1 decode, the throughput group static batches of 16 and more.
   if (!m.moe) {
     r.ttft_error = evidence::kTtftDenseError;
-    r.throughput_error = evidence::kThroughputDenseError;
+    if (cfg.fit.batch > 1) r.throughput_error = evidence::kThroughputDenseError;
   }
   if (cfg.fit.batch == 1) r.decode_error = evidence::kDecodeError;
   r.prefill_ops = prefill.ops;
