@@ -17,7 +17,7 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
   auto cases = std::make_shared<std::string>();
   auto group = std::make_shared<std::string>();
   sub->add_option("--cases", *cases, "A cases file (default: the bundled tests/validation/perf_cases.toml)");
-  sub->add_option("--group", *group, "Only this group: training | decode | ttft | throughput | gemm");
+  sub->add_option("--group", *group, "Only this group: training | decode | ttft | throughput | latency | gemm");
   return [ctx, cases, group]() -> int {
     auto hw = ctx->hardware();
     if (!hw.ok()) return PrintError(hw.status());

@@ -197,7 +197,9 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   if (metric == "decode_tokens_per_s") return r.decode_tokens_per_s;
   if (metric == "ttft_s") return r.ttft_s;
   if (metric == "output_tokens_per_s_per_gpu") return r.output_tokens_per_s_per_gpu;
-  return ParseError("unknown inference metric '" + metric + "'");
+  if (metric == "e2e_latency_s") return r.e2e_latency_s;
+  return ParseError("unknown inference metric '" + metric +
+                    "' (valid: decode_tokens_per_s, ttft_s, output_tokens_per_s_per_gpu, e2e_latency_s)");
 }
 
 // One GEMM micro-benchmark (a published TFLOP/s at a stated M x N x K) against EstimateGemm, the shape model
