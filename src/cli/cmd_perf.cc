@@ -1,7 +1,6 @@
 // `suanli perf train` and `suanli perf infer`: how fast, how long, how much.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <iostream>
 
 #include "cli/cli.h"

@@ -39,12 +39,12 @@ nlohmann::json BreakdownJson(const TrainBreakdown& b) {
 nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu) {
   if (b.cases == 0) return nullptr;
   return nlohmann::json{{"group", b.group},
-          {"cases", b.cases},
-          {"mean_abs_error", b.mean_abs},
-          {"p90_abs_error", b.p90_abs},
-          {"worst_abs_error", b.worst_abs},
-          {"gpus", std::vector<std::string>(b.gpus.begin(), b.gpus.end())},
-          {"covers_gpu", BandCoversGpu(b, gpu.id)}};
+                        {"cases", b.cases},
+                        {"mean_abs_error", b.mean_abs},
+                        {"p90_abs_error", b.p90_abs},
+                        {"worst_abs_error", b.worst_abs},
+                        {"gpus", std::vector<std::string>(b.gpus.begin(), b.gpus.end())},
+                        {"covers_gpu", BandCoversGpu(b, gpu.id)}};
 }
 // A band in words; where its runs were all on other GPUs, it says so (the band then speaks for the model, not
 // for this GPU's rates, which come from data/efficiency.toml).

@@ -788,8 +788,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     res.gpu_hours = res.train_time_s * n_gpus / 3600;
     res.cost_usd = res.gpu_hours * cfg.price_per_gpu_hour;
   }
-  if (!cfg.detail) return res;
   res.error = evidence::kTrainingError;
+  if (!cfg.detail) return res;
   res.convention = cfg.convention == FlopConvention::kMegatron
                        ? "Megatron: 72*B*s*L*h^2*(1 + s/6h + V/12hL) per step (Narayanan et al. 2021 eq. 3 without recompute)"
                        : "6N + 12*L*d_attn*s per token (PaLM appendix B); N = matmul parameters (active, without the "
