@@ -52,8 +52,16 @@ struct Parallelism {
   int zero = 0;                   // 0..3 (3 = FSDP FULL_SHARD)
   bool sequence_parallel = false;
   int interleave = 1;             // virtual pipeline stages per GPU
+  // Megatron-Core's account_for_embedding_in_pipeline_split + account_for_loss_in_pipeline_split: the input
+  // embedding and the loss each count as one layer when the layers are divided among pipeline stages, so the
+  // first and the last stage hold one transformer layer fewer (LLaMA-3.1 405B: 126 + 2 = 128 = 8 x 8 x 2).
+  bool embedding_loss_in_split = false;
   int gpus() const { return tp * pp * dp * cp; }  // EP re-uses DP ranks (Megatron convention)
 };
+
+// Transformer layers held by pipeline stage `stage` (0-based): an even split, the remainder on the first stages,
+// or with embedding_loss_in_split one layer fewer on the first and the last stage.
+int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage);
 
 struct FitRequest {
   Mode mode = Mode::kInfer;

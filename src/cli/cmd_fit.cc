@@ -24,7 +24,7 @@ struct FitFlags {
   int64_t seq = 4096;
   int64_t micro_batch = 1;
   int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, zero = 0, interleave = 1;
-  bool sequence_parallel = false;
+  bool sequence_parallel = false, embedding_loss_in_split = false;
   std::string recompute = "none";
   std::string optimizer = "adam";
   bool fp32_grads = false;
@@ -54,6 +54,7 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   r.par.ep = f.ep;
   r.par.zero = f.zero;
   r.par.interleave = f.interleave;
+  r.par.embedding_loss_in_split = f.embedding_loss_in_split;
   r.par.sequence_parallel = f.sequence_parallel;
   if (f.tp < 1 || f.pp < 1 || f.cp < 1) return InvalidArgument("--tp, --pp and --cp must be at least 1");
   const int model_parallel = f.tp * f.pp * f.cp;
@@ -131,6 +132,9 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_option("--ep", f->ep, "Expert-parallel degree (MoE)")->capture_default_str();
   sub->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->capture_default_str();
   sub->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
+  sub->add_flag("--account-for-embedding-loss", f->embedding_loss_in_split,
+                "Count the embedding and the loss as one layer each when splitting layers into pipeline stages "
+                "(Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split)");
   sub->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism (needs TP > 1)");
   sub->add_option("--recompute", f->recompute, "Activation recompute: none | selective | full")->capture_default_str();
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();

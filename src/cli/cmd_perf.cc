@@ -20,7 +20,7 @@ struct PerfFlags {
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", inter_node = "ib-ndr", attention = "flash", convention = "6n";
   std::string decode_attention = "grouped";
-  bool no_nvls = false;
+  bool no_nvls = false, embedding_loss_in_split = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, fp32_grads = false, dropout = false;
   double tokens = 0, price = 0, moe_imbalance = 1.1;
   // infer
@@ -101,6 +101,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--recompute", f->recompute, "none | selective | full (default: fastest that fits)");
   train->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism");
   train->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
+  train->add_flag("--account-for-embedding-loss", f->embedding_loss_in_split,
+                  "Count the embedding and the loss as one layer each when splitting layers into pipeline stages "
+                  "(Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split)");
   train->add_option("--dtype", f->dtype, "bf16 | fp16 | fp8")->capture_default_str();
   train->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
   train->add_option("--flops", f->convention, "MFU convention: 6n (PaLM) | megatron")->capture_default_str();
@@ -160,6 +163,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       cfg.fit.par.dp = f->gpus / mp;
       cfg.fit.par.zero = f->zero;
       cfg.fit.par.interleave = f->interleave;
+      cfg.fit.par.embedding_loss_in_split = f->embedding_loss_in_split;
       cfg.fit.par.sequence_parallel = f->sequence_parallel;
       cfg.fit.batch = f->global_batch;
       cfg.fit.seq = f->seq;
@@ -241,7 +245,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["gpu"] = (*gpu)->id;
         j["gpus"] = f->gpus;
         j["layout"] = {{"tp", f->tp}, {"pp", f->pp}, {"dp", cfg.fit.par.dp}, {"cp", f->cp}, {"ep", f->ep},
-                       {"zero", f->zero}, {"sequence_parallel", f->sequence_parallel}, {"interleave", f->interleave}};
+                       {"zero", f->zero}, {"sequence_parallel", f->sequence_parallel}, {"interleave", f->interleave},
+                       {"embedding_loss_in_split", f->embedding_loss_in_split}};
         j["fits"] = r->fits;
         j["shortfall_bytes"] = r->shortfall_bytes;
         j["step_time_s"] = r->step_time_s;

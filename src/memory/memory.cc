@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "suanli/text.h"
 #include "suanli/units.h"
@@ -170,9 +171,27 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
   if (p.pp > m.layers)
     return InvalidArgument(fmt::format("PP={} exceeds the {} layers of {}", p.pp, m.layers, m.id));
   if (p.interleave < 1) return InvalidArgument("--interleave must be at least 1");
-  if (p.interleave > 1 && (p.pp == 1 || m.layers % (p.pp * p.interleave) != 0))
-    return InvalidArgument(fmt::format("--interleave {} needs PP > 1 and the {} layers divisible by PP x interleave ({})",
-                                       p.interleave, m.layers, p.pp * p.interleave));
+  if (p.embedding_loss_in_split) {
+    // Megatron-Core divides layers + embedding + loss evenly among the (virtual) stages.
+    const int units = m.layers + 2;
+    if (p.pp == 1)
+      return InvalidArgument("--account-for-embedding-loss needs PP > 1 (it changes how layers are split into stages)");
+    if (units % (p.pp * p.interleave) != 0)
+      return InvalidArgument(fmt::format(
+          "--account-for-embedding-loss: the {} layers + embedding + loss = {} are not divisible by PP x interleave "
+          "= {} x {}", m.layers, units, p.pp, p.interleave));
+    if (LayersOnStage(m, p, 0) < 1)
+      return InvalidArgument(fmt::format("--account-for-embedding-loss with PP={} leaves the first stage no layer of "
+                                         "the {} of {}", p.pp, m.layers, m.id));
+  } else if (p.interleave > 1 && (p.pp == 1 || m.layers % (p.pp * p.interleave) != 0)) {
+    std::string hint;
+    if (p.pp > 1 && (m.layers + 2) % (p.pp * p.interleave) == 0)
+      hint = fmt::format("; or count the embedding and the loss as layers, as Megatron-Core can "
+                         "(--account-for-embedding-loss: {} + 2 = {} x {})", m.layers, p.pp * p.interleave,
+                         (m.layers + 2) / (p.pp * p.interleave));
+    return InvalidArgument(fmt::format("--interleave {} needs PP > 1 and the {} layers divisible by PP x interleave ({}){}",
+                                       p.interleave, m.layers, p.pp * p.interleave, hint));
+  }
   if (p.ep > 1) {
     if (!m.moe) return InvalidArgument(fmt::format("--ep {} needs a mixture-of-experts model; {} is dense", p.ep, m.id));
     if (m.moe->num_experts % p.ep != 0)
@@ -245,6 +264,13 @@ double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool 
   return tokens * per_token;
 }
 
+int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage) {
+  if (p.pp < 1 || stage < 0 || stage >= p.pp) return 0;
+  if (p.embedding_loss_in_split && p.pp > 1)
+    return (m.layers + 2) / p.pp - (stage == 0 ? 1 : 0) - (stage == p.pp - 1 ? 1 : 0);
+  return m.layers / p.pp + (stage < m.layers % p.pp ? 1 : 0);
+}
+
 namespace {
 
 struct StageShare {
@@ -253,12 +279,8 @@ struct StageShare {
   double non_layer_params = 0; // embedding / head on this GPU
 };
 
-// Parameters held by one GPU of pipeline stage `stage`.
-// Layers on pipeline stage `stage`: an uneven split puts the extra layers on the first stages.
-int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage) {
-  return m.layers / p.pp + (stage < m.layers % p.pp ? 1 : 0);
-}
 
+// Parameters held by one GPU of pipeline stage `stage`.
 StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Parallelism& p, int stage) {
   StageShare s;
   const double layers_here = LayersOnStage(m, p, stage);
@@ -366,7 +388,12 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   int best_stage_index = 0;
   double best_params = 0;
   int best_inflight = 0;
-  for (int stage = 0; stage < p.pp; stage += std::max(1, p.pp - 1)) {
+  // The first stage holds the most in-flight activations and the last the head; with the embedding and the loss
+  // counted as layers, a middle stage holds one layer more than either, so it is evaluated too.
+  std::vector<int> stages = {0};
+  if (p.embedding_loss_in_split && p.pp > 2) stages.push_back(1);
+  if (p.pp > 1) stages.push_back(p.pp - 1);
+  for (int stage : stages) {
     const StageShare sh = ParamsOnGpu(m, c, p, stage);
     MemoryBreakdown b;
     const double dense = sh.layer_params, experts = sh.expert_params, nonlayer = sh.non_layer_params;
@@ -443,7 +470,10 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   }
   f.breakdown = best;
   f.per_gpu_peak_bytes = best_total;
-  f.peak_stage = p.pp == 1 ? "every GPU" : (best_stage_index == 0 ? "first pipeline stage" : "last pipeline stage");
+  f.peak_stage = p.pp == 1                     ? "every GPU"
+                 : best_stage_index == 0        ? "first pipeline stage"
+                 : best_stage_index == p.pp - 1 ? "last pipeline stage"
+                                                : "a middle pipeline stage";
   f.params_per_gpu = best_params;
   f.in_flight_micro_batches = best_inflight;
   f.kv_cache_bytes_per_token = KvBytesPerToken(m, r.kv_bytes_per_elem, 1);

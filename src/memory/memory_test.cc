@@ -186,6 +186,45 @@ TEST_F(Memory, BadLayoutsGetSpecificErrors) {
   EXPECT_NE(ParseWeightFormat("nf3").status().message().find("did you mean"), std::string::npos);
 }
 
+// Megatron-Core's account_for_embedding/loss_in_pipeline_split: LLaMA-3.1 405B's 126 layers + embedding + loss =
+// 128 units, 16 per stage at PP 8, so the first and last stages hold 15 transformer layers and the others 16.
+// Without the flag, 126 layers cannot be interleaved 8 x 8, and the error says the flag would make it work.
+TEST_F(Memory, EmbeddingAndLossCountAsLayersInThePipelineSplit) {
+  const ModelSpec m = M("llama-3.1-405b");
+  ASSERT_EQ(m.layers, 126);
+  Parallelism p;
+  p.pp = 8;
+  EXPECT_EQ(LayersOnStage(m, p, 0), 16);  // plain split: the remainder of 6 goes to the first six stages
+  EXPECT_EQ(LayersOnStage(m, p, 6), 15);
+  p.embedding_loss_in_split = true;
+  int total = 0;
+  for (int st = 0; st < p.pp; ++st) total += LayersOnStage(m, p, st);
+  EXPECT_EQ(total, 126);
+  EXPECT_EQ(LayersOnStage(m, p, 0), 15);
+  EXPECT_EQ(LayersOnStage(m, p, 3), 16);
+  EXPECT_EQ(LayersOnStage(m, p, 7), 15);
+
+  FitRequest r;
+  r.mode = Mode::kTrain;
+  r.seq = 8192;
+  r.batch = 16;
+  r.par.tp = 8;
+  r.par.pp = 8;
+  r.par.interleave = 8;
+  auto plain = EstimateMemory(m, r);
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("--account-for-embedding-loss: 126 + 2 = 64 x 2"), std::string::npos)
+      << plain.status().message();
+  r.par.embedding_loss_in_split = true;
+  EXPECT_TRUE(EstimateMemory(m, r).ok());
+  r.par.interleave = 3;  // 128 units over 24 virtual stages
+  EXPECT_NE(EstimateMemory(m, r).status().message().find("= 128 are not divisible by PP x interleave = 8 x 3"),
+            std::string::npos);
+  r.par.interleave = 1;
+  r.par.pp = 1;
+  EXPECT_NE(EstimateMemory(m, r).status().message().find("needs PP > 1"), std::string::npos);
+}
+
 TEST_F(Memory, MoreTensorParallelismNeverRaisesPerGpuWeights) {
   const ModelSpec m = M("llama-3.1-70b");
   double prev = 1e300;

@@ -667,7 +667,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     }
   }
   // Per stage: layers, and the head on the last stage.
-  auto stage_layers = [&](int st) { return m.layers / par.pp + (st < m.layers % par.pp ? 1 : 0); };
+  auto stage_layers = [&](int st) { return LayersOnStage(m, par, st); };
+  int max_stage_layers = 0;  // the fullest stage: the first of an uneven split, a middle one with embedding_loss_in_split
+  for (int st = 0; st < par.pp; ++st) max_stage_layers = std::max(max_stage_layers, stage_layers(st));
   const double moe_frac = m.layers > 0 ? double(moe_layers) / m.layers : 0;
   auto per_layer = [&](double dense_v, double moe_v) { return (1 - moe_frac) * dense_v + moe_frac * moe_v; };
   const double lf = per_layer(dense.fwd, moe.fwd), lb = per_layer(dense.bwd, moe.bwd),
@@ -696,7 +698,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double host_passes = cfg.fit.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0;
   const double host_layer = eager_fsdp ? eff.eager_fsdp_host_per_layer_s * host_passes : 0;
   double stage_compute = 0, stage_comm = 0, stage_host = 0;
-  for (int st = 0; st < par.pp; st += std::max(1, par.pp - 1)) {
+  // The slowest stage sets the pace: the first holds the most layers of an uneven split, the last adds the head,
+  // and with the embedding and loss counted as layers the middle ones hold one layer more than both.
+  for (int st = 0; st < par.pp; ++st) {
     const int ls = stage_layers(st);
     double comp = ls * (lf + lb + lr) + (st == par.pp - 1 ? head_time : 0);
     // With --tp-overlap the TP collectives hide under the layer's GEMMs, at the contention cost.
@@ -708,7 +712,6 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       stage_comm = comm;
       stage_host = host;
     }
-    if (par.pp == 1) break;
   }
   // Pipeline point-to-point: activations forward, gradients backward, per micro-batch per boundary
   // (Megatron's scatter-gather optimisation sends 1/TP of the tensor per rank).
@@ -747,7 +750,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
     dp_comm = AllReduceTime(gbytes, dp_group, dp_bw_grad, dp_alpha);
     // Overlap window: the backward pass of the last micro-batch on this stage.
-    const double window = cfg.dp_overlap ? stage_layers(0) * (lb + lr) : 0;
+    const double window = cfg.dp_overlap ? max_stage_layers * (lb + lr) : 0;
     dp_exposed = OverlapCost(window, dp_comm, eff.overlap_slowdown);
   }
   // Optimizer step over the locally held (sharded) parameters.
@@ -768,7 +771,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.breakdown_s.optimizer = t_opt;
   res.breakdown_s.host = mb_count * stage_host;
   res.communication_total_s =
-      mb_count * (stage_layers(0) * (ltp + lep) + p2p + zero3_comm_mb) + dp_comm;
+      mb_count * (max_stage_layers * (ltp + lep) + p2p + zero3_comm_mb) + dp_comm;
 
   // Throughput and utilisation.
   const double tokens_step = double(cfg.fit.batch) * s;
@@ -811,7 +814,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     double bwd = flash_op ? kFlashBackwardFactor : (head_op && o.name == "cross-entropy" ? 1.0 : 2.0);
     if (o.name.find(kFp8CastOpName) != std::string::npos && dense.fp8_cast_fwd > 0) bwd = dense.fp8_cast_bwd / dense.fp8_cast_fwd;
     if (o.name.find(kEagerOpName) != std::string::npos && dense.eager_fwd > 0) bwd = dense.eager_bwd / dense.eager_fwd;
-    const double layers_here = head_op ? 1.0 : double(stage_layers(par.pp > 1 ? 0 : 0));
+    const double layers_here = head_op ? 1.0 : double(max_stage_layers);
     o.count = mb_count * layers_here * (comm ? (2 + passes_rc) : (1 + bwd + (head_op ? 0 : passes_rc)));
     if (o.name.rfind("[moe]", 0) == 0) o.count *= moe_frac;
     else if (!head_op && moe_frac > 0 && (o.name.find("mlp") != std::string::npos)) o.count *= 1 - moe_frac;
@@ -820,11 +823,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   if (!res.fits)
     res.notes.push_back(fmt::format("does not fit: needs {} more per GPU", FormatBytes(res.shortfall_bytes)));
   if (cfg.detail && cfg.dtype == Precision::kFp8) {
-    const auto& e = evidence::kFp8TrainingNeMo;
+    const auto& e = evidence::kFp8TrainingMegatronCore;
     res.notes.push_back(fmt::format(
-        "uncertain: FP8 training is checked against {} NeMo 24.07 runs on H100 (Megatron-Core with Transformer "
-        "Engine), where the model was optimistic by {:.0f}% to {:.0f}% (mean {:.0f}%); other FP8 stacks are "
-        "unmeasured (docs/validation.md)",
+        "uncertain: FP8 training is checked against {} Megatron-Core runs with Transformer Engine (NeMo 24.07 on "
+        "H100, Megatron-Bridge 25.11 on H100, B200 and GB200), where the model was {:+.0f}% to {:+.0f}% fast "
+        "(mean {:+.0f}%); other FP8 stacks are unmeasured (docs/validation.md)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
   }
   if (cfg.detail && eager_fsdp) {

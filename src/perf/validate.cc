@@ -54,7 +54,9 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"dtype", KeyType::kString},
               {"tp_overlap", KeyType::kBool},
               {"eager", KeyType::kBool},
-              {"inter_node", KeyType::kString}});
+              {"inter_node", KeyType::kString},
+              {"gpus_per_node", KeyType::kInteger},
+              {"embedding_loss_in_split", KeyType::kBool}});
     return m;
   }();
   static const std::map<std::string, KeyType> infer_keys = [] {
@@ -125,7 +127,8 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
                          const CaseFileReader& read, std::string* detail) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
-  SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, 8, t["inter_node"].value_or(std::string("ib-ndr"))));
+  SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, static_cast<int>(t["gpus_per_node"].value_or(int64_t{8})),
+                                                    t["inter_node"].value_or(std::string("ib-ndr"))));
   cl.nvls = t["nvls"].value_or(true);
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
   TrainConfig c;
@@ -134,6 +137,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.fit.par.pp = static_cast<int>(t["pp"].value_or(int64_t{1}));
   c.fit.par.cp = static_cast<int>(t["cp"].value_or(int64_t{1}));
   c.fit.par.interleave = static_cast<int>(t["interleave"].value_or(int64_t{1}));
+  c.fit.par.embedding_loss_in_split = t["embedding_loss_in_split"].value_or(false);
   c.fit.par.zero = static_cast<int>(t["zero"].value_or(int64_t{0}));
   const int model_parallel = c.fit.par.tp * c.fit.par.pp * c.fit.par.cp;
   if (model_parallel < 1 || gpus % model_parallel != 0)

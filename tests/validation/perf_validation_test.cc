@@ -123,7 +123,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(mean_k, 0.0365);
   EXPECT_LE(worst_k, 0.0887);
   // Every case is in a known group, and the bundled set is complete.
-  EXPECT_GE(rep->cases.size(), 375u);  // 336 end-to-end runs and 39 GEMM shapes
+  EXPECT_GE(rep->cases.size(), 381u);  // 342 end-to-end runs and 39 GEMM shapes
 }
 
 // The notes `suanli perf` prints for configurations the model is known to get wrong quote figures from this
@@ -185,8 +185,9 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
       EXPECT_NEAR(hi, want.hi_s, 0.05e-3);
     }
   }
-  check(evidence::kFp8TrainingNeMo, [&](const ValidationCase& c) { return c.name.rfind("NeMo", 0) == 0; },
-        "NeMo FP8 training");
+  check(evidence::kFp8TrainingMegatronCore,
+        [&](const ValidationCase& c) { return c.name.rfind("NeMo", 0) == 0 || c.name.rfind("Megatron-Bridge", 0) == 0; },
+        "Megatron-Core FP8 training");
   check(evidence::kEagerFsdpTorchtitan, [&](const ValidationCase& c) { return c.name.rfind("torchtitan", 0) == 0; },
         "torchtitan eager FSDP2");
 }
