@@ -54,6 +54,7 @@ std::string Layout(const PlanCandidate& c) {
   if (p.zero) s += fmt::format(" ZeRO-{}", p.zero);
   if (p.sequence_parallel) s += " SP";
   if (p.interleave > 1) s += fmt::format(" v={}", p.interleave);
+  if (p.embedding_loss_in_split) s += " E+L";
   return s;
 }
 
@@ -61,7 +62,8 @@ json CandidateJson(const PlanCandidate& c) {
   const TrainResult& r = c.result;
   return {{"layout", {{"tp", c.par.tp}, {"pp", c.par.pp}, {"dp", c.par.dp}, {"cp", c.par.cp}, {"ep", c.par.ep},
                       {"zero", c.par.zero}, {"sequence_parallel", c.par.sequence_parallel},
-                      {"interleave", c.par.interleave}}},
+                      {"interleave", c.par.interleave},
+                      {"embedding_loss_in_split", c.par.embedding_loss_in_split}}},
           {"micro_batch", c.micro_batch},
           {"recompute", RecomputeName(c.recompute)},
           {"score", c.score},

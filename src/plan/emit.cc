@@ -29,8 +29,13 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
       {"--tensor-model-parallel-size", std::to_string(p.tp)},
       {"--pipeline-model-parallel-size", std::to_string(p.pp)},
   };
-  if (p.interleave > 1)
+  if (p.embedding_loss_in_split) {
+    a.push_back({"--account-for-embedding-in-pipeline-split", ""});
+    a.push_back({"--account-for-loss-in-pipeline-split", ""});
+    if (p.interleave > 1) a.push_back({"--num-virtual-stages-per-pipeline-rank", std::to_string(p.interleave)});
+  } else if (p.interleave > 1) {
     a.push_back({"--num-layers-per-virtual-pipeline-stage", std::to_string(m.layers / (p.pp * p.interleave))});
+  }
   if (p.cp > 1) a.push_back({"--context-parallel-size", std::to_string(p.cp)});
   if (m.moe) {
     a.push_back({"--num-experts", std::to_string(m.moe->num_experts)});

@@ -41,6 +41,7 @@ std::string LayoutText(const Parallelism& p, int64_t mb, Recompute rc) {
   if (p.zero > 0) s += fmt::format(" ZeRO-{}", p.zero);
   if (p.sequence_parallel) s += " SP";
   if (p.interleave > 1) s += fmt::format(" interleave={}", p.interleave);
+  if (p.embedding_loss_in_split) s += " embedding+loss-in-split";
   return s + fmt::format(" micro-batch={} recompute={}", mb, RecomputeName(rc));
 }
 
@@ -93,10 +94,18 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
   std::vector<int> zeros = o.dp * o.cp == 1 ? std::vector<int>{0} : std::vector<int>{0, 1, 2, 3};
   if (req.fixed_zero >= 0) zeros = {req.fixed_zero};
   std::vector<bool> sps = o.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
-  std::vector<int> vs = {1};
+  // Interleaving needs the layers divisible by PP x v, or, as Megatron-Core can, the layers plus the embedding
+  // and the loss counted as one layer each (LLaMA-3.1 405B: 126 + 2).
+  struct Interleave {
+    int v;
+    bool embedding_loss_in_split;
+  };
+  std::vector<Interleave> vs = {{1, false}};
   if (o.pp > 1)
-    for (int v : {2, 4})
-      if (m.layers % (o.pp * v) == 0) vs.push_back(v);
+    for (int v : {2, 4}) {
+      if (m.layers % (o.pp * v) == 0) vs.push_back({v, false});
+      else if ((m.layers + 2) % (o.pp * v) == 0) vs.push_back({v, true});
+    }
   std::vector<int64_t> mbs;
   const int64_t per_rank = req.global_batch / o.dp;
   for (int64_t b = 1; b <= std::min<int64_t>(per_rank, req.max_micro_batch); b *= 2)
@@ -105,13 +114,13 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
   for (int ep : eps)
     for (int zero : zeros)
       for (bool sp : sps)
-        for (int v : vs)
+        for (const Interleave& iv : vs)
           for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
             if (rc == Recompute::kSelective && req.attention != AttentionImpl::kUnfused) continue;  // same as none
             for (int64_t mb : mbs) {
               TrainConfig c;
               c.detail = false;
-              c.fit.par = Parallelism{o.tp, o.pp, o.dp, o.cp, ep, zero, sp, v};
+              c.fit.par = Parallelism{o.tp, o.pp, o.dp, o.cp, ep, zero, sp, iv.v, iv.embedding_loss_in_split};
               c.fit.batch = req.global_batch;
               c.fit.seq = req.seq;
               c.fit.micro_batch = mb;

@@ -229,6 +229,37 @@ TEST_F(Planner, EmittersAreValidForTheirToolsAndMatchGoldens) {
   CheckGolden("torchrun.sh", torchrun);
 }
 
+// LLaMA-3.1 405B's 126 layers interleave over PP 16 only with the embedding and the loss counted as layers
+// (128 = 16 x 2 x 4): the search offers such layouts, and the Megatron arguments say how to launch them.
+TEST_F(Planner, InterleavingA126LayerModelCountsTheEmbeddingAndLoss) {
+  const ModelSpec m = M("llama-3.1-405b");
+  PlanRequest req = Req(m, "h100-sxm", {1024}, 512, 8192, "ib-ndr");
+  req.dtype = Precision::kFp8;
+  req.fixed_tp = 8;
+  req.fixed_pp = 16;
+  req.top_k = 20;
+  auto r = Plan(req);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const PlanCandidate* counted = nullptr;
+  for (const auto& c : r->counts[0].top) {
+    EXPECT_TRUE(c.par.interleave == 1 || c.par.embedding_loss_in_split) << "126 layers are not divisible by 16 x v";
+    if (c.par.embedding_loss_in_split && c.par.interleave > 1 && !counted) counted = &c;
+  }
+  ASSERT_NE(counted, nullptr) << "no interleaved layout among the top 20";
+  LaunchContext lc;
+  lc.model = &m;
+  lc.gpu = *hw_->FindGpu("h100-sxm");
+  lc.global_batch = 512;
+  lc.seq = 8192;
+  lc.train_iters = 10;
+  const std::string args = MegatronArgs(*counted, lc);
+  EXPECT_NE(args.find("--account-for-embedding-in-pipeline-split"), std::string::npos) << args;
+  EXPECT_NE(args.find("--account-for-loss-in-pipeline-split"), std::string::npos) << args;
+  EXPECT_NE(args.find("--num-virtual-stages-per-pipeline-rank " + std::to_string(counted->par.interleave)),
+            std::string::npos) << args;
+  EXPECT_EQ(args.find("--num-layers-per-virtual-pipeline-stage"), std::string::npos) << args;
+}
+
 // ---- selection ----
 
 // scenarios.md's field case: a 60 GB model. Four A100-40GB in plain data parallelism would each need a full
