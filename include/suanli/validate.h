@@ -18,6 +18,7 @@ struct ValidationCase {
   std::string role;     // calibration | holdout
   std::string name;
   std::string gpu;      // catalog id of the case's GPU
+  bool moe = false;     // the case's model is a mixture of experts (bands of dense-model estimates leave it out)
   std::string source;
   std::string metric;
   double published = 0;

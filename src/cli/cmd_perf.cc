@@ -305,8 +305,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       }
       std::cout << t.Render();
       std::cout << "dominant term: " << r->dominant << "\nMFU convention: " << r->convention << "\n";
-      std::cout << "validated against published runs (docs/validation.md): "
-                << BandWords("step time and throughput", r->error, "training runs", **gpu) << "\n";
+      if (r->error.cases)
+        std::cout << "validated against published runs (docs/validation.md): "
+                  << BandWords("step time and throughput", r->error, "dense-model training runs", **gpu) << "\n";
+      else
+        std::cout << "validated against published runs (docs/validation.md): no band for MoE training (see the note)\n";
       for (const auto& n : r->notes) std::cout << "note: " << n << "\n";
       if (f->explain) {
         std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "

@@ -126,7 +126,7 @@ double KvCacheBytes(const ModelSpec& m, double bytes_per_elem, int64_t batch, in
 namespace {
 
 const std::vector<std::string> kSupportedTypes = {"llama",  "mistral", "mixtral",  "qwen2",     "qwen2_moe",
-                                                  "qwen3",  "deepseek_v3", "gemma2", "phi3",    "gpt2",
+                                                  "qwen3",  "qwen3_moe", "deepseek_v3", "gemma2", "phi3", "gpt2",
                                                   "gpt_neox", "gptj",  "opt",      "bloom",   "falcon",
                                                   "mpt"};
 
@@ -228,7 +228,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
   }
   JsonReader r(j, name);
   const bool llama_like = t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "qwen2_moe" ||
-                          t == "qwen3" || t == "phi3" || t == "gemma2" || t == "deepseek_v3";
+                          t == "qwen3" || t == "qwen3_moe" || t == "phi3" || t == "gemma2" || t == "deepseek_v3";
   if (llama_like) {
     SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size"}, kMaxHidden));
     SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"num_hidden_layers"}, kMaxLayers));
@@ -248,12 +248,13 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", t == "gemma2"));
     SUANLI_ASSIGN_OR_RETURN(m.qkv_bias, r.BoolOr("attention_bias", t == "qwen2" || t == "qwen2_moe"));
     SUANLI_ASSIGN_OR_RETURN(m.mlp_bias, r.BoolOr("mlp_bias", false));
-    m.attn_out_bias = (t == "llama" || t == "qwen3") && m.qkv_bias;  // Llama's attention_bias covers o_proj too
-    if (t == "qwen3") m.extra_head_norm_dim = 2 * m.head_dim;
+    const bool qwen3 = t == "qwen3" || t == "qwen3_moe";
+    m.attn_out_bias = (t == "llama" || qwen3) && m.qkv_bias;  // Llama's attention_bias covers o_proj too
+    if (qwen3) m.extra_head_norm_dim = 2 * m.head_dim;  // RMSNorm on each head's q and k
     if (t == "gemma2") m.norms_per_layer = 4;
     // Sliding windows.
     bool use_sw = true;
-    if (t == "qwen2" || t == "qwen2_moe" || t == "qwen3") {
+    if (t == "qwen2" || t == "qwen2_moe" || qwen3) {
       SUANLI_ASSIGN_OR_RETURN(use_sw, r.BoolOr("use_sliding_window", false));
     }
     if (use_sw && r.Has("sliding_window")) {
@@ -271,7 +272,12 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
       e.experts_per_token = static_cast<int>(k);
       e.expert_ffn = m.ffn;
       m.moe = e;
-    } else if (t == "qwen2_moe") {
+    } else if (t == "qwen2_moe" || t == "qwen3_moe") {
+      // Qwen3 MoE is Qwen2 MoE without the shared expert (no shared_expert_intermediate_size) and with q/k norms.
+      if (r.Has("mlp_only_layers") && !(j["mlp_only_layers"].is_array() && j["mlp_only_layers"].empty()))
+        return Unsupported(r.Where("mlp_only_layers") +
+                           ": dense layers at listed positions are not supported (only [] or absent); "
+                           "decoder_sparse_step expresses a regular pattern");
       MoeSpec e;
       SUANLI_ASSIGN_OR_RETURN(int64_t ne, r.Int({"num_experts"}, 1 << 16));
       SUANLI_ASSIGN_OR_RETURN(int64_t k, r.Int({"num_experts_per_tok"}, 1 << 16));

@@ -65,6 +65,29 @@ TEST_F(Models, HeadlineCountsFromTheIssue) {
   EXPECT_NEAR(ds.active, 37e9, 0.015 * 37e9);
 }
 
+// Qwen3 MoE: no shared expert, every layer sparse, RMSNorm on q and k. Per layer: attention 2*h*(a+n)*d
+// = 2*2048*(32+4)*128, router 128*h, 128 experts of 3*h*768, norms 2h + 2d; 48 layers, untied 151936 x 2048
+// embedding and head, final norm. Active: 8 of the 128 experts.
+TEST_F(Models, Qwen3MoeCountsEveryExpertAndActivatesEight) {
+  const ModelSpec m = Get("qwen3-30b-a3b");
+  ASSERT_TRUE(m.moe.has_value());
+  EXPECT_EQ(m.moe->num_experts, 128);
+  EXPECT_EQ(m.moe->experts_per_token, 8);
+  EXPECT_EQ(m.moe->num_shared_experts, 0);
+  const double h = 2048, d = 128, e = 3 * h * 768;
+  const double layer_dense = 2 * h * (32 + 4) * d + 128 * h + 2 * h + 2 * d;
+  const double total = 48 * (layer_dense + 128 * e) + 2 * 151936 * h + h;
+  const double active = 48 * (layer_dense + 8 * e) + 2 * 151936 * h + h;
+  const auto c = CountParams(m);
+  EXPECT_NEAR(c.total, total, 1e-6 * total);
+  EXPECT_NEAR(c.active, active, 1e-6 * active);
+  auto listed = ParseHfConfig(R"({"model_type":"qwen3_moe","hidden_size":2048,"num_hidden_layers":48,
+      "num_attention_heads":32,"intermediate_size":6144,"vocab_size":151936,"num_experts":128,
+      "num_experts_per_tok":8,"moe_intermediate_size":768,"mlp_only_layers":[0]})", "q.json");
+  ASSERT_FALSE(listed.ok());
+  EXPECT_NE(listed.status().message().find("mlp_only_layers"), std::string::npos) << listed.status().message();
+}
+
 TEST_F(Models, ExactLlama2SevenBCount) {
   // 32 x (4h^2 + 3*h*ffn + 2h) + 2*V*h + h, with h=4096, ffn=11008, V=32000.
   const double h = 4096, f = 11008, V = 32000;

@@ -157,6 +157,16 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto ddp = EstimateTraining(m8, C(h100), c, E(h100));
   ASSERT_TRUE(ddp.ok());
   EXPECT_FALSE(note_with(ddp->notes, "--eager"));
+  EXPECT_FALSE(note_with(ddp->notes, "MoE training"));
+  // MoE training: no band (the training band is over dense models), a note with the MoE runs' figures instead.
+  TrainConfig moe = Train(8, 1, 1, 64, 4096);
+  moe.fit.par.ep = 8;
+  auto qwen = EstimateTraining(M("qwen3-30b-a3b"), C(h100), moe, E(h100));
+  ASSERT_TRUE(qwen.ok()) << qwen.status().message();
+  EXPECT_EQ(qwen->error.cases, 0);
+  EXPECT_EQ(ddp->error.cases, evidence::kTrainingError.cases);
+  EXPECT_TRUE(note_with(qwen->notes, "uncertain: MoE training is checked against 5 Megatron-Bridge runs"));
+  EXPECT_TRUE(note_with(qwen->notes, "lower bound"));
   // Inference: MoE anywhere; FP8 on Hopper at short prompts; a GQA model at large batch and long context gets
   // the per-head alternative.
   InferConfig ic;

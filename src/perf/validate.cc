@@ -56,7 +56,9 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"eager", KeyType::kBool},
               {"inter_node", KeyType::kString},
               {"gpus_per_node", KeyType::kInteger},
-              {"embedding_loss_in_split", KeyType::kBool}});
+              {"embedding_loss_in_split", KeyType::kBool},
+              {"ep", KeyType::kInteger},
+              {"moe_imbalance", KeyType::kNumber}});
     return m;
   }();
   static const std::map<std::string, KeyType> infer_keys = [] {
@@ -124,8 +126,9 @@ Result<ModelSpec> LoadModel(const toml::table& t, const ModelCatalog& models, co
 }
 
 Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
-                         const CaseFileReader& read, std::string* detail) {
+                         const CaseFileReader& read, std::string* detail, bool* moe) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
+  *moe = m.moe.has_value();
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, static_cast<int>(t["gpus_per_node"].value_or(int64_t{8})),
                                                     t["inter_node"].value_or(std::string("ib-ndr"))));
@@ -136,6 +139,10 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.fit.par.tp = static_cast<int>(t["tp"].value_or(int64_t{1}));
   c.fit.par.pp = static_cast<int>(t["pp"].value_or(int64_t{1}));
   c.fit.par.cp = static_cast<int>(t["cp"].value_or(int64_t{1}));
+  c.fit.par.ep = static_cast<int>(t["ep"].value_or(int64_t{1}));
+  c.moe_imbalance = t["moe_imbalance"].value_or(c.moe_imbalance);
+  if (!(c.moe_imbalance >= 1.0 && c.moe_imbalance <= 64.0))
+    return InvalidArgument(fmt::format("moe_imbalance {} is outside 1..64 (busiest expert's tokens / mean)", c.moe_imbalance));
   c.fit.par.interleave = static_cast<int>(t["interleave"].value_or(int64_t{1}));
   c.fit.par.embedding_loss_in_split = t["embedding_loss_in_split"].value_or(false);
   c.fit.par.zero = static_cast<int>(t["zero"].value_or(int64_t{0}));
@@ -178,8 +185,9 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
 }
 
 Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
-                         const CaseFileReader& read, std::string* detail) {
+                         const CaseFileReader& read, std::string* detail, bool* moe) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
+  *moe = m.moe.has_value();
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, 8, "ib-ndr"));
   cl.nvls = t["nvls"].value_or(true);
@@ -263,8 +271,8 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       vc.metric = (*t)["metric"].value_or(std::string());
       vc.published = (*t)["published"].value_or(0.0);
       if (vc.published <= 0) return ParseError(fmt::format("{}: case '{}' has no positive 'published'", file, vc.name));
-      auto v = ck == CaseKind::kTrain   ? EvalTrain(*t, hw, models, read, &vc.detail)
-               : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, &vc.detail)
+      auto v = ck == CaseKind::kTrain   ? EvalTrain(*t, hw, models, read, &vc.detail, &vc.moe)
+               : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, &vc.detail, &vc.moe)
                                         : EvalGemm(*t, hw, &vc.detail);
       if (!v.ok()) {
         vc.failure = v.status().message();

@@ -71,10 +71,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.074, 0.190}}};
-  // Holdout ratchets: the errors documented in docs/validation.md, plus one point; training holdout is also held
-  // to the 7% mean.
+  // Holdout ratchets: the errors documented in docs/validation.md, plus one point. Training holdout as a whole
+  // (15.9% mean, 279.9% worst) is dominated by the five MoE runs (+24% to +280%, docs/validation.md section 5);
+  // its dense-model runs are held to the 7% mean below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.07, 0.319}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.526}},
+      {"training", {0.169, 2.81}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.526}},
       {"decode", {0.090, 0.380}}, {"gemm", {0.122, 0.290}}, {"latency", {0.143, 0.162}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
@@ -118,12 +119,17 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_EQ(n_meg, 18);
   EXPECT_LE(mean_meg, 0.07);
   EXPECT_LE(worst_meg, 0.15);
+  auto [n_dense, mean_dense, worst_dense] =
+      subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
+  EXPECT_EQ(n_dense, 63);
+  EXPECT_LE(mean_dense, 0.07);   // 6.9%
+  EXPECT_LE(worst_dense, 0.314);  // 30.4% (MPT-30B at 8192 tokens on H100), plus one point
   auto [n_k, mean_k, worst_k] = subset([&](const ValidationCase& c) { return starts(c, "Korthikanti"); });
   EXPECT_EQ(n_k, 8);
   EXPECT_LE(mean_k, 0.0365);
   EXPECT_LE(worst_k, 0.0887);
   // Every case is in a known group, and the bundled set is complete.
-  EXPECT_GE(rep->cases.size(), 381u);  // 342 end-to-end runs and 39 GEMM shapes
+  EXPECT_GE(rep->cases.size(), 386u);  // 347 end-to-end runs and 39 GEMM shapes
 }
 
 // The notes `suanli perf` prints for configurations the model is known to get wrong quote figures from this
@@ -186,10 +192,14 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
     }
   }
   check(evidence::kFp8TrainingMegatronCore,
-        [&](const ValidationCase& c) { return c.name.rfind("NeMo", 0) == 0 || c.name.rfind("Megatron-Bridge", 0) == 0; },
+        [&](const ValidationCase& c) {
+          return !c.moe && (c.name.rfind("NeMo", 0) == 0 || c.name.rfind("Megatron-Bridge", 0) == 0);
+        },
         "Megatron-Core FP8 training");
   check(evidence::kEagerFsdpTorchtitan, [&](const ValidationCase& c) { return c.name.rfind("torchtitan", 0) == 0; },
         "torchtitan eager FSDP2");
+  check(evidence::kMoeTrainingMegatronBridge, [&](const ValidationCase& c) { return c.group == "training" && c.moe; },
+        "MoE training");
 }
 
 // The error band every estimate carries (suanli/perf.h, evidence::k*Error) is the mean, 90th percentile and
@@ -201,7 +211,7 @@ TEST(PerfValidation, ErrorBandsMatchTheValidationData) {
     std::vector<double> v;
     std::set<std::string> gpus;
     for (const auto& c : rep->cases)
-      if (c.group == want.group && !(dense_only && c.name.find("mixtral") != std::string::npos)) {
+      if (c.group == want.group && !(dense_only && c.moe)) {
         v.push_back(std::fabs(c.error));
         gpus.insert(c.gpu);
       }
@@ -215,7 +225,7 @@ TEST(PerfValidation, ErrorBandsMatchTheValidationData) {
     EXPECT_NEAR(v[p90], want.p90_abs, 0.001) << want.group;
     EXPECT_NEAR(v.back(), want.worst_abs, 0.001) << want.group;
   };
-  check(evidence::kTrainingError, false);
+  check(evidence::kTrainingError, true);
   check(evidence::kDecodeError, false);
   check(evidence::kTtftDenseError, true);
   check(evidence::kThroughputDenseError, true);
