@@ -813,13 +813,18 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const bool comm = o.bound == Bound::kCommunication;
     const bool flash_op = o.name == "attention (flash)" || o.name == "attention (flash1)";
     double bwd = flash_op ? kFlashBackwardFactor : (head_op && o.name == "cross-entropy" ? 1.0 : 2.0);
-    if (o.name.find(kFp8CastOpName) != std::string::npos && dense.fp8_cast_fwd > 0) bwd = dense.fp8_cast_bwd / dense.fp8_cast_fwd;
-    if (o.name.find(kEagerOpName) != std::string::npos && dense.eager_fwd > 0) bwd = dense.eager_bwd / dense.eager_fwd;
+    const bool moe_op = o.name.rfind("[moe]", 0) == 0;
+    const PassTimes& pt = moe_op ? moe : dense;
+    if (o.name.find(kFp8CastOpName) != std::string::npos && pt.fp8_cast_fwd > 0) bwd = pt.fp8_cast_bwd / pt.fp8_cast_fwd;
+    if (o.name.find(kEagerOpName) != std::string::npos && pt.eager_fwd > 0) bwd = pt.eager_bwd / pt.eager_fwd;
     const double layers_here = head_op ? 1.0 : double(max_stage_layers);
     o.count = mb_count * layers_here * (comm ? (2 + passes_rc) : (1 + bwd + (head_op ? 0 : passes_rc)));
-    if (o.name.rfind("[moe]", 0) == 0) o.count *= moe_frac;
-    else if (!head_op && moe_frac > 0 && (o.name.find("mlp") != std::string::npos)) o.count *= 1 - moe_frac;
+    // Dense and MoE layers each list all their operators; weight them by the share of layers of each kind.
+    if (moe_op) o.count *= moe_frac;
+    else if (!head_op) o.count *= 1 - moe_frac;
   }
+  // An all-MoE model has no dense layer: its dense rows would all count zero.
+  std::erase_if(ops.ops, [](const OpCost& o) { return o.phase == "forward" && o.count == 0; });
   res.ops = std::move(ops.ops);
   if (!res.fits)
     res.notes.push_back(fmt::format("does not fit: needs {} more per GPU", FormatBytes(res.shortfall_bytes)));

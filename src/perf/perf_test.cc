@@ -33,6 +33,26 @@ class Perf : public testing::CatalogTest {
   }
 };
 
+// --explain's operator table accounts for the step: time x count summed over the computing operators is no more
+// than the step (the bubble and exposed communication are outside it; collectives are listed at their full time,
+// overlapped or not), for a dense model and two MoE models. An MoE model's table lists its attention twice, once
+// per layer kind; each counts by its share of the layers, so an all-MoE model's dense rows count zero.
+TEST_F(Perf, OperatorTableSharesDoNotExceedTheStep) {
+  const GpuSpec& g = G("h100-sxm");
+  for (const char* id : {"llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b"}) {
+    TrainConfig c = Train(8, 1, 1, 64, 4096);
+    c.detail = true;
+    if (std::string_view(id) != "llama-3.1-8b") c.fit.par.ep = 8;
+    auto r = EstimateTraining(M(id), C(g), c, E(g));
+    ASSERT_TRUE(r.ok()) << id << ": " << r.status().message();
+    double sum = 0;
+    for (const auto& o : r->ops)
+      if (o.bound != Bound::kCommunication) sum += o.time_s * o.count;
+    EXPECT_LE(sum, r->step_time_s * 1.0001) << id;
+    EXPECT_GT(sum, 0.5 * r->step_time_s) << id;
+  }
+}
+
 // The slowest pipeline stage sets the step. LLaMA-3.1 405B at PP 8: the plain split of 126 layers is
 // 16 16 16 16 16 16 15 15+head; with the embedding and the loss counted as layers (128 units) it is
 // 15 16 16 16 16 16 16 15+head. Either way the slowest stage computes 16 layers (the head is lighter than a
