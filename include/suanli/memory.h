@@ -77,6 +77,7 @@ struct FitRequest {
   bool master_weights = true;     // keep an FP32 master copy (mixed precision)
   bool flash_attention = true;    // no s^2 score tensors stored
   bool dropout = false;           // store dropout masks (Korthikanti's GPT setting)
+  bool fp8_activations = false;   // FP8 training (Transformer Engine): GEMM inputs saved for backward in FP8
   int lora_rank = 16;
   std::vector<std::string> lora_targets;  // q k v o gate up down | all; empty = q k v o (attention)
   bool gradient_checkpointing = true;  // fine-tuning default (recompute=full)
@@ -150,8 +151,9 @@ ModelStateBytes ShardModelStates(double params, double weight_bytes, double grad
 
 // Activation bytes stored by one transformer layer for `tokens` tokens (s*b) of one
 // micro-batch at sequence length `seq`, on one GPU (Korthikanti et al. 2022 generalised;
-// docs/methodology.md §3). Exposed for tests.
+// docs/methodology.md §4). With `fp8_gemm_inputs` (FP8 training with Transformer Engine) the inputs of the four
+// GEMMs are stored in FP8, 1 byte per element instead of 2. Exposed for tests.
 double LayerActivationBytes(const ModelSpec& m, double seq, double micro_batch, int tp, bool sequence_parallel,
-                            Recompute recompute, bool flash_attention, bool dropout);
+                            Recompute recompute, bool flash_attention, bool dropout, bool fp8_gemm_inputs = false);
 
 }  // namespace suanli

@@ -224,7 +224,7 @@ ModelStateBytes ShardModelStates(double params, double wb, double gb, double ob,
 }
 
 double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool sp, Recompute rc, bool flash,
-                            bool dropout) {
+                            bool dropout, bool fp8_gemm_inputs) {
   const double h = static_cast<double>(m.hidden);
   double q_dim, kv_dim, o_dim, extra = 0;
   if (m.mla) {
@@ -251,6 +251,14 @@ double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool 
   }
   const double mlp_inner = (m.gated_mlp ? 6.0 : 4.0) * ffn;
   double sharded = 2 * q_dim + 4 * kv_dim + 2 * o_dim + (flash ? 4.0 * m.heads : 0) + mlp_inner + extra;
+  if (fp8_gemm_inputs) {
+    // Transformer Engine keeps each FP8 GEMM's quantised input for the weight gradient (transformer_engine/
+    // pytorch/module/linear.py: saved_inputmat is the quantised tensor unless save_original_input): the
+    // attention and MLP inputs (h each), the output projection's input (o) and the down projection's input (f)
+    // take 1 byte instead of 2.
+    replicated -= 2 * h;
+    sharded -= o_dim + ffn;
+  }
   // Attention scores when not using FlashAttention: softmax output 2as per token, plus dropout mask (as) and
   // dropout output (2as) when dropout is on (Korthikanti's 5as^2b).
   double scores = flash ? 0 : double(m.heads) * s * (dropout ? 5.0 : 2.0);
@@ -378,10 +386,12 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   f.trainable_params = training ? c.total : adapter_params;
 
   const Recompute rc = finetune ? (r.gradient_checkpointing ? Recompute::kFull : Recompute::kNone) : r.recompute;
+  const bool fp8 = training && r.fp8_activations;
   const double act_layer = LayerActivationBytes(m, s_local, static_cast<double>(r.micro_batch), p.tp,
-                                                p.sequence_parallel, rc, r.flash_attention, r.dropout);
+                                                p.sequence_parallel, rc, r.flash_attention, r.dropout, fp8);
   const double act_layer_full = LayerActivationBytes(m, s_local, static_cast<double>(r.micro_batch), p.tp,
-                                                     p.sequence_parallel, Recompute::kNone, r.flash_attention, r.dropout);
+                                                     p.sequence_parallel, Recompute::kNone, r.flash_attention, r.dropout,
+                                                     fp8);
 
   MemoryBreakdown best;
   double best_total = -1;

@@ -575,6 +575,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   cfg.fit.mode = Mode::kTrain;
   cfg.fit.explain = cfg.detail;
   cfg.fit.flash_attention = cfg.attention != AttentionImpl::kUnfused;  // memory follows the kernel choice
+  cfg.fit.fp8_activations = cfg.dtype == Precision::kFp8;
   const Parallelism& par = cfg.fit.par;
 
   // Automatic micro-batch / recompute: the fastest setting that fits.
