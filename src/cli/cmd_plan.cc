@@ -268,13 +268,14 @@ struct SelectFlags {
 };
 
 // Whether published end-to-end runs of this kind (serving or training) were on this GPU (docs/validation.md).
-bool Validated(const SelectRow& r, bool serving) {
-  return BandCoversGpu(serving ? evidence::kThroughputDenseError : evidence::kTrainingError, r.gpu);
+// The bands are over dense models: MoE estimates are never "validated" (their runs are quoted in notes instead).
+bool Validated(const SelectRow& r, bool serving, bool moe) {
+  return !moe && BandCoversGpu(serving ? evidence::kThroughputDenseError : evidence::kTrainingError, r.gpu);
 }
 
-json RowJson(const SelectRow& r, bool serving) {
+json RowJson(const SelectRow& r, bool serving, bool moe) {
   return {{"gpu", r.gpu},
-          {"validated_end_to_end", Validated(r, serving)},
+          {"validated_end_to_end", Validated(r, serving, moe)},
           {"eligible", r.eligible},
           {"exclusion", r.exclusion},
           {"memory_note", r.memory_note},
@@ -367,7 +368,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       json j = JsonEnvelope(serving ? "suanli.select.serve/1" : "suanli.select.train/1");
       j["model"] = model->id;
       j["ranking"] = json::array();
-      for (const auto& r : *rows) j["ranking"].push_back(RowJson(r, serving));
+      for (const auto& r : *rows) j["ranking"].push_back(RowJson(r, serving, model->moe.has_value()));
       PrintJson(j);
       return kExitOk;
     }
@@ -378,18 +379,19 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
                     : std::vector<std::string>{"#", "gpu", "validated", "GPUs", "layout", "time", "GPU-hours", "cost",
                                                "memory"});
     int i = 1;
+    const bool moe = model->moe.has_value();
     for (const auto& r : *rows) {
       if (!r.eligible) continue;
       const std::string cost_h = r.price_per_gpu_hour > 0 ? fmt::format("{:.2f}", r.cost_per_hour_usd) : "n/a";
       if (serving) {
-        t.Row({std::to_string(i++), r.gpu, Validated(r, true) ? "yes" : "-", std::to_string(r.gpus),
+        t.Row({std::to_string(i++), r.gpu, Validated(r, true, moe) ? "yes" : "-", std::to_string(r.gpus),
                fmt::format("{} x TP={}{} batch {}", r.replicas, r.tp, r.pp > 1 ? fmt::format(" PP={}", r.pp) : "",
                            r.batch_per_replica),
                FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s), fmt::format("{:.0f}", r.output_tokens_per_s), cost_h,
                r.price_per_gpu_hour > 0 ? fmt::format("{:.3f}", r.cost_per_million_tokens_usd) : "n/a",
                r.memory_note});
       } else {
-        t.Row({std::to_string(i++), r.gpu, Validated(r, false) ? "yes" : "-", std::to_string(r.gpus),
+        t.Row({std::to_string(i++), r.gpu, Validated(r, false, moe) ? "yes" : "-", std::to_string(r.gpus),
                fmt::format("TP={} PP={} DP={}{}", r.layout.tp, r.layout.pp, r.layout.dp,
                            r.layout.zero ? fmt::format(" ZeRO-{}", r.layout.zero) : ""),
                FormatSeconds(r.train_time_s), fmt::format("{:.0f}", r.gpu_hours),
@@ -397,11 +399,17 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       }
     }
     std::cout << t.Render();
-    std::cout << fmt::format(
-        "validated: published end-to-end {} runs on that GPU are in the validation set (docs/validation.md). The "
-        "others are estimated with the same model from micro-benchmark fractions or stated assumptions "
-        "(data/efficiency.toml), untested end to end.\n",
-        serving ? "serving" : "training");
+    if (moe)
+      std::cout << fmt::format(
+          "validated: none for a mixture-of-experts model. Against published MoE {} runs the model was far too "
+          "fast (docs/validation.md section 5), so these times are lower bounds and the ranking is less certain.\n",
+          serving ? "serving" : "training");
+    else
+      std::cout << fmt::format(
+          "validated: published end-to-end {} runs on that GPU are in the validation set (docs/validation.md). The "
+          "others are estimated with the same model from micro-benchmark fractions or stated assumptions "
+          "(data/efficiency.toml), untested end to end.\n",
+          serving ? "serving" : "training");
     bool any = false;
     for (const auto& r : *rows) {
       if (r.eligible) continue;
