@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "suanli/text.h"
 #include "suanli/units.h"
@@ -400,10 +399,11 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   int best_inflight = 0;
   // The first stage holds the most in-flight activations and the last the head; with the embedding and the loss
   // counted as layers, a middle stage holds one layer more than either, so it is evaluated too.
-  std::vector<int> stages = {0};
-  if (p.embedding_loss_in_split && p.pp > 2) stages.push_back(1);
-  if (p.pp > 1) stages.push_back(p.pp - 1);
-  for (int stage : stages) {
+  int stages[3] = {0, 0, 0}, n_stages = 1;
+  if (p.embedding_loss_in_split && p.pp > 2) stages[n_stages++] = 1;
+  if (p.pp > 1) stages[n_stages++] = p.pp - 1;
+  for (int si = 0; si < n_stages; ++si) {
+    const int stage = stages[si];
     const StageShare sh = ParamsOnGpu(m, c, p, stage);
     MemoryBreakdown b;
     const double dense = sh.layer_params, experts = sh.expert_params, nonlayer = sh.non_layer_params;
