@@ -56,7 +56,12 @@ struct Parallelism {
   // embedding and the loss each count as one layer when the layers are divided among pipeline stages, so the
   // first and the last stage hold one transformer layer fewer (LLaMA-3.1 405B: 126 + 2 = 128 = 8 x 8 x 2).
   bool embedding_loss_in_split = false;
+  // Expert tensor parallelism (Megatron-Core's expert_tensor_parallel_size; 0 = the same as TP). Expert layers fold
+  // their own grid over the same ranks: ETP x EP x expert-DP = TP x CP x DP, so with ETP 1 the expert-parallel
+  // group can take in the tensor-parallel ranks (Qwen3 235B on TP 2 with EP 32 over 16-way DP).
+  int etp = 0;
   int gpus() const { return tp * pp * dp * cp; }  // EP re-uses DP ranks (Megatron convention)
+  int expert_tp() const { return etp > 0 ? etp : tp; }
 };
 
 // Transformer layers held by pipeline stage `stage` (0-based): an even split, the remainder on the first stages,

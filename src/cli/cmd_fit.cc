@@ -23,7 +23,7 @@ struct FitFlags {
   int64_t batch = 1;
   int64_t seq = 4096;
   int64_t micro_batch = 1;
-  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, zero = 0, interleave = 1;
+  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 0, zero = 0, interleave = 1;
   bool sequence_parallel = false, embedding_loss_in_split = false;
   std::string recompute = "none";
   std::string optimizer = "adam";
@@ -52,6 +52,7 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   r.par.pp = f.pp;
   r.par.cp = f.cp;
   r.par.ep = f.ep;
+  r.par.etp = f.etp;
   r.par.zero = f.zero;
   r.par.interleave = f.interleave;
   r.par.embedding_loss_in_split = f.embedding_loss_in_split;
@@ -130,6 +131,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_option("--dp", f->dp, "Data-parallel degree (default: from --gpus, else 1)");
   sub->add_option("--cp", f->cp, "Context-parallel degree")->capture_default_str();
   sub->add_option("--ep", f->ep, "Expert-parallel degree (MoE)")->capture_default_str();
+  sub->add_option("--etp", f->etp, "Expert tensor-parallel degree (MoE; default: TP)");
   sub->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->capture_default_str();
   sub->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
   sub->add_flag("--account-for-embedding-loss", f->embedding_loss_in_split,

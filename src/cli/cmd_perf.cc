@@ -16,7 +16,7 @@ using json = nlohmann::json;
 
 struct PerfFlags {
   std::string model = "llama-3.1-8b", gpu = "h100-sxm";
-  int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0;
+  int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", inter_node = "ib-ndr", attention = "flash", convention = "6n";
   std::string decode_attention = "grouped";
@@ -85,6 +85,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--gpus", f->gpus, "Total GPUs (DP = GPUs / (TP x PP x CP))")->required();
   train->add_option("--cp", f->cp, "Context-parallel degree")->capture_default_str();
   train->add_option("--ep", f->ep, "Expert-parallel degree")->capture_default_str();
+  train->add_option("--etp", f->etp,
+                    "Expert tensor-parallel degree (default: TP); with --etp 1 the expert-parallel group can take in "
+                    "the tensor-parallel ranks (Megatron-Core's MoE parallel folding)");
   train->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP)")->capture_default_str();
   train->add_option("--micro-batch", f->micro_batch, "Sequences per micro-batch (default: fastest that fits)")
       ->check(CLI::Validator(
@@ -160,6 +163,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       cfg.fit.par.pp = f->pp;
       cfg.fit.par.cp = f->cp;
       cfg.fit.par.ep = f->ep;
+      cfg.fit.par.etp = f->etp;
       cfg.fit.par.dp = f->gpus / mp;
       cfg.fit.par.zero = f->zero;
       cfg.fit.par.interleave = f->interleave;
@@ -245,7 +249,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["gpu"] = (*gpu)->id;
         j["gpus"] = f->gpus;
         j["layout"] = {{"tp", f->tp}, {"pp", f->pp}, {"dp", cfg.fit.par.dp}, {"cp", f->cp}, {"ep", f->ep},
-                       {"zero", f->zero}, {"sequence_parallel", f->sequence_parallel}, {"interleave", f->interleave},
+                       {"etp", cfg.fit.par.expert_tp()}, {"zero", f->zero}, {"sequence_parallel", f->sequence_parallel}, {"interleave", f->interleave},
                        {"embedding_loss_in_split", f->embedding_loss_in_split}};
         j["fits"] = r->fits;
         j["shortfall_bytes"] = r->shortfall_bytes;

@@ -51,6 +51,7 @@ std::string Layout(const PlanCandidate& c) {
   std::string s = fmt::format("TP={} PP={} DP={}", p.tp, p.pp, p.dp);
   if (p.cp > 1) s += fmt::format(" CP={}", p.cp);
   if (p.ep > 1) s += fmt::format(" EP={}", p.ep);
+  if (p.etp > 0 && p.etp != p.tp) s += fmt::format(" ETP={}", p.etp);
   if (p.zero) s += fmt::format(" ZeRO-{}", p.zero);
   if (p.sequence_parallel) s += " SP";
   if (p.interleave > 1) s += fmt::format(" v={}", p.interleave);
@@ -61,6 +62,7 @@ std::string Layout(const PlanCandidate& c) {
 json CandidateJson(const PlanCandidate& c) {
   const TrainResult& r = c.result;
   return {{"layout", {{"tp", c.par.tp}, {"pp", c.par.pp}, {"dp", c.par.dp}, {"cp", c.par.cp}, {"ep", c.par.ep},
+                      {"etp", c.par.expert_tp()},
                       {"zero", c.par.zero}, {"sequence_parallel", c.par.sequence_parallel},
                       {"interleave", c.par.interleave},
                       {"embedding_loss_in_split", c.par.embedding_loss_in_split}}},

@@ -191,13 +191,26 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
     return InvalidArgument(fmt::format("--interleave {} needs PP > 1 and the {} layers divisible by PP x interleave ({}){}",
                                        p.interleave, m.layers, p.pp * p.interleave, hint));
   }
+  if (p.etp < 0) return InvalidArgument(fmt::format("--etp must be at least 1 (omit it for ETP = TP), got {}", p.etp));
+  if (p.etp > 0 && !m.moe)
+    return InvalidArgument(fmt::format("--etp {} needs a mixture-of-experts model; {} is dense", p.etp, m.id));
+  if (p.etp > 0 && (p.tp % p.etp != 0 || (m.moe && m.moe->expert_ffn % p.etp != 0)))
+    return InvalidArgument(fmt::format("--etp {} must divide TP = {} and the expert FFN width", p.etp, p.tp));
   if (p.ep > 1) {
     if (!m.moe) return InvalidArgument(fmt::format("--ep {} needs a mixture-of-experts model; {} is dense", p.ep, m.id));
     if (m.moe->num_experts % p.ep != 0)
       return InvalidArgument(fmt::format("EP={} does not divide the {} experts of {}", p.ep, m.moe->num_experts, m.id));
-    if ((p.dp * p.cp) % p.ep != 0)
-      return InvalidArgument(fmt::format("EP={} must divide DP x CP = {} (experts are sharded over data-parallel ranks)",
-                                         p.ep, p.dp * p.cp));
+    const int etp = p.expert_tp();
+    if ((p.tp * p.dp * p.cp) % (p.ep * etp) != 0) {
+      if (etp == p.tp)
+        return InvalidArgument(fmt::format(
+            "EP={} must divide DP x CP = {} (experts are sharded over data-parallel ranks){}", p.ep, p.dp * p.cp,
+            p.tp > 1 && (p.tp * p.dp * p.cp) % p.ep == 0
+                ? fmt::format("; with --etp 1 the expert-parallel group can take in the {} tensor-parallel ranks", p.tp)
+                : ""));
+      return InvalidArgument(fmt::format("EP x ETP = {} x {} must divide TP x DP x CP = {}", p.ep, etp,
+                                         p.tp * p.dp * p.cp));
+    }
   }
   if (p.cp > 1 && r.seq % p.cp != 0)
     return InvalidArgument(fmt::format("CP={} does not divide the sequence length {}", p.cp, r.seq));
@@ -293,7 +306,7 @@ StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Paralleli
   const double layers_here = LayersOnStage(m, p, stage);
   const double dense_layer_params = (c.attention + c.mlp_dense + c.moe_shared + c.router + c.norms) / m.layers;
   s.layer_params = dense_layer_params * layers_here / p.tp;
-  s.expert_params = c.moe_experts / m.layers * layers_here / (p.tp * p.ep);
+  s.expert_params = c.moe_experts / m.layers * layers_here / (p.expert_tp() * p.ep);
   const bool first = stage == 0, last = stage == p.pp - 1;
   if (first) s.non_layer_params += c.embedding / p.tp;
   if (last) s.non_layer_params += (m.tie_embeddings ? (p.pp > 1 ? c.embedding : 0.0) : c.lm_head) / p.tp;
@@ -345,7 +358,8 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
 
   // ---- per stage ----
   const int zero_group = p.dp * p.cp;       // ZeRO / distributed optimizer shard over DP x CP
-  const int expert_zero_group = std::max(1, zero_group / p.ep);
+  // Expert data parallelism: TP x DP x CP / (ETP x EP) ranks hold the same experts (DP x CP / EP when ETP = TP).
+  const int expert_zero_group = std::max(1, p.tp * zero_group / (p.expert_tp() * p.ep));
   const double s_local = static_cast<double>(r.seq) / p.cp;
   const int64_t num_micro = training ? r.batch / (p.dp * r.micro_batch) : 1;
 

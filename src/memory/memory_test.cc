@@ -289,5 +289,42 @@ TEST_F(Memory, MixtureOfExpertsShardsExpertsByEp) {
   EXPECT_LT(w8, w1 / 3);  // experts are ~97% of Mixtral's parameters
 }
 
+// MoE parallel folding: expert layers lay their own grid over the same ranks, ETP x EP x expert-DP = TP x DP x CP.
+// Megatron-Bridge's Qwen3 235B recipe on 256 H100s runs TP 2, PP 8, DP 16 with EP 32: with ETP = TP that EP does
+// not divide DP and is refused (the error points at --etp 1); with ETP 1 it folds in the TP ranks. Each GPU then
+// holds 1/32 of the experts, exactly as with ETP 2 and EP 16 (1/2 of each of 1/16).
+TEST_F(Memory, ExpertTensorParallelismFoldsTheExpertGrid) {
+  const ModelSpec m = M("qwen3-235b-a22b");
+  FitRequest r;
+  r.mode = Mode::kTrain;
+  r.seq = 4096;
+  r.batch = 16;
+  r.par.tp = 2;
+  r.par.pp = 8;
+  r.par.dp = 16;
+  r.par.sequence_parallel = true;
+  r.par.embedding_loss_in_split = true;
+  r.par.ep = 32;
+  auto refused = EstimateMemory(m, r);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("with --etp 1 the expert-parallel group can take in the 2 tensor-parallel"),
+            std::string::npos) << refused.status().message();
+  r.par.etp = 1;
+  const FitResult folded = Est(m, r);
+  r.par.etp = 0;
+  r.par.ep = 16;
+  const FitResult plain = Est(m, r);
+  EXPECT_NEAR(folded.breakdown.weights, plain.breakdown.weights, 1e-6 * plain.breakdown.weights);
+  EXPECT_NEAR(folded.breakdown.optimizer, plain.breakdown.optimizer, 1e-6 * plain.breakdown.optimizer);
+  r.par.etp = 3;  // must divide TP
+  EXPECT_NE(EstimateMemory(m, r).status().message().find("--etp 3 must divide TP = 2"), std::string::npos);
+  FitRequest dense;
+  dense.mode = Mode::kTrain;
+  dense.par.tp = 2;
+  dense.par.etp = 1;
+  EXPECT_NE(EstimateMemory(M("llama-2-7b"), dense).status().message().find("--etp 1 needs a mixture-of-experts model"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace suanli

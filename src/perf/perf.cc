@@ -374,6 +374,7 @@ struct LayerContext {
   double micro_batch;
   int tp, cp, ep;
   bool sp;
+  int etp;             // expert tensor parallelism (= tp unless folded)
   double peak, gemm_eff, elem_bytes;
   AttentionImpl attention;
   double moe_imbalance;
@@ -447,10 +448,15 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     const auto& e = *m.moe;
     gemm("router", T, e.num_experts, h);
     const double local_experts = double(e.num_experts) / c.ep;
-    const double tokens_per_expert = T * e.experts_per_token / e.num_experts * c.ep * c.moe_imbalance;
+    // Tokens a rank's experts see: its share of the micro-batch (T / TP) gathered over the expert-TP group, then
+    // exchanged over EP. With ETP = TP that is the whole micro-batch of the TP group; the expert FLOPs per rank
+    // are the same for every ETP, only the GEMM shapes change.
+    const double etp = c.etp;
+    const double expert_tokens = T * etp / t;
+    const double tokens_per_expert = expert_tokens * e.experts_per_token / e.num_experts * c.ep * c.moe_imbalance;
     const double mats = m.gated_mlp ? 2 : 1;
-    gemm("experts up/gate", tokens_per_expert, mats * e.expert_ffn / t, h, local_experts);
-    gemm("experts down", tokens_per_expert, h, e.expert_ffn / t, local_experts);
+    gemm("experts up/gate", tokens_per_expert, mats * e.expert_ffn / etp, h, local_experts);
+    gemm("experts down", tokens_per_expert, h, e.expert_ffn / etp, local_experts);
     if (e.shared_ffn > 0) {
       gemm("shared expert up/gate", T, mats * e.shared_ffn / t, h);
       gemm("shared expert down", T, h, e.shared_ffn / t);
@@ -458,8 +464,10 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     ffn_width = double(e.expert_ffn) * e.experts_per_token + e.shared_ffn;
     // Dispatch and combine all-to-all over the EP group (each token's hidden state to k experts).
     if (c.ep > 1) {
-      const double bytes = T * e.experts_per_token * h * 2;
-      const double a2a = 2 * AllToAllTime(bytes, c.ep, TpBusBw(c, c.ep, c.tp * c.cp), TpAlpha(c, c.ep, c.tp * c.cp));
+      const double bytes = expert_tokens * e.experts_per_token * h * 2;
+      // EP ranks sit outside the TP x CP block, or, folded (ETP < TP), right after the expert-TP ranks.
+      const int stride = c.etp == c.tp ? c.tp * c.cp : c.etp;
+      const double a2a = 2 * AllToAllTime(bytes, c.ep, TpBusBw(c, c.ep, stride), TpAlpha(c, c.ep, stride));
       p.ep_comm = a2a * 2;  // forward and backward
       if (ops) ops->Add("expert all-to-all (x2)", "forward", 0, bytes * 2, a2a, 1, Bound::kCommunication);
     }
@@ -520,9 +528,16 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     const double bytes = T * h * 2;
     const double one = AllReduceTime(bytes, c.tp, TpBusBw(c, c.tp, 1, c.sp ? Collective::kRing : Collective::kAllReduce),
                                       TpAlpha(c, c.tp));
-    p.tp_comm = 2 * one * 2;
+    // An MoE block with its experts not split over all of TP (ETP < TP) keeps its tokens on their sequence-
+    // parallel shard: only attention's collective is left over TP, and the experts' over the ETP group.
+    double moe_side = one;
+    if (c.moe_layer && m.moe && c.etp < c.tp) {
+      const double e_bytes = T * double(c.etp) / t * h * 2;
+      moe_side = c.etp > 1 ? AllReduceTime(e_bytes, c.etp, TpBusBw(c, c.etp, 1), TpAlpha(c, c.etp)) : 0.0;
+    }
+    p.tp_comm = (one + moe_side) * 2;
     if (ops) ops->Add(c.sp ? "TP all-gather + reduce-scatter (x2)" : "TP all-reduce (x2)", "forward", 0, 2 * bytes,
-                      2 * one, 1, Bound::kCommunication);
+                      one + moe_side, 1, Bound::kCommunication);
   }
   // Context parallelism: ring exchange of K and V blocks (forward; backward exchanges K, V and grads).
   if (c.cp > 1) {
@@ -652,7 +667,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.peak_flops_per_gpu = peak;
 
   LayerContext lc{&m, &gpu, &eff, &cl, b * s / par.cp, s, b, par.tp, par.cp, par.ep, par.sequence_parallel,
-                  peak, gemm_eff, elem, cfg.attention, cfg.moe_imbalance, false, cfg.fit.dropout, cfg.eager};
+                  par.expert_tp(), peak, gemm_eff, elem, cfg.attention, cfg.moe_imbalance, false, cfg.fit.dropout,
+                  cfg.eager};
   OpList ops;
   OpList* opsp = cfg.detail ? &ops : nullptr;
   const PassTimes dense = Layer(lc, cfg.fit.recompute, opsp);

@@ -58,6 +58,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"gpus_per_node", KeyType::kInteger},
               {"embedding_loss_in_split", KeyType::kBool},
               {"ep", KeyType::kInteger},
+              {"etp", KeyType::kInteger},
               {"moe_imbalance", KeyType::kNumber}});
     return m;
   }();
@@ -140,6 +141,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.fit.par.pp = static_cast<int>(t["pp"].value_or(int64_t{1}));
   c.fit.par.cp = static_cast<int>(t["cp"].value_or(int64_t{1}));
   c.fit.par.ep = static_cast<int>(t["ep"].value_or(int64_t{1}));
+  c.fit.par.etp = static_cast<int>(t["etp"].value_or(int64_t{0}));
   c.moe_imbalance = t["moe_imbalance"].value_or(c.moe_imbalance);
   if (!(c.moe_imbalance >= 1.0 && c.moe_imbalance <= 64.0))
     return InvalidArgument(fmt::format("moe_imbalance {} is outside 1..64 (busiest expert's tokens / mean)", c.moe_imbalance));

@@ -41,6 +41,7 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
     a.push_back({"--num-experts", std::to_string(m.moe->num_experts)});
     a.push_back({"--moe-router-topk", std::to_string(m.moe->experts_per_token)});
     if (p.ep > 1) a.push_back({"--expert-model-parallel-size", std::to_string(p.ep)});
+    if (p.etp > 0 && p.etp != p.tp) a.push_back({"--expert-tensor-parallel-size", std::to_string(p.etp)});
   }
   if (p.sequence_parallel) a.push_back({"--sequence-parallel", ""});
   if (p.zero == 1 || p.zero == 2) a.push_back({"--use-distributed-optimizer", ""});

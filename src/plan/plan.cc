@@ -38,6 +38,7 @@ std::string LayoutText(const Parallelism& p, int64_t mb, Recompute rc) {
   std::string s = fmt::format("TP={} PP={} DP={}", p.tp, p.pp, p.dp);
   if (p.cp > 1) s += fmt::format(" CP={}", p.cp);
   if (p.ep > 1) s += fmt::format(" EP={}", p.ep);
+  if (p.etp > 0 && p.etp != p.tp) s += fmt::format(" ETP={}", p.etp);
   if (p.zero > 0) s += fmt::format(" ZeRO-{}", p.zero);
   if (p.sequence_parallel) s += " SP";
   if (p.interleave > 1) s += fmt::format(" interleave={}", p.interleave);
@@ -55,12 +56,14 @@ double Score(const TrainResult& r, int gpus, double price, Objective o, double t
 }
 
 // Strict order: score, then the simpler layout (fewer CP, EP, PP, TP ranks, lower ZeRO stage, no interleaving,
-// smaller micro-batch, less recompute), so that ties never depend on which thread found a configuration.
+// smaller micro-batch, less recompute, experts not folded, no embedding/loss in the split), so that ties never
+// depend on which thread found a configuration.
 bool Better(const PlanCandidate& a, const PlanCandidate& b) {
   if (a.score != b.score) return a.score < b.score;
   const auto key = [](const PlanCandidate& c) {
     return std::make_tuple(c.par.cp, c.par.ep, c.par.pp, c.par.tp, c.par.zero, c.par.interleave, c.micro_batch,
-                           static_cast<int>(c.recompute), c.par.sequence_parallel);
+                           static_cast<int>(c.recompute), c.par.sequence_parallel, c.par.etp,
+                           c.par.embedding_loss_in_split);
   };
   return key(a) < key(b);
 }
@@ -83,13 +86,21 @@ struct WorkerOut {
 void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
   const PlanRequest& req = *sh.req;
   const ModelSpec& m = *req.model;
-  std::vector<int> eps = {1};
-  if (m.moe && req.fixed_ep <= 0) {
+  // Expert layouts (EP, ETP): experts over DP x CP with ETP = TP (0), and for TP > 1 also folded, ETP = 1 with EP
+  // over TP x DP x CP (Megatron-Core's MoE parallel folding).
+  struct Expert {
+    int ep, etp;
+  };
+  std::vector<Expert> eps = {{1, 0}};
+  if (m.moe) {
     eps.clear();
-    for (int e = 1; e <= std::min(m.moe->num_experts, 64); ++e)
-      if (m.moe->num_experts % e == 0 && (o.dp * o.cp) % e == 0) eps.push_back(e);
+    for (int e = 1; e <= std::min(m.moe->num_experts, 64); ++e) {
+      if (m.moe->num_experts % e != 0 || (req.fixed_ep > 0 && e != req.fixed_ep)) continue;
+      if ((o.dp * o.cp) % e == 0) eps.push_back({e, 0});
+      if (o.tp > 1 && e > 1 && (o.tp * o.dp * o.cp) % e == 0) eps.push_back({e, 1});
+    }
   } else if (req.fixed_ep > 0) {
-    eps = {req.fixed_ep};
+    eps = {{req.fixed_ep, 0}};
   }
   std::vector<int> zeros = o.dp * o.cp == 1 ? std::vector<int>{0} : std::vector<int>{0, 1, 2, 3};
   if (req.fixed_zero >= 0) zeros = {req.fixed_zero};
@@ -111,7 +122,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
   for (int64_t b = 1; b <= std::min<int64_t>(per_rank, req.max_micro_batch); b *= 2)
     if (per_rank % b == 0) mbs.push_back(b);
   const double tokens_per_step = double(req.global_batch) * double(req.seq);
-  for (int ep : eps)
+  for (const Expert& ex : eps)
     for (int zero : zeros)
       for (bool sp : sps)
         for (const Interleave& iv : vs)
@@ -120,7 +131,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
             for (int64_t mb : mbs) {
               TrainConfig c;
               c.detail = false;
-              c.fit.par = Parallelism{o.tp, o.pp, o.dp, o.cp, ep, zero, sp, iv.v, iv.embedding_loss_in_split};
+              c.fit.par = Parallelism{o.tp, o.pp, o.dp, o.cp, ex.ep, zero, sp, iv.v, iv.embedding_loss_in_split, ex.etp};
               c.fit.batch = req.global_batch;
               c.fit.seq = req.seq;
               c.fit.micro_batch = mb;

@@ -72,10 +72,10 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.074, 0.190}}};
   // Holdout ratchets: the errors documented in docs/validation.md, plus one point. Training holdout as a whole
-  // (15.9% mean, 279.9% worst) is dominated by the five MoE runs (+24% to +280%, docs/validation.md section 5);
+  // (16.9% mean, 279.9% worst) is dominated by the six MoE runs (+24% to +280%, docs/validation.md section 5);
   // its dense-model runs are held to the 7% mean below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.169, 2.81}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.526}},
+      {"training", {0.179, 2.81}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.526}},
       {"decode", {0.090, 0.380}}, {"gemm", {0.122, 0.290}}, {"latency", {0.143, 0.162}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
@@ -129,7 +129,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(mean_k, 0.0365);
   EXPECT_LE(worst_k, 0.0887);
   // Every case is in a known group, and the bundled set is complete.
-  EXPECT_GE(rep->cases.size(), 386u);  // 347 end-to-end runs and 39 GEMM shapes
+  EXPECT_GE(rep->cases.size(), 387u);  // 348 end-to-end runs and 39 GEMM shapes
 }
 
 // The notes `suanli perf` prints for configurations the model is known to get wrong quote figures from this
