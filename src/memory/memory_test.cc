@@ -9,6 +9,16 @@ namespace {
 
 class Memory : public testing::CatalogTest {
  protected:
+  // A training request with the given pipeline layout (the rest as FitRequest's defaults).
+  static FitRequest Train(int64_t seq, int64_t batch, int tp, int pp) {
+    FitRequest r;
+    r.mode = Mode::kTrain;
+    r.seq = seq;
+    r.batch = batch;
+    r.par.tp = tp;
+    r.par.pp = pp;
+    return r;
+  }
   static FitResult Est(const ModelSpec& m, const FitRequest& r) {
     auto e = EstimateMemory(m, r);
     EXPECT_TRUE(e.ok()) << e.status().message();
@@ -204,12 +214,7 @@ TEST_F(Memory, EmbeddingAndLossCountAsLayersInThePipelineSplit) {
   EXPECT_EQ(LayersOnStage(m, p, 3), 16);
   EXPECT_EQ(LayersOnStage(m, p, 7), 15);
 
-  FitRequest r;
-  r.mode = Mode::kTrain;
-  r.seq = 8192;
-  r.batch = 16;
-  r.par.tp = 8;
-  r.par.pp = 8;
+  FitRequest r = Train(8192, 16, 8, 8);
   r.par.interleave = 8;
   auto plain = EstimateMemory(m, r);
   ASSERT_FALSE(plain.ok());
@@ -295,12 +300,7 @@ TEST_F(Memory, MixtureOfExpertsShardsExpertsByEp) {
 // holds 1/32 of the experts, exactly as with ETP 2 and EP 16 (1/2 of each of 1/16).
 TEST_F(Memory, ExpertTensorParallelismFoldsTheExpertGrid) {
   const ModelSpec m = M("qwen3-235b-a22b");
-  FitRequest r;
-  r.mode = Mode::kTrain;
-  r.seq = 4096;
-  r.batch = 16;
-  r.par.tp = 2;
-  r.par.pp = 8;
+  FitRequest r = Train(4096, 16, 2, 8);
   r.par.dp = 16;
   r.par.sequence_parallel = true;
   r.par.embedding_loss_in_split = true;
