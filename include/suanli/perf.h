@@ -208,7 +208,7 @@ inline constexpr BreakdownTerm kBreakdownTerms[] = {
 // How far the model has been from the published measurements of one validation group (docs/validation.md
 // §3): absolute relative error over the group's runs. Every estimate carries the band of the group its figure
 // belongs to, so a figure is never printed without the evidence for it. `cases` = 0: no band applies (MoE
-// serving, whose evidence is the `uncertain:` note instead). evidence::k*Error below are kept equal to the
+// training and serving, whose evidence is the `uncertain:` note instead). evidence::k*Error below are kept equal to the
 // bundled data by PerfValidation.ErrorBandsMatchTheValidationData.
 struct ErrorBand {
   const char* group = "";

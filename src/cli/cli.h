@@ -75,8 +75,8 @@ void PrintJson(const nlohmann::json& j);
 nlohmann::json JsonEnvelope(const char* schema);  // {"schema": "suanli.<x>/<n>", "suanli_version": ...}
 // A training step's breakdown as JSON (breakdown_s): one key per kBreakdownTerms entry, in seconds.
 nlohmann::json BreakdownJson(const TrainBreakdown& b);
-// A validation band (suanli/perf.h ErrorBand) as JSON (null where none applies), and in words: "<what> 5.9% mean
-// error, 9 in 10 within 11% (144 <runs>)", naming the band's GPUs when `gpu` is not among them.
+// A validation band (suanli/perf.h ErrorBand) as JSON (null where none applies), and in words: "<what> 6.2% mean
+// error, 9 in 10 within 12% (150 <runs>)", naming the band's GPUs when `gpu` is not among them.
 nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu);
 std::string BandWords(const char* what, const ErrorBand& b, const char* runs, const GpuSpec& gpu);
 

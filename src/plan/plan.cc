@@ -92,15 +92,18 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
     int ep, etp;
   };
   std::vector<Expert> eps = {{1, 0}};
-  if (m.moe) {
+  if (req.fixed_ep > 0) {
+    // A pinned EP is tried as given (an invalid one is reported by the estimate), folded too where it could be.
+    eps = {{req.fixed_ep, 0}};
+    if (m.moe && o.tp > 1 && req.fixed_ep > 1 && (o.tp * o.dp * o.cp) % req.fixed_ep == 0)
+      eps.push_back({req.fixed_ep, 1});
+  } else if (m.moe) {
     eps.clear();
     for (int e = 1; e <= std::min(m.moe->num_experts, 64); ++e) {
-      if (m.moe->num_experts % e != 0 || (req.fixed_ep > 0 && e != req.fixed_ep)) continue;
+      if (m.moe->num_experts % e != 0) continue;
       if ((o.dp * o.cp) % e == 0) eps.push_back({e, 0});
       if (o.tp > 1 && e > 1 && (o.tp * o.dp * o.cp) % e == 0) eps.push_back({e, 1});
     }
-  } else if (req.fixed_ep > 0) {
-    eps = {{req.fixed_ep, 0}};
   }
   std::vector<int> zeros = o.dp * o.cp == 1 ? std::vector<int>{0} : std::vector<int>{0, 1, 2, 3};
   if (req.fixed_zero >= 0) zeros = {req.fixed_zero};

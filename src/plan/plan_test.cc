@@ -229,6 +229,29 @@ TEST_F(Planner, EmittersAreValidForTheirToolsAndMatchGoldens) {
   CheckGolden("torchrun.sh", torchrun);
 }
 
+// A pinned expert-parallel degree is searched as given, beyond the free search's 64 (DeepSeek-V3 has 256 experts),
+// and with TP > 1 also folded over the tensor-parallel ranks (ETP 1).
+TEST_F(Planner, PinnedExpertParallelismIsSearchedAsGiven) {
+  const ModelSpec ds = M("deepseek-v3");
+  PlanRequest req = Req(ds, "h100-sxm", {1024}, 1024, 4096, "ib-ndr");
+  req.dtype = Precision::kFp8;
+  req.fixed_ep = 128;
+  auto r = Plan(req);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_FALSE(r->counts[0].top.empty());
+  for (const auto& c : r->counts[0].top) EXPECT_EQ(c.par.ep, 128);
+  const ModelSpec qwen = M("qwen3-235b-a22b");
+  PlanRequest q = Req(qwen, "h100-sxm", {256}, 2048, 4096, "ib-ndr");
+  q.fixed_tp = 2;
+  q.fixed_pp = 1;
+  q.fixed_ep = 32;  // 256 / 2 = 128-way DP holds EP 32 either way; folded is the other candidate
+  auto f = Plan(q);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  bool folded = false;
+  for (const auto& c : f->counts[0].top) folded = folded || c.par.etp == 1;
+  EXPECT_TRUE(folded) << "no ETP 1 layout among the top candidates";
+}
+
 // LLaMA-3.1 405B's 126 layers interleave over PP 16 only with the embedding and the loss counted as layers
 // (128 = 16 x 2 x 4): the search offers such layouts, and the Megatron arguments say how to launch them.
 TEST_F(Planner, InterleavingA126LayerModelCountsTheEmbeddingAndLoss) {
