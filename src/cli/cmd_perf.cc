@@ -21,7 +21,7 @@ struct PerfFlags {
   std::string recompute, dtype = "bf16", inter_node = "ib-ndr", attention = "flash", convention = "6n";
   std::string decode_attention = "grouped";
   bool no_nvls = false, embedding_loss_in_split = false;
-  bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, fp32_grads = false, dropout = false;
+  bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
   double tokens = 0, price = 0, moe_imbalance = 1.1;
   // infer
   int64_t batch = 1, input_len = 512, output_len = 128;
@@ -112,6 +112,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--flops", f->convention, "MFU convention: 6n (PaLM) | megatron")->capture_default_str();
   train->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward instead of overlapped");
   train->add_flag("--tp-overlap", f->tp_overlap, "Overlap tensor-parallel communication with GEMMs");
+  train->add_flag("--ep-overlap", f->ep_overlap,
+                  "Overlap the MoE all-to-all with another micro-batch's compute (Megatron-Core "
+                  "--overlap-moe-expert-parallel-comm --delay-wgrad-compute)");
   train->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients (18 B/param Adam)");
   train->add_flag("--dropout", f->dropout, "Dropout on (stores masks; unfused attention also streams them)");
   train->add_flag("--eager", f->eager,
@@ -195,6 +198,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       }
       cfg.dp_overlap = !f->no_dp_overlap;
       cfg.tp_overlap = f->tp_overlap;
+      cfg.ep_overlap = f->ep_overlap;
       cfg.eager = f->eager;
       cfg.tokens = f->tokens;
       cfg.price_per_gpu_hour = f->price;

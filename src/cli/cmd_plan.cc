@@ -221,8 +221,9 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     if (model->moe) {
       const auto& e = evidence::kMoeTrainingMegatronBridge;
       std::cout << fmt::format(
-          "uncertain: MoE training step times are lower bounds: against {} Megatron-Bridge runs the model was "
-          "{:+.0f}% to {:+.0f}% fast (docs/validation.md section 5); the ranking of layouts is less certain too\n",
+          "uncertain: MoE training step times are likely lower bounds: against {} Megatron-Bridge 26.04-26.08 runs "
+          "the model was {:+.0f}% to {:+.0f}% fast (docs/validation.md section 5); the ranking of layouts is less "
+          "certain too\n",
           e.cases, 100 * e.lo, 100 * e.hi);
     } else {
       std::cout << "step times validated against published runs (docs/validation.md): "

@@ -217,7 +217,8 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(qwen.ok()) << qwen.status().message();
   EXPECT_EQ(qwen->error.cases, 0);
   EXPECT_EQ(ddp->error.cases, evidence::kTrainingError.cases);
-  EXPECT_TRUE(note_with(qwen->notes, "uncertain: MoE training is checked against 6 Megatron-Bridge runs"));
+  EXPECT_TRUE(note_with(qwen->notes, "uncertain: MoE training is checked against 6 Megatron-Bridge 26.04-26.08 runs"));
+  EXPECT_TRUE(note_with(qwen->notes, "and 6 runs of the older 25.11 stack"));
   EXPECT_TRUE(note_with(qwen->notes, "lower bound"));
   // Inference: MoE anywhere; FP8 on Hopper at short prompts; a GQA model at large batch and long context gets
   // the per-head alternative.
@@ -376,6 +377,66 @@ TEST_F(Perf, InterNodeBusBandwidthScalesWithRanksPerNode) {
   EXPECT_NEAR(GroupBusBandwidth(c, e, 64, 1), 8 * 25e9 * e.network, 1e6);
   // Inside one node: NVLink.
   EXPECT_NEAR(GroupBusBandwidth(c, e, 8, 1), 300e9 * e.link, 1e6);
+}
+
+// MoE token permutation: each rank copies its tokens to their k expert slots and sums them back, 16-bit:
+// (E x h + E x k x h) x 2 B twice per pass, in forward and again in backward. FP8 casts the k copies.
+TEST_F(Perf, MoeLayerCountsPermutationAndCastsEveryDispatchedCopy) {
+  const GpuSpec& g = G("h100-sxm");
+  const ModelSpec& m = M("qwen3-30b-a3b");  // hidden 2048, 8 of 128 experts per token
+  TrainConfig c = Train(8, 1, 1, 64, 4096);
+  c.fit.par.ep = 8;
+  c.moe_imbalance = 1.0;
+  auto bf16 = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(bf16.ok()) << bf16.status().message();
+  const OpCost* perm = FindOp(bf16->ops, "[moe] token permute + unpermute");
+  ASSERT_NE(perm, nullptr);
+  EXPECT_DOUBLE_EQ(perm->bytes, 2.0 * 2 * 4096 * 2048 * (1 + 8));
+  c.dtype = Precision::kFp8;
+  auto fp8 = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(fp8.ok()) << fp8.status().message();
+  const OpCost* cast = FindOp(fp8->ops, "[moe] FP8 cast + transpose");
+  ASSERT_NE(cast, nullptr);
+  // Inputs of the four GEMMs: qkv (h), output projection (q_dim), experts' up (k x h), experts' down (k x ffn).
+  const double T = 4096, h = 2048, k = 8;
+  EXPECT_DOUBLE_EQ(cast->bytes, 4.0 * T * (h + 32 * 128 + k * h + k * 768));
+}
+
+// --ep-overlap hides the expert all-to-all under the other micro-batch's compute: never slower, exposed
+// communication down, and no effect on a dense model.
+TEST_F(Perf, ExpertAllToAllOverlapNeverSlowsAndOnlyTouchesMoe) {
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(16, 1, 1, 256, 4096);
+  c.fit.par.ep = 16;
+  auto off = EstimateTraining(M("qwen3-30b-a3b"), C(g), c, E(g));
+  c.ep_overlap = true;
+  auto on = EstimateTraining(M("qwen3-30b-a3b"), C(g), c, E(g));
+  ASSERT_TRUE(off.ok() && on.ok());
+  EXPECT_LT(on->step_time_s, off->step_time_s);
+  EXPECT_LT(on->breakdown_s.communication_exposed, off->breakdown_s.communication_exposed);
+  EXPECT_DOUBLE_EQ(on->breakdown_s.compute, off->breakdown_s.compute);
+  TrainConfig d = Train(16, 1, 1, 256, 4096);
+  auto dense_off = EstimateTraining(M("llama-3.1-8b"), C(g), d, E(g));
+  d.ep_overlap = true;
+  auto dense_on = EstimateTraining(M("llama-3.1-8b"), C(g), d, E(g));
+  ASSERT_TRUE(dense_off.ok() && dense_on.ok());
+  EXPECT_DOUBLE_EQ(dense_on->step_time_s, dense_off->step_time_s);
+}
+
+TEST_F(Perf, AllToAllAcrossNodesIsBoundByEachGpusNic) {
+  const Cluster c = C(G("h100-sxm"), "ib-ndr");
+  const Efficiency e = E(G("h100-sxm"));
+  const double bytes = 128e6;
+  // Inside one node: the ring formula at the link rate.
+  EXPECT_DOUBLE_EQ(GroupAllToAllTime(c, e, bytes, 8, 1), AllToAllTime(bytes, 8, 450e9 * e.link, c.intra_latency_s));
+  // 16 ranks on two nodes: half of each rank's bytes leave the node through its own 400 Gb/s NIC (50 GB/s),
+  // the node's other NICs carry their own ranks' halves.
+  EXPECT_NEAR(GroupAllToAllTime(c, e, bytes, 16, 1), bytes * 0.5 / (50e9 * e.network) + 15 * c.inter_latency_s, 1e-9);
+  // More nodes: a larger share leaves the node; never faster than inside one node.
+  EXPECT_GT(GroupAllToAllTime(c, e, bytes, 32, 1), GroupAllToAllTime(c, e, bytes, 16, 1));
+  EXPECT_GT(GroupAllToAllTime(c, e, bytes, 16, 1), GroupAllToAllTime(c, e, bytes, 8, 1));
+  // One rank per node (stride 8): all of the off-rank bytes go through the NIC.
+  EXPECT_NEAR(GroupAllToAllTime(c, e, bytes, 4, 8), bytes * 0.75 / (50e9 * e.network) + 3 * c.inter_latency_s, 1e-9);
 }
 
 TEST_F(Perf, GemmRoofline) {

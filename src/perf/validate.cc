@@ -53,6 +53,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"interleave", KeyType::kInteger},
               {"dtype", KeyType::kString},
               {"tp_overlap", KeyType::kBool},
+              {"ep_overlap", KeyType::kBool},
               {"eager", KeyType::kBool},
               {"inter_node", KeyType::kString},
               {"gpus_per_node", KeyType::kInteger},
@@ -160,6 +161,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.fit.flash_attention = c.attention != AttentionImpl::kUnfused;
   c.dp_overlap = t["dp_overlap"].value_or(true);
   c.tp_overlap = t["tp_overlap"].value_or(false);
+  c.ep_overlap = t["ep_overlap"].value_or(false);
   c.eager = t["eager"].value_or(false);
   SUANLI_ASSIGN_OR_RETURN(c.dtype, ParseTrainDtype(t["dtype"].value_or(std::string("bf16"))));
   if (auto mb = t["micro_batch"].value<int64_t>()) {

@@ -121,15 +121,15 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 63);
-  EXPECT_LE(mean_dense, 0.07);   // 6.9%
+  EXPECT_EQ(n_dense, 68);
+  EXPECT_LE(mean_dense, 0.0705);  // 7.03% (6.9% on the 63 rows before the eighth session's five LLaMA-3 rows)
   EXPECT_LE(worst_dense, 0.314);  // 30.4% (MPT-30B at 8192 tokens on H100), plus one point
   auto [n_k, mean_k, worst_k] = subset([&](const ValidationCase& c) { return starts(c, "Korthikanti"); });
   EXPECT_EQ(n_k, 8);
   EXPECT_LE(mean_k, 0.0365);
   EXPECT_LE(worst_k, 0.0887);
   // Every case is in a known group, and the bundled set is complete.
-  EXPECT_GE(rep->cases.size(), 387u);  // 348 end-to-end runs and 39 GEMM shapes
+  EXPECT_GE(rep->cases.size(), 398u);  // 359 end-to-end runs and 39 GEMM shapes
 }
 
 // The notes `suanli perf` prints for configurations the model is known to get wrong quote figures from this
@@ -198,8 +198,12 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         "Megatron-Core FP8 training");
   check(evidence::kEagerFsdpTorchtitan, [&](const ValidationCase& c) { return c.name.rfind("torchtitan", 0) == 0; },
         "torchtitan eager FSDP2");
-  check(evidence::kMoeTrainingMegatronBridge, [&](const ValidationCase& c) { return c.group == "training" && c.moe; },
-        "MoE training");
+  check(evidence::kMoeTrainingMegatronBridge,
+        [&](const ValidationCase& c) { return c.group == "training" && c.moe && !has(c.name, " 25.11 "); },
+        "MoE training, Megatron-Bridge 26.04.01-26.08");
+  check(evidence::kMoeTrainingMegatronBridge2511,
+        [&](const ValidationCase& c) { return c.group == "training" && c.moe && has(c.name, " 25.11 "); },
+        "MoE training, Megatron-Bridge 25.11");
 }
 
 // The error band every estimate carries (suanli/perf.h, evidence::k*Error) is the mean, 90th percentile and
