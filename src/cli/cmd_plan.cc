@@ -222,7 +222,8 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       const auto& e = evidence::kMoeTrainingMegatronBridge;
       std::cout << fmt::format(
           "uncertain: MoE training step times are likely lower bounds: against {} Megatron-Bridge 26.04-26.08 runs "
-          "the model was {:+.0f}% to {:+.0f}% fast (docs/validation.md section 5); the ranking of layouts is less "
+          "the model's throughput was {:+.0f}% to {:+.0f}% off, positive meaning too fast (docs/validation.md section 5); "
+          "the ranking of layouts is less "
           "certain too\n",
           e.cases, 100 * e.lo, 100 * e.hi);
     } else {
@@ -404,8 +405,9 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
     std::cout << t.Render();
     if (moe)
       std::cout << fmt::format(
-          "validated: none for a mixture-of-experts model. Against published MoE {} runs the model was far too "
-          "fast (docs/validation.md section 5), so these times are lower bounds and the ranking is less certain.\n",
+          "validated: none for a mixture-of-experts model. Against published MoE {} runs the model was mostly too "
+          "fast (docs/validation.md section 5), so these times are likely lower bounds and the ranking is less "
+          "certain.\n",
           serving ? "serving" : "training");
     else
       std::cout << fmt::format(

@@ -883,7 +883,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const auto& old = evidence::kMoeTrainingMegatronBridge2511;
     res.notes.push_back(fmt::format(
         "uncertain: MoE training is checked against {} Megatron-Bridge 26.04-26.08 runs (Qwen3 30B-A3B and "
-        "235B-A22B on H100, B200 and GB200), where the model was {:+.0f}% to {:+.0f}% fast (mean {:+.0f}%), and "
+        "235B-A22B on H100, B200 and GB200), where its throughput was {:+.0f}% to {:+.0f}% off (mean {:+.0f}%; "
+        "positive: too fast), and "
         "{} runs of the older 25.11 stack ({:+.0f}% to {:+.0f}%); it is most optimistic where the stack runs "
         "without CUDA graphs at small micro-batches, so treat this step time as a likely lower bound "
         "(docs/validation.md section 5)",
