@@ -31,6 +31,10 @@ struct PlanRequest {
   AttentionImpl attention = AttentionImpl::kFlash;
   bool eager = false;                // eager PyTorch element-wise kernels (TrainConfig::eager)
   bool dp_overlap = true;
+  // Overlaps the stack runs (Megatron-Core --tp-comm-overlap, --overlap-moe-expert-parallel-comm): applied to the
+  // layouts that can use them (TP overlap with sequence parallelism; EP overlap with EP > 1, an interleaved
+  // schedule under PP, no full recompute) and written into the emitted launch flags.
+  bool tp_overlap = false, ep_overlap = false;
   double tokens = 0;                 // tokens to train (for time, GPU-hours, cost)
   double price_per_gpu_hour = 0;     // for the cost objectives
   Objective objective = Objective::kTime;
@@ -46,6 +50,7 @@ struct PlanCandidate {
   Parallelism par;
   int64_t micro_batch = 1;
   Recompute recompute = Recompute::kNone;
+  bool tp_overlap = false, ep_overlap = false;  // the overlaps this candidate was estimated with
   TrainResult result;                // full detail for the reported candidates
   double score = 0;                  // lower is better (seconds, USD, or USD per token)
   std::string why;                   // for a loser: which term it loses on against the winner

@@ -56,6 +56,8 @@ std::string Layout(const PlanCandidate& c) {
   if (p.sequence_parallel) s += " SP";
   if (p.interleave > 1) s += fmt::format(" v={}", p.interleave);
   if (p.embedding_loss_in_split) s += " E+L";
+  if (c.tp_overlap) s += " TPo";
+  if (c.ep_overlap) s += " EPo";
   return s;
 }
 
@@ -65,7 +67,8 @@ json CandidateJson(const PlanCandidate& c) {
                       {"etp", c.par.expert_tp()},
                       {"zero", c.par.zero}, {"sequence_parallel", c.par.sequence_parallel},
                       {"interleave", c.par.interleave},
-                      {"embedding_loss_in_split", c.par.embedding_loss_in_split}}},
+                      {"embedding_loss_in_split", c.par.embedding_loss_in_split},
+                      {"tp_overlap", c.tp_overlap}, {"ep_overlap", c.ep_overlap}}},
           {"micro_batch", c.micro_batch},
           {"recompute", RecomputeName(c.recompute)},
           {"score", c.score},
@@ -89,7 +92,7 @@ struct PlanFlags {
   int gpus_per_node = 8, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
   int64_t global_batch = 1024, seq = 2048;
   double tokens = 0, price = 0;
-  bool no_dp_overlap = false, eager = false, no_nvls = false;
+  bool no_dp_overlap = false, eager = false, no_nvls = false, tp_overlap = false, ep_overlap = false;
 };
 
 }  // namespace
@@ -119,6 +122,11 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--ep", f->ep, "Fix EP (default: search)");
   sub->add_option("--zero", f->zero, "Fix the ZeRO stage (default: search)");
   sub->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward (Megatron before Core)");
+  sub->add_flag("--tp-overlap", f->tp_overlap,
+                "Overlap TP communication with GEMMs on sequence-parallel layouts (emits --tp-comm-overlap)");
+  sub->add_flag("--ep-overlap", f->ep_overlap,
+                "Overlap the MoE all-to-all with another micro-batch where Megatron-Core allows it (EP > 1, "
+                "interleaved under PP, no full recompute; emits --overlap-moe-expert-parallel-comm)");
   sub->add_flag("--no-nvls", f->no_nvls,
                 "All-reduce as a ring, without NVLink SHARP's in-switch reduction (as NCCL_NVLS_ENABLE=0)");
   sub->add_option("--emit", f->emit, "Launch configuration: megatron | torchrun | deepspeed | slurm | k8s | all");
@@ -148,6 +156,8 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     req.top_k = f->top;
     req.threads = f->threads;
     req.dp_overlap = !f->no_dp_overlap;
+    req.tp_overlap = f->tp_overlap;
+    req.ep_overlap = f->ep_overlap;
     if (f->dtype == "fp8") req.dtype = Precision::kFp8;
     else if (f->dtype != "bf16") return PrintError(InvalidArgument("--dtype must be bf16 or fp8"));
     auto attn = ParseAttentionImpl(f->attention);

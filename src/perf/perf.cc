@@ -657,6 +657,17 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   }
 
   SUANLI_RETURN_IF_ERROR(ValidateRequest(m, cfg.fit));
+  // Megatron-Core's own conditions for the expert all-to-all overlap (TransformerConfig.__post_init__).
+  if (cfg.ep_overlap) {
+    if (!m.moe || par.ep <= 1)
+      return InvalidArgument("--ep-overlap overlaps the expert all-to-all: it needs an MoE model and --ep > 1");
+    if (par.pp > 1 && par.interleave <= 1)
+      return InvalidArgument(
+          "--ep-overlap with --pp > 1 needs an interleaved schedule (--interleave 2 or more), as Megatron-Core requires");
+    if (cfg.fit.recompute == Recompute::kFull)
+      return InvalidArgument("--ep-overlap does not run with --recompute full (Megatron-Core requires no full recompute); "
+                             "use --recompute none or selective");
+  }
   if (cfg.fit.batch % (par.dp * cfg.fit.micro_batch) != 0)
     return InvalidArgument("global batch must be divisible by DP x micro-batch");
   TrainResult res;

@@ -403,8 +403,8 @@ TEST_F(Perf, MoeLayerCountsPermutationAndCastsEveryDispatchedCopy) {
 }
 
 // --ep-overlap hides the expert all-to-all under the other micro-batch's compute: never slower, exposed
-// communication down, and no effect on a dense model.
-TEST_F(Perf, ExpertAllToAllOverlapNeverSlowsAndOnlyTouchesMoe) {
+// communication down; refused where Megatron-Core refuses it.
+TEST_F(Perf, ExpertAllToAllOverlapNeverSlowsAndFollowsMegatronCoreRules) {
   const GpuSpec& g = G("h100-sxm");
   TrainConfig c = Train(16, 1, 1, 256, 4096);
   c.fit.par.ep = 16;
@@ -415,12 +415,24 @@ TEST_F(Perf, ExpertAllToAllOverlapNeverSlowsAndOnlyTouchesMoe) {
   EXPECT_LT(on->step_time_s, off->step_time_s);
   EXPECT_LT(on->breakdown_s.communication_exposed, off->breakdown_s.communication_exposed);
   EXPECT_DOUBLE_EQ(on->breakdown_s.compute, off->breakdown_s.compute);
+  // Megatron-Core's conditions: EP > 1 on an MoE model, an interleaved schedule under PP, no full recompute.
   TrainConfig d = Train(16, 1, 1, 256, 4096);
-  auto dense_off = EstimateTraining(M("llama-3.1-8b"), C(g), d, E(g));
   d.ep_overlap = true;
-  auto dense_on = EstimateTraining(M("llama-3.1-8b"), C(g), d, E(g));
-  ASSERT_TRUE(dense_off.ok() && dense_on.ok());
-  EXPECT_DOUBLE_EQ(dense_on->step_time_s, dense_off->step_time_s);
+  auto dense = EstimateTraining(M("llama-3.1-8b"), C(g), d, E(g));
+  ASSERT_FALSE(dense.ok());
+  EXPECT_NE(dense.status().message().find("--ep > 1"), std::string::npos) << dense.status().message();
+  TrainConfig pp = Train(16, 1, 2, 256, 4096);
+  pp.fit.par.ep = 8;
+  pp.ep_overlap = true;
+  auto plain = EstimateTraining(M("qwen3-30b-a3b"), C(g), pp, E(g));
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("--interleave"), std::string::npos) << plain.status().message();
+  pp.fit.par.interleave = 2;
+  EXPECT_TRUE(EstimateTraining(M("qwen3-30b-a3b"), C(g), pp, E(g)).ok());
+  c.fit.recompute = Recompute::kFull;
+  auto full = EstimateTraining(M("qwen3-30b-a3b"), C(g), c, E(g));
+  ASSERT_FALSE(full.ok());
+  EXPECT_NE(full.status().message().find("--recompute full"), std::string::npos) << full.status().message();
 }
 
 TEST_F(Perf, AllToAllAcrossNodesIsBoundByEachGpusNic) {

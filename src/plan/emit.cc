@@ -44,6 +44,11 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
     if (p.etp > 0 && p.etp != p.tp) a.push_back({"--expert-tensor-parallel-size", std::to_string(p.etp)});
   }
   if (p.sequence_parallel) a.push_back({"--sequence-parallel", ""});
+  if (c.tp_overlap) a.push_back({"--tp-comm-overlap", ""});
+  if (c.ep_overlap) {
+    a.push_back({"--overlap-moe-expert-parallel-comm", ""});
+    a.push_back({"--delay-wgrad-compute", ""});
+  }
   if (p.zero == 1 || p.zero == 2) a.push_back({"--use-distributed-optimizer", ""});
   if (p.zero == 3) a.push_back({"--use-torch-fsdp2", ""});
   if (c.recompute == Recompute::kSelective) a.push_back({"--recompute-granularity", "selective"});
@@ -82,7 +87,8 @@ std::string LayoutLine(const PlanCandidate& c) {
   const Parallelism& p = c.par;
   return fmt::format("TP={} PP={} DP={} CP={} EP={} ZeRO={} SP={} interleave={} micro-batch={} recompute={}", p.tp, p.pp,
                      p.dp, p.cp, p.ep, p.zero, p.sequence_parallel ? "on" : "off", p.interleave, c.micro_batch,
-                     RecomputeName(c.recompute));
+                     RecomputeName(c.recompute)) +
+         (c.tp_overlap ? " tp-overlap=on" : "") + (c.ep_overlap ? " ep-overlap=on" : "");
 }
 
 int Nodes(const PlanCandidate& c, const LaunchContext& x) {

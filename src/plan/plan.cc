@@ -144,6 +144,8 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.attention = req.attention;
               c.eager = req.eager;
               c.dp_overlap = req.dp_overlap;
+              c.tp_overlap = req.tp_overlap && sp;
+              c.ep_overlap = req.ep_overlap && m.moe && ex.ep > 1 && (o.pp == 1 || iv.v > 1) && rc != Recompute::kFull;
               c.tokens = req.tokens;
               c.price_per_gpu_hour = sh.price;
               ++out.evaluated;
@@ -161,6 +163,8 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               pc.par = c.fit.par;
               pc.micro_batch = mb;
               pc.recompute = rc;
+              pc.tp_overlap = c.tp_overlap;
+              pc.ep_overlap = c.ep_overlap;
               pc.score = Score(*r, sh.gpus, sh.price, req.objective, tokens_per_step);
               pc.result = std::move(r).value();
               Offer(out.top, req.top_k, std::move(pc));
@@ -270,6 +274,8 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.attention = req.attention;
       tc.eager = req.eager;
       tc.dp_overlap = req.dp_overlap;
+      tc.tp_overlap = c.tp_overlap;
+      tc.ep_overlap = c.ep_overlap;
       tc.tokens = req.tokens;
       tc.price_per_gpu_hour = price;
       auto r = EstimateTraining(m, req.cluster, tc, req.eff);

@@ -48,6 +48,60 @@ TEST_F(Planner, Gpt3On1024A100IsSearchedExhaustivelyAndFast) {
     EXPECT_LE(r->counts[0].top[i - 1].score, r->counts[0].top[i].score);
 }
 
+// --ep-overlap: applied only to layouts Megatron-Core can run it on, never slower than without, and written into
+// the launch flags of the layouts that use it.
+TEST_F(Planner, ExpertOverlapGoesWhereMegatronCoreAllowsItAndIntoTheFlags) {
+  const ModelSpec m = M("qwen3-30b-a3b");
+  PlanRequest req = Req(m, "h100-sxm", {16}, 1024, 4096, "ib-ndr");
+  req.dtype = Precision::kFp8;
+  req.top_k = 50;
+  auto off = Plan(req);
+  req.ep_overlap = true;
+  auto on = Plan(req);
+  ASSERT_TRUE(off.ok() && on.ok());
+  ASSERT_FALSE(off->counts[0].top.empty());
+  ASSERT_FALSE(on->counts[0].top.empty());
+  EXPECT_LE(on->counts[0].top[0].result.step_time_s, off->counts[0].top[0].result.step_time_s);
+  bool any = false;
+  for (const auto& c : on->counts[0].top) {
+    const bool allowed = c.par.ep > 1 && (c.par.pp == 1 || c.par.interleave > 1) && c.recompute != Recompute::kFull;
+    EXPECT_EQ(c.ep_overlap, allowed) << c.par.ep << " " << c.par.pp << " " << c.par.interleave;
+    any |= c.ep_overlap;
+    LaunchContext lc;
+    lc.model = &m;
+    lc.gpu = req.cluster.gpu;
+    lc.global_batch = req.global_batch;
+    lc.seq = req.seq;
+    const std::string args = MegatronArgs(c, lc);
+    EXPECT_EQ(args.find("--overlap-moe-expert-parallel-comm") != std::string::npos, c.ep_overlap);
+    EXPECT_EQ(args.find("--delay-wgrad-compute") != std::string::npos, c.ep_overlap);
+  }
+  EXPECT_TRUE(any);
+  for (const auto& c : off->counts[0].top) EXPECT_FALSE(c.ep_overlap);
+}
+
+// --tp-overlap: only sequence-parallel layouts (Megatron's --tp-comm-overlap requires SP), and it is in their flags.
+TEST_F(Planner, TpOverlapGoesToSequenceParallelLayoutsAndIntoTheFlags) {
+  const ModelSpec m = M("llama-3.1-70b");
+  PlanRequest req = Req(m, "h100-sxm", {64}, 256, 8192, "ib-ndr");
+  req.top_k = 50;
+  req.tp_overlap = true;
+  auto r = Plan(req);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  bool any = false;
+  for (const auto& c : r->counts[0].top) {
+    EXPECT_EQ(c.tp_overlap, c.par.sequence_parallel);
+    any |= c.tp_overlap;
+    LaunchContext lc;
+    lc.model = &m;
+    lc.gpu = req.cluster.gpu;
+    lc.global_batch = req.global_batch;
+    lc.seq = req.seq;
+    EXPECT_EQ(MegatronArgs(c, lc).find("--tp-comm-overlap") != std::string::npos, c.tp_overlap);
+  }
+  EXPECT_TRUE(any);
+}
+
 // Known layouts: Korthikanti et al.'s 175B run (TP=8 PP=8, SP + selective, 64 GPUs, batch 64). The search is
 // exhaustive, so it never does worse than the published layout; and the published layout is near the top.
 TEST_F(Planner, PublishedLayoutIsNearTheTopAndNeverBeaten) {
