@@ -62,6 +62,7 @@ struct ModelSpec {
   NormKind norm = NormKind::kRmsNorm;
   int norms_per_layer = 2;
   int extra_head_norm_dim = 0;    // per-layer q/k norms (Qwen3): 2 * head_dim weights
+  int attention_sinks = 0;        // per-layer learned softmax sinks (GPT-OSS): one per query head
   bool embedding_norm = false;    // BLOOM word_embeddings_layernorm
   int64_t embed_proj_dim = 0;     // OPT word_embed_proj_dim when != hidden (project_in/out)
   int sliding_window = 0;         // tokens; 0 = full attention on every layer

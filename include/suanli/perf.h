@@ -340,9 +340,10 @@ inline constexpr LatencyShortfall kShortPromptTtftShortfall{12, 1.06e-3, 0.11e-3
 // the evidence there is for these paths.
 inline constexpr ValidationEvidence kFp8TrainingMegatronCore{20, 0.098, -0.049, 0.238};
 inline constexpr ValidationEvidence kEagerFsdpTorchtitan{3, 0.077, 0.071, 0.082};
-// Mixture-of-experts pretraining, Megatron-Bridge (Qwen3 30B-A3B and 235B-A22B on H100, B200, GB200; all held
-// out): the 6 runs of the 26.04.01, 26.06 and 26.08 containers, and the 6 of 25.11, an older MoE stack.
-inline constexpr ValidationEvidence kMoeTrainingMegatronBridge{6, 0.280, -0.092, 0.816};
+// Mixture-of-experts pretraining, Megatron-Bridge (Qwen3 30B-A3B and 235B-A22B on H100, B200, GB200, GPT-OSS 120B
+// on GB200; all held out): the 7 runs of the 26.04.01, 26.06 and 26.08 containers, and the 6 Qwen3 runs of 25.11,
+// an older MoE stack.
+inline constexpr ValidationEvidence kMoeTrainingMegatronBridge{7, 0.332, -0.092, 0.816};
 inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{6, 1.169, 0.208, 2.539};
 // Error bands per validation group (training, serving TTFT and throughput over dense models; decode over all).
 inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200", "h100-sxm"};

@@ -60,10 +60,11 @@ ParamCounts CountParams(const ModelSpec& m) {
     attn = h * q_dim + 2 * h * kv_dim + q_dim * h;
     if (m.qkv_bias) attn += q_dim + 2 * kv_dim;
     if (m.attn_out_bias) attn += h;
-    attn += m.extra_head_norm_dim;
+    attn += m.extra_head_norm_dim + m.attention_sinks;
   }
   const double mats = m.gated_mlp ? 3 : 2;
-  auto mlp_params = [&](double ffn) { return mats * h * ffn + (m.mlp_bias ? ffn + h : 0); };
+  // Biases: the up (and gate) projection's outputs and the down projection's.
+  auto mlp_params = [&](double ffn) { return mats * h * ffn + (m.mlp_bias ? (mats - 1) * ffn + h : 0); };
   const double dense_mlp = mlp_params(static_cast<double>(m.ffn));
   const double layer_norms = m.norms_per_layer * norm_size;
 
@@ -126,7 +127,7 @@ double KvCacheBytes(const ModelSpec& m, double bytes_per_elem, int64_t batch, in
 namespace {
 
 const std::vector<std::string> kSupportedTypes = {"llama",  "mistral", "mixtral",  "qwen2",     "qwen2_moe",
-                                                  "qwen3",  "qwen3_moe", "deepseek_v3", "gemma2", "phi3", "gpt2",
+                                                  "qwen3",  "qwen3_moe", "deepseek_v3", "gemma2", "phi3", "gpt_oss", "gpt2",
                                                   "gpt_neox", "gptj",  "opt",      "bloom",   "falcon",
                                                   "mpt"};
 
@@ -228,7 +229,8 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
   }
   JsonReader r(j, name);
   const bool llama_like = t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "qwen2_moe" ||
-                          t == "qwen3" || t == "qwen3_moe" || t == "phi3" || t == "gemma2" || t == "deepseek_v3";
+                          t == "qwen3" || t == "qwen3_moe" || t == "phi3" || t == "gemma2" || t == "deepseek_v3" ||
+                          t == "gpt_oss";
   if (llama_like) {
     SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size"}, kMaxHidden));
     SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"num_hidden_layers"}, kMaxLayers));
@@ -246,10 +248,12 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     m.norm = NormKind::kRmsNorm;
     m.gated_mlp = true;
     SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", t == "gemma2"));
-    SUANLI_ASSIGN_OR_RETURN(m.qkv_bias, r.BoolOr("attention_bias", t == "qwen2" || t == "qwen2_moe"));
-    SUANLI_ASSIGN_OR_RETURN(m.mlp_bias, r.BoolOr("mlp_bias", false));
+    const bool gpt_oss = t == "gpt_oss";
+    SUANLI_ASSIGN_OR_RETURN(m.qkv_bias, r.BoolOr("attention_bias", t == "qwen2" || t == "qwen2_moe" || gpt_oss));
+    SUANLI_ASSIGN_OR_RETURN(m.mlp_bias, r.BoolOr("mlp_bias", gpt_oss));
     const bool qwen3 = t == "qwen3" || t == "qwen3_moe";
-    m.attn_out_bias = (t == "llama" || qwen3) && m.qkv_bias;  // Llama's attention_bias covers o_proj too
+    m.attn_out_bias = (t == "llama" || qwen3 || gpt_oss) && m.qkv_bias;  // attention_bias covers o_proj too
+    if (gpt_oss) m.attention_sinks = m.heads;
     if (qwen3) m.extra_head_norm_dim = 2 * m.head_dim;  // RMSNorm on each head's q and k
     if (t == "gemma2") m.norms_per_layer = 4;
     // Sliding windows.
@@ -262,15 +266,33 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
       if (sw > 0 && (m.max_positions == 0 || sw < m.max_positions)) {
         m.sliding_window = static_cast<int>(sw);
         m.sliding_window_layers = (t == "gemma2") ? (m.layers + 1) / 2 : m.layers;  // Gemma 2 alternates local/global
+        if (gpt_oss) {
+          // GPT-OSS alternates windowed and full attention, starting windowed; layer_types says so per layer.
+          m.sliding_window_layers = (m.layers + 1) / 2;
+          if (r.Has("layer_types")) {
+            if (!j["layer_types"].is_array() || j["layer_types"].size() != size_t(m.layers))
+              return ParseError(r.Where("layer_types") + fmt::format(" must list one type per layer ({} layers)", m.layers));
+            int windowed = 0;
+            for (const auto& v : j["layer_types"]) {
+              if (!v.is_string() || (v != "sliding_attention" && v != "full_attention"))
+                return ParseError(r.Where("layer_types") +
+                                  ": entries must be \"sliding_attention\" or \"full_attention\"");
+              windowed += v == "sliding_attention";
+            }
+            m.sliding_window_layers = windowed;
+          }
+        }
       }
     }
-    if (t == "mixtral") {
+    if (t == "mixtral" || gpt_oss) {
+      // GPT-OSS: every layer MoE, experts of intermediate_size with biases, a router with a bias.
       MoeSpec e;
       SUANLI_ASSIGN_OR_RETURN(int64_t ne, r.Int({"num_local_experts"}, 1 << 16));
       SUANLI_ASSIGN_OR_RETURN(int64_t k, r.Int({"num_experts_per_tok"}, 1 << 16));
       e.num_experts = static_cast<int>(ne);
       e.experts_per_token = static_cast<int>(k);
       e.expert_ffn = m.ffn;
+      e.router_bias = gpt_oss;
       m.moe = e;
     } else if (t == "qwen2_moe" || t == "qwen3_moe") {
       // Qwen3 MoE is Qwen2 MoE without the shared expert (no shared_expert_intermediate_size) and with q/k norms.

@@ -88,6 +88,34 @@ TEST_F(Models, Qwen3MoeCountsEveryExpertAndActivatesEight) {
   EXPECT_NE(listed.status().message().find("mlp_only_layers"), std::string::npos) << listed.status().message();
 }
 
+// GPT-OSS 120B, from its architecture: per layer q/k/v/o with biases and 64 sinks, two RMSNorms, 128 gated
+// experts of 2880 with biases (gate/up 2 x 2880, down 2880), a router with a bias; untied embedding and head,
+// final norm. The model card's Table 1 gives 116.83B total; its active count (5.13B) leaves out the embedding.
+TEST_F(Models, GptOssCountsBiasesSinksAndAlternatingWindows) {
+  const ModelSpec m = Get("gpt-oss-120b");
+  ASSERT_TRUE(m.moe.has_value());
+  EXPECT_EQ(m.moe->num_experts, 128);
+  EXPECT_EQ(m.moe->experts_per_token, 4);
+  EXPECT_EQ(m.sliding_window, 128);
+  EXPECT_EQ(m.sliding_window_layers, 18);
+  const double h = 2880, q = 64 * 64, kv = 8 * 64, f = 2880, V = 201088;
+  const double attn = 2 * h * q + 2 * h * kv + q + 2 * kv + h + 64;
+  const double expert = 3 * h * f + 2 * f + h;
+  const double router = 128 * h + 128;
+  const double layer = attn + 2 * h + router;
+  const auto c = CountParams(m);
+  EXPECT_DOUBLE_EQ(c.total, 36 * (layer + 128 * expert) + 2 * V * h + h);
+  EXPECT_DOUBLE_EQ(c.active, 36 * (layer + 4 * expert) + 2 * V * h + h);
+  EXPECT_NEAR(c.total, 116.83e9, 0.005e9);
+  EXPECT_NEAR(c.active - V * h, 5.13e9, 0.005e9);
+  // layer_types must list every layer, with known kinds.
+  auto bad = ParseHfConfig(R"({"model_type":"gpt_oss","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,
+      "intermediate_size":64,"vocab_size":100,"num_local_experts":4,"num_experts_per_tok":2,"sliding_window":8,
+      "max_position_embeddings":1024,"layer_types":["sliding_attention","local"]})", "o.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("layer_types"), std::string::npos) << bad.status().message();
+}
+
 TEST_F(Models, ExactLlama2SevenBCount) {
   // 32 x (4h^2 + 3*h*ffn + 2h) + 2*V*h + h, with h=4096, ffn=11008, V=32000.
   const double h = 4096, f = 11008, V = 32000;

@@ -95,7 +95,7 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   }
   // Attention: reads the KV cache of each sequence (decode) or computes causal attention (prefill).
   const double q_dim = double(m.heads) * m.head_dim;
-  const double attn_flops = 4.0 * batch * new_tokens * ctx * q_dim / t * (decode ? 1.0 : 0.5);
+  const double attn_flops = 4.0 * batch * new_tokens * perf_detail::MeanAttendedKeys(m, ctx, decode) * q_dim / t;
   // KV cache read per layer (sliding-window layers hold at most the window), plus Q and the output.
   const double kv_per_layer = KvCacheBytes(m, cfg.fit.kv_bytes_per_elem, 1, static_cast<int64_t>(ctx), t) / m.layers;
   const double attn_bytes = batch * kv_per_layer + T * q_dim / t * 4;

@@ -1,6 +1,8 @@
 // Internal helpers shared by the training and inference halves of the performance model.
 #pragma once
 
+#include <algorithm>
+
 #include "suanli/hardware.h"
 #include "suanli/model.h"
 
@@ -31,6 +33,19 @@ inline LayerShape Shape(const ModelSpec& m) {
   // is a learned table, so it never rotates).
   s.rotary = m.learned_positions == 0 && m.model_type != "bloom" && m.model_type != "mpt";
   return s;
+}
+
+// Mean number of keys a query attends to, averaged over the layers: a causal prefill of `ctx` tokens (each query
+// sees the keys up to itself: ctx / 2 on average) or one decode step at context `ctx` (ctx keys). Windowed layers
+// see at most the window w: in a prefill longer than w, query i sees min(i, w), a mean of w - w^2 / (2 ctx).
+// FlashAttention and cuDNN skip the key blocks outside the window, so the FLOPs follow the attended keys.
+inline double MeanAttendedKeys(const ModelSpec& m, double ctx, bool decode) {
+  const double full = decode ? ctx : ctx / 2;
+  if (m.sliding_window <= 0 || m.layers <= 0) return full;
+  const double w = m.sliding_window;
+  const double windowed = decode ? std::min(ctx, w) : (w >= ctx ? ctx / 2 : w - w * w / (2 * ctx));
+  const double share = double(m.sliding_window_layers) / m.layers;
+  return (1 - share) * full + share * windowed;
 }
 
 inline double PeakFor(const GpuSpec& g, Precision p) {

@@ -419,8 +419,9 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   const double heads_local = m.heads / t;
   const double d_qk = sh.q_dim / m.heads;
   if (c.attention != AttentionImpl::kUnfused) {
-    // Causal: each query attends to half the keys on average (FlashAttention skips masked blocks).
-    attn_flops = 4.0 * T * c.seq * sh.q_dim / t * 0.5;
+    // Causal: each query attends to half the keys on average (FlashAttention skips masked blocks), at most the
+    // window on windowed layers.
+    attn_flops = 4.0 * T * perf_detail::MeanAttendedKeys(m, c.seq, false) * sh.q_dim / t;
     const double peak16 = PeakFor(*c.gpu, Precision::kBf16);
     const double bytes = T * (sh.q_dim + 2 * sh.kv_dim + sh.out_proj_in) / t * 2;
     const double kernel_eff =
@@ -894,7 +895,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const auto& old = evidence::kMoeTrainingMegatronBridge2511;
     res.notes.push_back(fmt::format(
         "uncertain: MoE training is checked against {} Megatron-Bridge 26.04-26.08 runs (Qwen3 30B-A3B and "
-        "235B-A22B on H100, B200 and GB200), where its throughput was {:+.0f}% to {:+.0f}% off (mean {:+.0f}%; "
+        "235B-A22B on H100, B200 and GB200, GPT-OSS 120B on GB200), where its throughput was {:+.0f}% to {:+.0f}% off (mean {:+.0f}%; "
         "positive: too fast), and "
         "{} runs of the older 25.11 stack ({:+.0f}% to {:+.0f}%); it is most optimistic where the stack runs "
         "without CUDA graphs at small micro-batches, so treat this step time as a likely lower bound "

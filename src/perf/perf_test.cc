@@ -217,7 +217,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(qwen.ok()) << qwen.status().message();
   EXPECT_EQ(qwen->error.cases, 0);
   EXPECT_EQ(ddp->error.cases, evidence::kTrainingError.cases);
-  EXPECT_TRUE(note_with(qwen->notes, "uncertain: MoE training is checked against 6 Megatron-Bridge 26.04-26.08 runs"));
+  EXPECT_TRUE(note_with(qwen->notes, "uncertain: MoE training is checked against 7 Megatron-Bridge 26.04-26.08 runs"));
   EXPECT_TRUE(note_with(qwen->notes, "and 6 runs of the older 25.11 stack"));
   EXPECT_TRUE(note_with(qwen->notes, "lower bound"));
   // Inference: MoE anywhere; FP8 on Hopper at short prompts; a GQA model at large batch and long context gets
@@ -377,6 +377,34 @@ TEST_F(Perf, InterNodeBusBandwidthScalesWithRanksPerNode) {
   EXPECT_NEAR(GroupBusBandwidth(c, e, 64, 1), 8 * 25e9 * e.network, 1e6);
   // Inside one node: NVLink.
   EXPECT_NEAR(GroupBusBandwidth(c, e, 8, 1), 300e9 * e.link, 1e6);
+}
+
+// Windowed layers attend to at most the window: GPT-OSS windows half its layers at 128 tokens, so at 4096 tokens a
+// query sees 4096/2 keys on a full layer and 128 - 128^2/(2 x 4096) on a windowed one, in training and in prefill.
+// A window at least as long as the sequence changes nothing (Mistral's 4096 at 2048 tokens).
+TEST_F(Perf, SlidingWindowLayersAttendToTheWindowOnly) {
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(8, 1, 1, 64, 4096);
+  c.fit.par.ep = 8;
+  auto oss = EstimateTraining(M("gpt-oss-120b"), C(g), c, E(g));
+  ASSERT_TRUE(oss.ok()) << oss.status().message();
+  const OpCost* attn = FindOp(oss->ops, "[moe] attention (flash)");
+  ASSERT_NE(attn, nullptr);
+  const double keys = 0.5 * 2048 + 0.5 * (128 - 128.0 * 128 / (2 * 4096));
+  EXPECT_DOUBLE_EQ(attn->flops, 4.0 * 4096 * keys * 64 * 64);
+  InferConfig ic;
+  ic.fit.batch = 1;
+  ic.input_len = 4096;
+  ic.output_len = 1;
+  auto inf = EstimateInference(M("gpt-oss-120b"), C(g), ic, E(g));
+  ASSERT_TRUE(inf.ok()) << inf.status().message();
+  const OpCost* pre = FindOp(inf->prefill_ops, "attention");
+  ASSERT_NE(pre, nullptr);
+  EXPECT_DOUBLE_EQ(pre->flops, 4.0 * 4096 * keys * 64 * 64);
+  TrainConfig d = Train(8, 1, 1, 64, 2048);
+  auto mistral = EstimateTraining(M("mistral-7b"), C(g), d, E(g));
+  ASSERT_TRUE(mistral.ok());
+  EXPECT_DOUBLE_EQ(FindOp(mistral->ops, "attention (flash)")->flops, 4.0 * 2048 * 1024 * 32 * 128);
 }
 
 // MoE token permutation: each rank copies its tokens to their k expert slots and sums them back, 16-bit:
