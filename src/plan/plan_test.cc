@@ -27,6 +27,16 @@ class Planner : public testing::CatalogTest {
     r.seq = seq;
     return r;
   }
+  // The launch context of a request, as `plan --emit` builds it.
+  static LaunchContext Launch(const PlanRequest& req, double train_iters = 0) {
+    LaunchContext lc;
+    lc.model = req.model;
+    lc.gpu = req.cluster.gpu;
+    lc.global_batch = req.global_batch;
+    lc.seq = req.seq;
+    lc.train_iters = train_iters;
+    return lc;
+  }
 };
 
 // The speed requirement: GPT-3 175B on 1024 A100-80GB, global batch 1024, sequence 2048.
@@ -67,12 +77,7 @@ TEST_F(Planner, ExpertOverlapGoesWhereMegatronCoreAllowsItAndIntoTheFlags) {
     const bool allowed = c.par.ep > 1 && (c.par.pp == 1 || c.par.interleave > 1) && c.recompute != Recompute::kFull;
     EXPECT_EQ(c.ep_overlap, allowed) << c.par.ep << " " << c.par.pp << " " << c.par.interleave;
     any |= c.ep_overlap;
-    LaunchContext lc;
-    lc.model = &m;
-    lc.gpu = req.cluster.gpu;
-    lc.global_batch = req.global_batch;
-    lc.seq = req.seq;
-    const std::string args = MegatronArgs(c, lc);
+    const std::string args = MegatronArgs(c, Launch(req));
     EXPECT_EQ(args.find("--overlap-moe-expert-parallel-comm") != std::string::npos, c.ep_overlap);
     EXPECT_EQ(args.find("--delay-wgrad-compute") != std::string::npos, c.ep_overlap);
   }
@@ -92,12 +97,7 @@ TEST_F(Planner, TpOverlapGoesToSequenceParallelLayoutsAndIntoTheFlags) {
   for (const auto& c : r->counts[0].top) {
     EXPECT_EQ(c.tp_overlap, c.par.sequence_parallel);
     any |= c.tp_overlap;
-    LaunchContext lc;
-    lc.model = &m;
-    lc.gpu = req.cluster.gpu;
-    lc.global_batch = req.global_batch;
-    lc.seq = req.seq;
-    EXPECT_EQ(MegatronArgs(c, lc).find("--tp-comm-overlap") != std::string::npos, c.tp_overlap);
+    EXPECT_EQ(MegatronArgs(c, Launch(req)).find("--tp-comm-overlap") != std::string::npos, c.tp_overlap);
   }
   EXPECT_TRUE(any);
 }
@@ -237,12 +237,7 @@ TEST_F(Planner, EmittersAreValidForTheirToolsAndMatchGoldens) {
   req.tokens = 1e12;
   req.top_k = 1;
   const PlanCandidate w = Winner(req);
-  LaunchContext lc;
-  lc.model = &m;
-  lc.gpu = *hw_->FindGpu("h100-sxm");
-  lc.global_batch = 512;
-  lc.seq = 8192;
-  lc.train_iters = 1e12 / (512.0 * 8192);
+  const LaunchContext lc = Launch(req, 1e12 / (512.0 * 8192));
 
   const std::string megatron = MegatronArgs(w, lc);
   EXPECT_NE(megatron.find("--tensor-model-parallel-size " + std::to_string(w.par.tp)), std::string::npos);
@@ -323,13 +318,7 @@ TEST_F(Planner, InterleavingA126LayerModelCountsTheEmbeddingAndLoss) {
     if (c.par.embedding_loss_in_split && c.par.interleave > 1 && !counted) counted = &c;
   }
   ASSERT_NE(counted, nullptr) << "no interleaved layout among the top 20";
-  LaunchContext lc;
-  lc.model = &m;
-  lc.gpu = *hw_->FindGpu("h100-sxm");
-  lc.global_batch = 512;
-  lc.seq = 8192;
-  lc.train_iters = 10;
-  const std::string args = MegatronArgs(*counted, lc);
+  const std::string args = MegatronArgs(*counted, Launch(req, 10));
   EXPECT_NE(args.find("--account-for-embedding-in-pipeline-split"), std::string::npos) << args;
   EXPECT_NE(args.find("--account-for-loss-in-pipeline-split"), std::string::npos) << args;
   EXPECT_NE(args.find("--num-virtual-stages-per-pipeline-rank " + std::to_string(counted->par.interleave)),
