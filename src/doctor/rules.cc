@@ -986,7 +986,16 @@ void TelemetryRules(Ctx& c, const std::vector<GpuTelemetry>& gpus, const std::st
       f.source = k.FindXid(154) ? k.FindXid(154)->source : "";
     }
     // --- last Xid reported by DCGM (fleet scrapes)
-    if (g.xid_last) {
+    // An Xid is a small positive integer; anything else (a huge or fractional gauge value from a broken scrape)
+    // is reported as such rather than cast to int.
+    if (g.xid_last && !(std::isfinite(*g.xid_last) && *g.xid_last >= 1 && *g.xid_last <= 65535 &&
+                        *g.xid_last == std::floor(*g.xid_last))) {
+      Finding& f = add("xid.invalid", State::kWarn,
+                       fmt::format("{}: DCGM's last-Xid gauge reads {}, which is not an Xid code", who, *g.xid_last));
+      f.evidence.push_back(Ev(g, fmt::format("DCGM_FI_DEV_XID_ERRORS = {}", *g.xid_last)));
+      f.action = "Check the exporter and the scrape (Xid codes are integers from 1 to a few hundred); read the "
+                 "kernel log (dmesg | grep -i xid) for the real Xid.";
+    } else if (g.xid_last) {
       const int code = static_cast<int>(*g.xid_last);
       const XidInfo* x = k.FindXid(code);
       Finding& f = add(fmt::format("xid.{}", code), x && x->severity == "fatal" ? State::kFail : State::kWarn,

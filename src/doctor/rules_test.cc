@@ -1,6 +1,8 @@
 // Rule-level tests on hand-built telemetry: throttle attribution, peers, exit codes, knowledge.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "suanli/doctor.h"
 
 namespace suanli::doctor {
@@ -123,6 +125,28 @@ TEST(DoctorRules, GarbageInputsGiveErrorFindingsNotCrashes) {
   int errors = 0;
   for (const auto& f : r.findings) errors += f.state == State::kError;
   EXPECT_EQ(errors, 3);
+}
+
+// A fuzzer-found input: a last-Xid gauge of 9.2e12 was cast to int (undefined behaviour). Out-of-range,
+// fractional or non-finite values are a warning about the scrape, not an Xid.
+TEST(DoctorRules, ImpossibleXidGaugeIsReportedNotCast) {
+  for (double v : {9.22337e12, 79.5, -3.0, std::numeric_limits<double>::infinity()}) {
+    DoctorInputs in;
+    GpuTelemetry g = Busy(0);
+    g.xid_last = v;
+    in.gpus.push_back(g);
+    DoctorReport r = Diagnose(in, K());
+    const Finding* f = Find(r, "xid.invalid");
+    ASSERT_NE(f, nullptr) << v;
+    EXPECT_EQ(f->state, State::kWarn);
+  }
+  DoctorInputs in;
+  GpuTelemetry g = Busy(0);
+  g.xid_last = 79;
+  in.gpus.push_back(g);
+  DoctorReport r = Diagnose(in, K());
+  EXPECT_NE(Find(r, "xid.79"), nullptr);
+  EXPECT_EQ(Find(r, "xid.invalid"), nullptr);
 }
 
 TEST(DoctorRules, DriverTooOldNamesTheDriverAndTheWheel) {
