@@ -886,8 +886,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const auto& e = evidence::kFp8TrainingMegatronCore;
     res.notes.push_back(fmt::format(
         "uncertain: FP8 training is checked against {} Megatron-Core runs with Transformer Engine (NeMo 24.07 on "
-        "H100, Megatron-Bridge 25.11 to 26.06 on H100, B200 and GB200), where the model was {:+.0f}% to {:+.0f}% fast "
-        "(mean {:+.0f}%); other FP8 stacks are unmeasured (docs/validation.md)",
+        "H100, Megatron-Bridge 25.11 to 26.06 on H100, B200 and GB200), where its throughput was {:+.0f}% to {:+.0f}% "
+        "off (mean {:+.0f}%; positive: too fast); other FP8 stacks are unmeasured (docs/validation.md)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
   }
   if (cfg.detail && m.moe) {
