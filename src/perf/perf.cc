@@ -31,6 +31,8 @@ constexpr double kFp8CastBytesPerElement = 4;
 constexpr const char* kFp8CastOpName = "FP8 cast + transpose";
 // Eager PyTorch element-wise work beyond fused kernels.
 constexpr const char* kEagerOpName = "eager element-wise (unfused)";
+// MoE token permutation and unpermutation: backward moves the same bytes once (not twice, as GEMMs).
+constexpr const char* kMoePermuteOpName = "token permute + unpermute";
 // Optimizer step traffic per locally-held parameter for Adam with FP32 master weights:
 // read master, m, v (12 B) and the gradient, write master, m, v (12 B) and the 16-bit weight.
 constexpr double kAdamStepBytesBase = 24;
@@ -484,7 +486,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     // are weighted and summed back (read E x k x h, write E x h), 16-bit; backward moves the same bytes.
     const double perm_bytes = 2.0 * 2 * expert_tokens * h * (1 + e.experts_per_token);
     p.moe_permute = perm_bytes / (c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory) + 2 * c.eff->kernel_launch_s;
-    if (ops) ops->Add("token permute + unpermute", "forward", 0, perm_bytes, p.moe_permute, 1, Bound::kMemory);
+    if (ops) ops->Add(kMoePermuteOpName, "forward", 0, perm_bytes, p.moe_permute, 1, Bound::kMemory);
     p.fwd += p.moe_permute;
     // Dispatch and combine all-to-all over the EP group (each token's hidden state to k experts).
     if (c.ep > 1) {
@@ -605,6 +607,18 @@ double ModelFlopsPerToken(const ModelSpec& m, double seq, FlopConvention conv) {
   return 6 * n + 12.0 * m.layers * attn_dim * seq;
 }
 
+Status CheckEpOverlap(const ModelSpec& m, const Parallelism& par, Recompute recompute) {
+  if (!m.moe || par.ep <= 1)
+    return InvalidArgument("--ep-overlap overlaps the expert all-to-all: it needs an MoE model and --ep > 1");
+  if (par.pp > 1 && par.interleave <= 1)
+    return InvalidArgument(
+        "--ep-overlap with --pp > 1 needs an interleaved schedule (--interleave 2 or more), as Megatron-Core requires");
+  if (recompute == Recompute::kFull)
+    return InvalidArgument("--ep-overlap does not run with --recompute full (Megatron-Core requires no full recompute); "
+                           "use --recompute none or selective");
+  return Status::Ok();
+}
+
 Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, const TrainConfig& cfg_in,
                                      const Efficiency& eff) {
   if (!cl.gpu) return InvalidArgument("no GPU given");
@@ -658,17 +672,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   }
 
   SUANLI_RETURN_IF_ERROR(ValidateRequest(m, cfg.fit));
-  // Megatron-Core's own conditions for the expert all-to-all overlap (TransformerConfig.__post_init__).
-  if (cfg.ep_overlap) {
-    if (!m.moe || par.ep <= 1)
-      return InvalidArgument("--ep-overlap overlaps the expert all-to-all: it needs an MoE model and --ep > 1");
-    if (par.pp > 1 && par.interleave <= 1)
-      return InvalidArgument(
-          "--ep-overlap with --pp > 1 needs an interleaved schedule (--interleave 2 or more), as Megatron-Core requires");
-    if (cfg.fit.recompute == Recompute::kFull)
-      return InvalidArgument("--ep-overlap does not run with --recompute full (Megatron-Core requires no full recompute); "
-                             "use --recompute none or selective");
-  }
+  if (cfg.ep_overlap) SUANLI_RETURN_IF_ERROR(CheckEpOverlap(m, par, cfg.fit.recompute));
   if (cfg.fit.batch % (par.dp * cfg.fit.micro_batch) != 0)
     return InvalidArgument("global batch must be divisible by DP x micro-batch");
   TrainResult res;
@@ -871,6 +875,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const PassTimes& pt = moe_op ? moe : dense;
     if (o.name.find(kFp8CastOpName) != std::string::npos && pt.fp8_cast_fwd > 0) bwd = pt.fp8_cast_bwd / pt.fp8_cast_fwd;
     if (o.name.find(kEagerOpName) != std::string::npos && pt.eager_fwd > 0) bwd = pt.eager_bwd / pt.eager_fwd;
+    if (o.name.find(kMoePermuteOpName) != std::string::npos) bwd = 1.0;
     const double layers_here = head_op ? 1.0 : double(max_stage_layers);
     o.count = mb_count * layers_here * (comm ? (2 + passes_rc) : (1 + bwd + (head_op ? 0 : passes_rc)));
     // Dense and MoE layers each list all their operators; weight them by the share of layers of each kind.

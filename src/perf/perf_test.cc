@@ -420,6 +420,8 @@ TEST_F(Perf, MoeLayerCountsPermutationAndCastsEveryDispatchedCopy) {
   const OpCost* perm = FindOp(bf16->ops, "[moe] token permute + unpermute");
   ASSERT_NE(perm, nullptr);
   EXPECT_DOUBLE_EQ(perm->bytes, 2.0 * 2 * 4096 * 2048 * (1 + 8));
+  // --explain counts it once forward and once backward: 8 micro-batches x 48 layers x 2.
+  EXPECT_DOUBLE_EQ(perm->count, 8.0 * 48 * 2);
   c.dtype = Precision::kFp8;
   auto fp8 = EstimateTraining(m, C(g), c, E(g));
   ASSERT_TRUE(fp8.ok()) << fp8.status().message();

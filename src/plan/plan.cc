@@ -145,7 +145,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.eager = req.eager;
               c.dp_overlap = req.dp_overlap;
               c.tp_overlap = req.tp_overlap && sp;
-              c.ep_overlap = req.ep_overlap && m.moe && ex.ep > 1 && (o.pp == 1 || iv.v > 1) && rc != Recompute::kFull;
+              c.ep_overlap = req.ep_overlap && CheckEpOverlap(m, c.fit.par, rc).ok();
               c.tokens = req.tokens;
               c.price_per_gpu_hour = sh.price;
               ++out.evaluated;
