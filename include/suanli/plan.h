@@ -28,6 +28,7 @@ struct PlanRequest {
   int64_t global_batch = 0;          // sequences per step
   int64_t seq = 2048;
   Precision dtype = Precision::kBf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with dtype fp8
   AttentionImpl attention = AttentionImpl::kFlash;
   bool eager = false;                // eager PyTorch element-wise kernels (TrainConfig::eager)
   bool dp_overlap = true;
@@ -80,6 +81,7 @@ struct LaunchContext {
   int gpus_per_node = 8;
   int64_t global_batch = 0, seq = 0;
   double train_iters = 0;            // steps for --tokens (0 = unknown)
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // written as --fp8-recipe when the plan runs FP8
   std::string job_name = "suanli-train";
   std::string image = "nvcr.io/nvidia/pytorch:24.05-py3";
 };

@@ -18,7 +18,7 @@ struct PerfFlags {
   std::string model = "llama-3.1-8b", gpu = "h100-sxm";
   int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
-  std::string recompute, dtype = "bf16", inter_node = "ib-ndr", attention = "flash", convention = "6n";
+  std::string recompute, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n";
   std::string decode_attention = "grouped";
   bool no_nvls = false, embedding_loss_in_split = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
@@ -108,6 +108,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                   "Count the embedding and the loss as one layer each when splitting layers into pipeline stages "
                   "(Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split)");
   train->add_option("--dtype", f->dtype, "bf16 | fp16 | fp8")->capture_default_str();
+  train->add_option("--fp8-recipe", f->fp8_recipe, kFp8RecipeHelp);
   train->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
   train->add_option("--flops", f->convention, "MFU convention: 6n (PaLM) | megatron")->capture_default_str();
   train->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward instead of overlapped");
@@ -150,6 +151,12 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       auto dt = ParseTrainDtype(f->dtype);
       if (!dt.ok()) return PrintError(dt.status());
       cfg.dtype = *dt;
+      if (!f->fp8_recipe.empty()) {
+        if (cfg.dtype != Precision::kFp8) return PrintError(InvalidArgument("--fp8-recipe needs --dtype fp8"));
+        auto recipe = ParseFp8Recipe(f->fp8_recipe);
+        if (!recipe.ok()) return PrintError(recipe.status());
+        cfg.fp8_recipe = *recipe;
+      }
       auto attn = ParseAttentionImpl(f->attention);
       if (!attn.ok()) return PrintError(attn.status());
       cfg.attention = *attn;
@@ -268,6 +275,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["num_micro_batches"] = r->num_micro_batches;
         j["recompute"] = RecomputeName(r->recompute);
         j["attention"] = AttentionImplName(cfg.attention);
+        j["dtype"] = PrecisionKey(cfg.dtype);
+        if (cfg.dtype == Precision::kFp8) j["fp8_recipe"] = Fp8RecipeName(cfg.fp8_recipe);
         j["per_gpu_peak_bytes"] = r->memory.per_gpu_peak_bytes;
         j["breakdown_s"] = BreakdownJson(r->breakdown_s);
         j["communication_total_s"] = r->communication_total_s;
@@ -284,10 +293,13 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         PrintJson(j);
         return r->fits ? kExitOk : kExitNoFit;
       }
-      std::cout << fmt::format("{} on {} x {} (TP={} PP={} DP={}{}{}), global batch {} x {} tokens\n", model->id,
+      std::cout << fmt::format("{} on {} x {} (TP={} PP={} DP={}{}{}), global batch {} x {} tokens, {}\n", model->id,
                                f->gpus, (*gpu)->id, f->tp, f->pp, cfg.fit.par.dp,
                                f->cp > 1 ? fmt::format(" CP={}", f->cp) : "", f->zero ? fmt::format(" ZeRO-{}", f->zero) : "",
-                               f->global_batch, f->seq);
+                               f->global_batch, f->seq,
+                               cfg.dtype == Precision::kFp8
+                                   ? fmt::format("FP8 GEMMs ({} scaling)", Fp8RecipeName(cfg.fp8_recipe))
+                                   : PrecisionKey(cfg.dtype));
       std::cout << fmt::format(
           "micro-batch {} ({} per step per pipeline), recompute {}, attention {}, intra-node {}, inter-node {}\n\n",
           r->micro_batch, r->num_micro_batches, RecomputeName(r->recompute), AttentionImplName(cfg.attention),

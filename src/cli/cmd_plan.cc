@@ -88,7 +88,7 @@ json CandidateJson(const PlanCandidate& c) {
 
 struct PlanFlags {
   std::string model = "gpt3-175b", gpu = "a100-sxm-80gb", gpus = "1024", inter_node = "ib-hdr", objective = "time";
-  std::string dtype = "bf16", attention = "flash", emit, out_dir;
+  std::string dtype = "bf16", fp8_recipe, attention = "flash", emit, out_dir;
   int gpus_per_node = 8, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
   int64_t global_batch = 1024, seq = 2048;
   double tokens = 0, price = 0;
@@ -114,6 +114,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--top", f->top, "How many configurations to show")->capture_default_str();
   sub->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   sub->add_option("--dtype", f->dtype, "bf16 | fp8")->capture_default_str();
+  sub->add_option("--fp8-recipe", f->fp8_recipe, kFp8RecipeHelp);
   sub->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
   sub->add_flag("--eager", f->eager, "Eager PyTorch (HF transformers, Composer, torchtitan without torch.compile)");
   sub->add_option("--tp", f->tp, "Fix TP (default: search)");
@@ -160,6 +161,12 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     req.ep_overlap = f->ep_overlap;
     if (f->dtype == "fp8") req.dtype = Precision::kFp8;
     else if (f->dtype != "bf16") return PrintError(InvalidArgument("--dtype must be bf16 or fp8"));
+    if (!f->fp8_recipe.empty()) {
+      if (req.dtype != Precision::kFp8) return PrintError(InvalidArgument("--fp8-recipe needs --dtype fp8"));
+      auto recipe = ParseFp8Recipe(f->fp8_recipe);
+      if (!recipe.ok()) return PrintError(recipe.status());
+      req.fp8_recipe = *recipe;
+    }
     auto attn = ParseAttentionImpl(f->attention);
     if (!attn.ok()) return PrintError(attn.status());
     req.attention = *attn;
@@ -249,6 +256,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       lc.gpus_per_node = f->gpus_per_node;
       lc.global_batch = f->global_batch;
       lc.seq = f->seq;
+      lc.fp8_recipe = req.fp8_recipe;
       if (f->tokens > 0) lc.train_iters = f->tokens / (double(f->global_batch) * f->seq);
       std::vector<std::pair<std::string, std::string>> files;
       if (f->emit == "megatron" || f->emit == "all") files.push_back({"megatron_args.txt", MegatronArgs(w, lc)});

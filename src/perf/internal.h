@@ -5,6 +5,7 @@
 
 #include "suanli/hardware.h"
 #include "suanli/model.h"
+#include "suanli/perf.h"
 
 namespace suanli::perf_detail {
 
@@ -56,5 +57,34 @@ inline double PeakFor(const GpuSpec& g, Precision p) {
   return 0;
 }
 
+// What an FP8 recipe adds to the cast-transpose of every GEMM input (forward) and output gradient (backward),
+// which every recipe pays (kFp8CastBytesPerElement per element, one kernel per cast). Transformer Engine's
+// Float8CurrentScalingQuantizer::quantize_impl (transformer_engine/pytorch/csrc/quantizer.cpp) computes the
+// amax in one kernel, the scale in a second and casts in a third. A norm or activation kernel that computes
+// the amax while it writes its output (TE's FUSED_NORM_AMAX_FP8 path) leaves only the scale kernel; any other
+// tensor is read once more (2 B per element) for its amax. In Megatron-Core those fused inputs are the two fed
+// by TE's LayerNormLinear (QKV, and the dense MLP's up projection); the activation and every backward gradient
+// come from Megatron's own kernels or the attention backward, so they take the separate read. MXFP8 writes one
+// 1-byte E8M0 scale per 32 values in each of its two layouts and has no amax pass. Delayed scaling adds nothing.
+struct Fp8CastCost {
+  double fwd_bytes = 0, bwd_bytes = 0;
+  int fwd_kernels = 0, bwd_kernels = 0;
+};
+// plain_fwd_elems: forward GEMM-input elements no fused norm produced; fused_fwd_casts: how many of the four
+// forward casts take their amax from a norm kernel (2 in a dense Megatron-Core layer, 1 in an MoE layer).
+inline Fp8CastCost Fp8CastExtra(Fp8Recipe r, double plain_fwd_elems, double in_elems, double grad_elems,
+                                int fused_fwd_casts) {
+  Fp8CastCost c;
+  if (r == Fp8Recipe::kCurrent) {
+    c.fwd_bytes = 2 * plain_fwd_elems;
+    c.bwd_bytes = 2 * grad_elems;
+    c.fwd_kernels = 2 * (4 - fused_fwd_casts) + fused_fwd_casts;
+    c.bwd_kernels = 2 * 4;
+  } else if (r == Fp8Recipe::kMxfp8) {
+    c.fwd_bytes = in_elems * 2.0 / 32;
+    c.bwd_bytes = grad_elems * 2.0 / 32;
+  }
+  return c;
+}
 
 }  // namespace suanli::perf_detail

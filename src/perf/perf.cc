@@ -59,6 +59,25 @@ const char* AttentionImplName(AttentionImpl a) {
   return "?";
 }
 
+Result<Fp8Recipe> ParseFp8Recipe(std::string_view name) {
+  if (name == "delayed") return Fp8Recipe::kDelayed;
+  if (name == "current" || name == "cs" || name == "fp8-cs" || name == "tensorwise") return Fp8Recipe::kCurrent;
+  if (name == "mxfp8" || name == "mx" || name == "fp8-mx") return Fp8Recipe::kMxfp8;
+  return InvalidArgument(fmt::format(
+      "unknown FP8 recipe '{}'{}: use delayed (DelayedScaling), current (Float8CurrentScaling, FP8-CS; aliases cs, "
+      "fp8-cs, tensorwise) or mxfp8 (MXFP8 block scaling; aliases mx, fp8-mx)",
+      name, DidYouMean(name, {"delayed", "current", "tensorwise", "mxfp8", "fp8-cs", "fp8-mx"})));
+}
+
+const char* Fp8RecipeName(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kDelayed: return "delayed";
+    case Fp8Recipe::kCurrent: return "current";
+    case Fp8Recipe::kMxfp8: return "mxfp8";
+  }
+  return "?";
+}
+
 Result<Precision> ParseTrainDtype(std::string_view name) {
   if (name == "bf16") return Precision::kBf16;
   if (name == "fp16") return Precision::kFp16;
@@ -394,6 +413,7 @@ struct LayerContext {
   bool moe_layer;
   bool dropout;
   bool eager;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
 };
 
 // Groups of the layer's collectives: TP (stride 1), CP (stride TP), EP (inside the DP x CP ranks, stride TP).
@@ -508,13 +528,24 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   // and not counted.
   if (c.elem_bytes == 1) {
     const double mats = m.gated_mlp ? 2.0 : 1.0;
-    const double in_elems = T * (h + sh.out_proj_in / t + ffn_width / t) + mlp_in_elems + shared_in_elems;
+    // GEMM inputs: QKV (norm output), output projection (attention output), MLP up (norm output; for experts
+    // the dispatched tokens), MLP down (activation output).
+    const double qkv_in = T * h, proj_in = T * sh.out_proj_in / t, fc1_in = mlp_in_elems + shared_in_elems,
+                 fc2_in = T * ffn_width / t;
+    const double in_elems = qkv_in + proj_in + fc1_in + fc2_in;
     const double grad_elems = T * (sh.attn_proj_params / h / t + h + mats * ffn_width / t) + mlp_in_elems + shared_in_elems;
     const double bw = c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory;
-    p.fp8_cast_fwd = in_elems * kFp8CastBytesPerElement / bw + 4 * c.eff->kernel_launch_s;
-    p.fp8_cast_bwd = grad_elems * kFp8CastBytesPerElement / bw + 4 * c.eff->kernel_launch_s;
-    if (ops)
-      ops->Add(kFp8CastOpName, "forward", 0, in_elems * kFp8CastBytesPerElement, p.fp8_cast_fwd, 1, Bound::kMemory);
+    const perf_detail::Fp8CastCost cc = perf_detail::Fp8CastExtra(
+        c.fp8_recipe, proj_in + fc2_in + (c.moe_layer && m.moe ? fc1_in : 0.0), in_elems, grad_elems,
+        c.moe_layer && m.moe ? 0 : 2);
+    double amax_reduce = 0;  // per pass: two amax all-reduces (column-parallel inputs fwd, row-parallel grads bwd)
+    if (c.fp8_recipe == Fp8Recipe::kCurrent && c.sp && c.tp > 1)
+      amax_reduce = 2 * AllReduceTime(4, c.tp, TpBusBw(c, c.tp), TpAlpha(c, c.tp));
+    const double fwd_bytes = in_elems * kFp8CastBytesPerElement + cc.fwd_bytes;
+    const double bwd_bytes = grad_elems * kFp8CastBytesPerElement + cc.bwd_bytes;
+    p.fp8_cast_fwd = fwd_bytes / bw + (4 + cc.fwd_kernels) * c.eff->kernel_launch_s + amax_reduce;
+    p.fp8_cast_bwd = bwd_bytes / bw + (4 + cc.bwd_kernels) * c.eff->kernel_launch_s + amax_reduce;
+    if (ops) ops->Add(kFp8CastOpName, "forward", 0, fwd_bytes, p.fp8_cast_fwd, 1, Bound::kMemory);
     p.fwd += p.fp8_cast_fwd;
   }
   // Element-wise, memory-bound: norms, residual adds (+ dropout), activation, rotary.
@@ -701,13 +732,20 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Hopper, Ada or newer)", gpu.id));
     gemm_eff = eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
     elem = 1;
+    if (cfg.fp8_recipe == Fp8Recipe::kMxfp8) {
+      const std::string cc = gpu.compute_capability ? gpu.compute_capability->value : std::string();
+      if (cc.empty() || std::atof(cc.c_str()) < 10.0)
+        return InvalidArgument(fmt::format(
+            "the mxfp8 recipe needs Blackwell tensor cores (compute capability 10.0 or newer); {} is {}; use "
+            "--fp8-recipe delayed or current", gpu.id, cc.empty() ? std::string("of unknown compute capability") : "sm " + cc));
+    }
   }
   if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu.id, PrecisionKey(cfg.dtype)));
   res.peak_flops_per_gpu = peak;
 
   LayerContext lc{&m, &gpu, &eff, &cl, b * s / par.cp, s, b, par.tp, par.cp, par.ep, par.sequence_parallel,
                   par.expert_tp(), peak, gemm_eff, elem, cfg.attention, cfg.moe_imbalance, false, cfg.fit.dropout,
-                  cfg.eager};
+                  cfg.eager, cfg.fp8_recipe};
   OpList ops;
   OpList* opsp = cfg.detail ? &ops : nullptr;
   const PassTimes dense = Layer(lc, cfg.fit.recompute, opsp);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_catalogs.h"
+#include "perf/internal.h"
 
 #include <cmath>
 #include <string_view>
@@ -700,6 +701,91 @@ TEST_F(Perf, Fp8TrainingPaysCastTransposeTrafficAndKeepsTheHeadIn16Bit) {
   };
   EXPECT_TRUE(quotes(*fp8));
   EXPECT_FALSE(quotes(*bf16));
+}
+
+// FP8 recipes (Transformer Engine): current scaling reads every tensor no norm kernel produced once more for its
+// amax (2 B per element) and runs an amax and a scale kernel per cast (a scale kernel only after a norm); MXFP8
+// writes one E8M0 scale per 32 values in each of two layouts; delayed scaling is the cast-transpose alone.
+TEST(Fp8Recipes, CastCostsFollowTransformerEngineQuantizers) {
+  using perf_detail::Fp8CastExtra;
+  const auto d = Fp8CastExtra(Fp8Recipe::kDelayed, 100, 400, 500, 2);
+  EXPECT_EQ(d.fwd_bytes + d.bwd_bytes, 0);
+  EXPECT_EQ(d.fwd_kernels + d.bwd_kernels, 0);
+  const auto cs = Fp8CastExtra(Fp8Recipe::kCurrent, 100, 400, 500, 2);
+  EXPECT_DOUBLE_EQ(cs.fwd_bytes, 200);   // the two forward inputs without a fused norm
+  EXPECT_DOUBLE_EQ(cs.bwd_bytes, 1000);  // every gradient: none comes from a TE norm
+  EXPECT_EQ(cs.fwd_kernels, 2 * 2 + 2);  // amax + scale for two casts, scale for the two norm-fed ones
+  EXPECT_EQ(cs.bwd_kernels, 8);
+  EXPECT_EQ(Fp8CastExtra(Fp8Recipe::kCurrent, 100, 400, 500, 1).fwd_kernels, 2 * 3 + 1);  // MoE layer
+  const auto mx = Fp8CastExtra(Fp8Recipe::kMxfp8, 100, 400, 500, 2);
+  EXPECT_DOUBLE_EQ(mx.fwd_bytes, 400 * 2.0 / 32);
+  EXPECT_DOUBLE_EQ(mx.bwd_bytes, 500 * 2.0 / 32);
+  EXPECT_EQ(mx.fwd_kernels + mx.bwd_kernels, 0);
+}
+
+TEST(Fp8Recipes, NamesAliasesAndErrors) {
+  EXPECT_EQ(*ParseFp8Recipe("delayed"), Fp8Recipe::kDelayed);
+  EXPECT_EQ(*ParseFp8Recipe("tensorwise"), Fp8Recipe::kCurrent);  // Megatron-Core's name
+  EXPECT_EQ(*ParseFp8Recipe("fp8-cs"), Fp8Recipe::kCurrent);       // Megatron-Bridge's
+  EXPECT_EQ(*ParseFp8Recipe("fp8-mx"), Fp8Recipe::kMxfp8);
+  for (Fp8Recipe r : {Fp8Recipe::kDelayed, Fp8Recipe::kCurrent, Fp8Recipe::kMxfp8})
+    EXPECT_EQ(*ParseFp8Recipe(Fp8RecipeName(r)), r);
+  auto bad = ParseFp8Recipe("tensor");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("did you mean 'tensorwise'"), std::string::npos) << bad.status().message();
+}
+
+// On LLaMA-2 7B, one 4096-token micro-batch per rank: current scaling's extra bytes are exactly the proj and
+// MLP-down inputs forward and all gradients backward, at 2 B per element; under sequence parallelism it also
+// pays the amax all-reduce over TP, which is absent without it. MXFP8 needs Blackwell.
+TEST_F(Perf, Fp8RecipesOrderAndCurrentScalingAmaxReduction) {
+  const ModelSpec m = M("llama-2-7b");
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(8, 1, 1, 8, 4096);
+  c.fit.recompute = Recompute::kNone;
+  c.dtype = Precision::kFp8;
+  auto delayed = EstimateTraining(m, C(g), c, E(g));
+  c.fp8_recipe = Fp8Recipe::kCurrent;
+  auto current = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(delayed.ok() && current.ok());
+  const OpCost* cd = FindOp(delayed->ops, "FP8 cast + transpose");
+  const OpCost* cc = FindOp(current->ops, "FP8 cast + transpose");
+  ASSERT_TRUE(cd && cc);
+  const double T = 4096;
+  EXPECT_DOUBLE_EQ(cc->bytes - cd->bytes, 2 * T * (4096 + 11008));  // forward: proj and down inputs
+  const Efficiency e = E(g);
+  EXPECT_NEAR(cc->time_s - cd->time_s, 2 * T * (4096 + 11008) / (3.35e12 * e.memory) + 6 * e.kernel_launch_s, 1e-12);
+  EXPECT_GT(current->step_time_s, delayed->step_time_s);
+
+  // TP 4: the extra cast time with SP minus that without it is the two amax all-reduces per pass.
+  auto extra = [&](bool sp) {
+    TrainConfig t = Train(8, 4, 1, 8, 4096);
+    t.fit.recompute = Recompute::kNone;
+    t.dtype = Precision::kFp8;
+    t.fit.par.sequence_parallel = sp;
+    auto a = EstimateTraining(m, C(g), t, E(g));
+    t.fp8_recipe = Fp8Recipe::kCurrent;
+    auto b = EstimateTraining(m, C(g), t, E(g));
+    EXPECT_TRUE(a.ok() && b.ok());
+    return FindOp(b->ops, "FP8 cast + transpose")->time_s - FindOp(a->ops, "FP8 cast + transpose")->time_s;
+  };
+  const double with_sp = extra(true), without_sp = extra(false);
+  EXPECT_GT(with_sp - without_sp, 0);
+  EXPECT_LT(with_sp - without_sp, 200e-6);  // tiny latency-bound all-reduces, not a bandwidth term
+
+  c.fp8_recipe = Fp8Recipe::kMxfp8;
+  auto mx_h100 = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_FALSE(mx_h100.ok());
+  EXPECT_NE(mx_h100.status().message().find("Blackwell"), std::string::npos);
+  const GpuSpec& b200 = G("b200");
+  auto mx = EstimateTraining(m, C(b200), c, E(b200));
+  c.fp8_recipe = Fp8Recipe::kDelayed;
+  auto dl = EstimateTraining(m, C(b200), c, E(b200));
+  c.fp8_recipe = Fp8Recipe::kCurrent;
+  auto cs = EstimateTraining(m, C(b200), c, E(b200));
+  ASSERT_TRUE(mx.ok() && dl.ok() && cs.ok()) << mx.status().message();
+  EXPECT_LT(dl->step_time_s, mx->step_time_s);
+  EXPECT_LT(mx->step_time_s, cs->step_time_s);
 }
 
 // Eager PyTorch element-wise work: RMSNorm in FP32 steps (36 B forward / 58 B backward per element instead of

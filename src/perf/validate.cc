@@ -52,6 +52,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"cp", KeyType::kInteger},
               {"interleave", KeyType::kInteger},
               {"dtype", KeyType::kString},
+              {"fp8_recipe", KeyType::kString},
               {"tp_overlap", KeyType::kBool},
               {"ep_overlap", KeyType::kBool},
               {"eager", KeyType::kBool},
@@ -164,6 +165,10 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.ep_overlap = t["ep_overlap"].value_or(false);
   c.eager = t["eager"].value_or(false);
   SUANLI_ASSIGN_OR_RETURN(c.dtype, ParseTrainDtype(t["dtype"].value_or(std::string("bf16"))));
+  if (auto recipe = t["fp8_recipe"].value<std::string>()) {
+    if (c.dtype != Precision::kFp8) return ParseError("fp8_recipe is set but dtype is not \"fp8\"");
+    SUANLI_ASSIGN_OR_RETURN(c.fp8_recipe, ParseFp8Recipe(*recipe));
+  }
   if (auto mb = t["micro_batch"].value<int64_t>()) {
     c.fit.micro_batch = *mb;
   } else {

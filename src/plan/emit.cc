@@ -67,8 +67,12 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   if (!m.tie_embeddings) a.push_back({"--untie-embeddings-and-output-weights", ""});
   a.push_back({"--bf16", ""});
   if (c.result.peak_flops_per_gpu > 0 && x.gpu && x.gpu->PeakFlops(Precision::kFp8) &&
-      c.result.peak_flops_per_gpu >= *x.gpu->PeakFlops(Precision::kFp8))
+      c.result.peak_flops_per_gpu >= *x.gpu->PeakFlops(Precision::kFp8)) {
     a.push_back({"--fp8-format", "hybrid"});
+    // Megatron-Core's names: tensorwise is Transformer Engine's current scaling; delayed is the default.
+    if (x.fp8_recipe == Fp8Recipe::kCurrent) a.push_back({"--fp8-recipe", "tensorwise"});
+    if (x.fp8_recipe == Fp8Recipe::kMxfp8) a.push_back({"--fp8-recipe", "mxfp8"});
+  }
   a.push_back({"--use-flash-attn", ""});
   if (x.train_iters > 0) a.push_back({"--train-iters", fmt::format("{:.0f}", std::ceil(x.train_iters))});
   return a;

@@ -141,6 +141,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.fit.recompute = rc;
               c.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
               c.dtype = req.dtype;
+              c.fp8_recipe = req.fp8_recipe;
               c.attention = req.attention;
               c.eager = req.eager;
               c.dp_overlap = req.dp_overlap;
@@ -271,6 +272,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.fit.recompute = c.recompute;
       tc.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
       tc.dtype = req.dtype;
+      tc.fp8_recipe = req.fp8_recipe;
       tc.attention = req.attention;
       tc.eager = req.eager;
       tc.dp_overlap = req.dp_overlap;

@@ -35,6 +35,7 @@ class Planner : public testing::CatalogTest {
     lc.global_batch = req.global_batch;
     lc.seq = req.seq;
     lc.train_iters = train_iters;
+    lc.fp8_recipe = req.fp8_recipe;
     return lc;
   }
 };
@@ -83,6 +84,24 @@ TEST_F(Planner, ExpertOverlapGoesWhereMegatronCoreAllowsItAndIntoTheFlags) {
   }
   EXPECT_TRUE(any);
   for (const auto& c : off->counts[0].top) EXPECT_FALSE(c.ep_overlap);
+}
+
+// --fp8-recipe: the planner estimates with it (current scaling's amax pass is never free) and writes Megatron-Core's
+// name for it into the launch flags; delayed scaling is Megatron's default and is not written.
+TEST_F(Planner, Fp8RecipeIsEstimatedAndWrittenInMegatronTerms) {
+  const ModelSpec m = M("llama-3.1-8b");
+  PlanRequest req = Req(m, "h100-sxm", {8}, 128, 8192, "ib-ndr");
+  req.dtype = Precision::kFp8;
+  auto delayed = Plan(req);
+  req.fp8_recipe = Fp8Recipe::kCurrent;
+  auto current = Plan(req);
+  ASSERT_TRUE(delayed.ok() && current.ok());
+  ASSERT_FALSE(delayed->counts[0].top.empty() || current->counts[0].top.empty());
+  EXPECT_GT(current->counts[0].top[0].result.step_time_s, delayed->counts[0].top[0].result.step_time_s);
+  const std::string cs = MegatronArgs(current->counts[0].top[0], Launch(req));
+  EXPECT_NE(cs.find("--fp8-recipe tensorwise"), std::string::npos) << cs;
+  req.fp8_recipe = Fp8Recipe::kDelayed;
+  EXPECT_EQ(MegatronArgs(delayed->counts[0].top[0], Launch(req)).find("--fp8-recipe"), std::string::npos);
 }
 
 // --tp-overlap: only sequence-parallel layouts (Megatron's --tp-comm-overlap requires SP), and it is in their flags.

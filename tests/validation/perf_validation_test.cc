@@ -71,11 +71,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.074, 0.190}}};
-  // Holdout ratchets: the errors documented in docs/validation.md, plus one point. Training holdout as a whole
-  // (16.9% mean, 279.9% worst) is dominated by the six MoE runs (+24% to +280%, docs/validation.md section 5);
-  // its dense-model runs are held to the 7% mean below.
+  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point. Training holdout as a
+  // whole (17.4% mean, 253.5% worst) is dominated by the 13 MoE runs (-11% to +254%, docs/validation.md section
+  // 5); its dense-model runs are held to the 7% mean below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.179, 2.81}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.526}},
+      {"training", {0.179, 2.55}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.526}},
       {"decode", {0.090, 0.380}}, {"gemm", {0.122, 0.290}}, {"latency", {0.143, 0.162}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
@@ -122,7 +122,8 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
   EXPECT_EQ(n_dense, 68);
-  EXPECT_LE(mean_dense, 0.0705);  // 7.03% (6.9% on the 63 rows before the eighth session's five LLaMA-3 rows)
+  // The 7% target: 6.86% (7.03% in the eighth session, before current scaling's amax pass was counted).
+  EXPECT_LE(mean_dense, 0.07);
   EXPECT_LE(worst_dense, 0.314);  // 30.4% (MPT-30B at 8192 tokens on H100), plus one point
   auto [n_k, mean_k, worst_k] = subset([&](const ValidationCase& c) { return starts(c, "Korthikanti"); });
   EXPECT_EQ(n_k, 8);
@@ -282,6 +283,22 @@ published = 1
   auto bk = RunCases(bad_kernel);
   ASSERT_TRUE(bk.ok()) << bk.status().message();
   EXPECT_NE(bk->cases[0].failure.find("unknown attention kernel 'flash3'"), std::string::npos) << bk->cases[0].failure;
+
+  // An FP8 recipe on a 16-bit run, and an unknown recipe, are reported on their case.
+  std::string recipe = bad_kernel;
+  auto swap = [](std::string& text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+  };
+  swap(recipe, "attention = \"flash3\"", "fp8_recipe = \"current\"");
+  auto r16 = RunCases(recipe);
+  ASSERT_TRUE(r16.ok()) << r16.status().message();
+  EXPECT_NE(r16->cases[0].failure.find("fp8_recipe is set but dtype is not \"fp8\""), std::string::npos)
+      << r16->cases[0].failure;
+  swap(recipe, "fp8_recipe = \"current\"", "dtype = \"fp8\"\nfp8_recipe = \"mxfp9\"");
+  auto r9 = RunCases(recipe);
+  ASSERT_TRUE(r9.ok()) << r9.status().message();
+  EXPECT_NE(r9->cases[0].failure.find("unknown FP8 recipe 'mxfp9' (did you mean 'mxfp8'"), std::string::npos)
+      << r9->cases[0].failure;
 }
 
 // GEMM micro-benchmark rows go through EstimateGemm: the predicted TFLOP/s is the shape's FLOPs over its modelled
