@@ -14,7 +14,11 @@ The JSON holds, each with its method:
    LLaMA-2 7B's linear layers at M = 128 and M = 2048 tokens, and the cost of quantising each 16-bit input
    to FP8. Against docs/validation.md section 5: FP8 time to first token at 128-token prompts is 18-32%
    slower than the model on H100/H200; the model has no FP8 GEMM rate at small M.
-2. eager_layer: one LLaMA-2 7B decoder layer (HF-style: RMSNorm in FP32 steps, rotate-half RoPE, SwiGLU,
+2. amax_pass: the extra read that FP8 current scaling pays for a tensor no norm kernel produced
+   (docs/methodology.md section 6, `--fp8-recipe current`): torch.aminmax over a BF16 activation of training
+   size (8192 tokens x 4096 and x 11008), one kernel that reads each element once. The model charges
+   2 B per element at the achievable HBM bandwidth plus one launch for it (and one more for the scale).
+3. eager_layer: one LLaMA-2 7B decoder layer (HF-style: RMSNorm in FP32 steps, rotate-half RoPE, SwiGLU,
    SDPA attention), forward + backward at batch 1 x 4096 tokens, eager and under torch.compile. The
    difference is what `suanli perf train --eager` models from byte counts (docs/methodology.md section 6.3).
 
@@ -89,6 +93,24 @@ def fp8_gemms(results):
         "method": "torch.mm (BF16) and torch._scaled_mm (FP8 e4m3, per-tensor scales 1.0, BF16 out) on random "
                   "data; median of 20 CUDA-event timings after 3 warm-ups; quantize = amax-scaled cast of the "
                   "M x K BF16 input",
+        "rows": rows,
+    }
+
+
+def amax_pass(results):
+    import torch
+
+    dev = torch.device("cuda")
+    rows = []
+    for k in (4096, 11008):
+        x = torch.randn(8192, k, device=dev, dtype=torch.bfloat16)
+        t = timed(lambda: torch.aminmax(x))
+        n_bytes = x.numel() * 2
+        rows.append({"m": 8192, "k": k, "amax_s": t, "bytes": n_bytes, "gb_per_s": n_bytes / t / 1e9})
+        print(f"amax pass 8192 x {k:5d}: {t * 1e6:7.1f} us ({n_bytes / t / 1e9:6.0f} GB/s)", flush=True)
+    results["amax_pass"] = {
+        "method": "torch.aminmax (one read of the BF16 tensor) on random data; median of 20 CUDA-event timings "
+                  "after 3 warm-ups",
         "rows": rows,
     }
 
@@ -231,7 +253,7 @@ def main():
     prop = torch.cuda.get_device_properties(0)
     results["device"] = {"name": prop.name, "sms": prop.multi_processor_count,
                          "memory_bytes": prop.total_memory, "cc": f"{prop.major}.{prop.minor}"}
-    for part in (fp8_gemms, eager_layer):
+    for part in (fp8_gemms, amax_pass, eager_layer):
         try:
             part(results)
         except Exception as e:  # keep what the other part measured
