@@ -64,6 +64,13 @@ struct Parallelism {
   int expert_tp() const { return etp > 0 ? etp : tp; }
 };
 
+// Share of the layers that recompute their forward: 1 for full recompute of every layer, N / (layers per model
+// chunk) for block recompute of N layers (FitRequest::recompute_layers), 0 otherwise. The chunk is the fullest
+// pipeline stage's layers over the interleave.
+double RecomputedLayerShare(const ModelSpec& m, const Parallelism& p, Recompute rc, int recompute_layers);
+// An error saying what would be valid when recompute_layers is set without full recompute or exceeds a chunk.
+Status CheckRecomputeLayers(const ModelSpec& m, const Parallelism& p, Recompute rc, int recompute_layers);
+
 // Transformer layers held by pipeline stage `stage` (0-based): an even split, the remainder on the first stages,
 // or with embedding_loss_in_split one layer fewer on the first and the last stage.
 int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage);
@@ -77,6 +84,10 @@ struct FitRequest {
   int64_t micro_batch = 1;        // training: sequences per micro-batch per data-parallel rank
   Parallelism par;
   Recompute recompute = Recompute::kNone;
+  // With kFull: how many layers of each model chunk (a pipeline stage, or a virtual stage under interleaving)
+  // recompute, the first ones of the chunk; the others keep all their activations. Megatron-Core's
+  // --recompute-method block --recompute-num-layers N. 0: every layer (--recompute-method uniform).
+  int recompute_layers = 0;
   Optimizer optimizer = Optimizer::kAdam;
   bool fp32_grads = false;        // false: the ZeRO paper's 16 B/param (2+2+12); true: Megatron's 18 (2+4+12)
   bool master_weights = true;     // keep an FP32 master copy (mixed precision)

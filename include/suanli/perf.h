@@ -255,6 +255,7 @@ struct TrainResult {
   double peak_flops_per_gpu = 0;       // the dense peak MFU is against
   int64_t micro_batch = 1;
   Recompute recompute = Recompute::kNone;
+  int recompute_layers = 0;   // with full recompute: layers per model chunk that recompute (0: all)
   int num_micro_batches = 1;
   TrainBreakdown breakdown_s;
   double communication_total_s = 0;    // before overlap

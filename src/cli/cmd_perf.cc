@@ -16,7 +16,8 @@ using json = nlohmann::json;
 
 struct PerfFlags {
   std::string model = "llama-3.1-8b", gpu = "h100-sxm";
-  int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0;
+  int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0,
+      recompute_layers = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n";
   std::string decode_attention = "grouped";
@@ -102,6 +103,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--global-batch", f->global_batch, "Sequences per step")->required();
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
   train->add_option("--recompute", f->recompute, "none | selective | full (default: fastest that fits)");
+  train->add_option("--recompute-layers", f->recompute_layers,
+                    "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "
+                    "--recompute-method block --recompute-num-layers N)");
   train->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism");
   train->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
   train->add_flag("--account-for-embedding-loss", f->embedding_loss_in_split,
@@ -203,6 +207,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       } else {
         cfg.recompute_auto = true;
       }
+      if (f->recompute_layers != 0 && cfg.fit.recompute != Recompute::kFull)
+        return PrintError(InvalidArgument("--recompute-layers recomputes whole layers: it needs --recompute full"));
+      cfg.fit.recompute_layers = f->recompute_layers;
       cfg.dp_overlap = !f->no_dp_overlap;
       cfg.tp_overlap = f->tp_overlap;
       cfg.ep_overlap = f->ep_overlap;
@@ -274,6 +281,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["micro_batch"] = r->micro_batch;
         j["num_micro_batches"] = r->num_micro_batches;
         j["recompute"] = RecomputeName(r->recompute);
+        if (r->recompute_layers > 0) j["recompute_layers"] = r->recompute_layers;
         j["attention"] = AttentionImplName(cfg.attention);
         j["dtype"] = PrecisionKey(cfg.dtype);
         if (cfg.dtype == Precision::kFp8) j["fp8_recipe"] = Fp8RecipeName(cfg.fp8_recipe);
@@ -302,7 +310,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                    : PrecisionKey(cfg.dtype));
       std::cout << fmt::format(
           "micro-batch {} ({} per step per pipeline), recompute {}, attention {}, intra-node {}, inter-node {}\n\n",
-          r->micro_batch, r->num_micro_batches, RecomputeName(r->recompute), AttentionImplName(cfg.attention),
+          r->micro_batch, r->num_micro_batches,
+          r->recompute_layers > 0 ? fmt::format("full ({} layers per chunk)", r->recompute_layers)
+                                  : std::string(RecomputeName(r->recompute)),
+          AttentionImplName(cfg.attention),
           cluster->intra_name, cluster->inter_name);
       if (!r->fits)
         std::cout << fmt::format("DOES NOT FIT: needs {} more per GPU (peak {}); the time below is what it would take\n\n",

@@ -284,6 +284,35 @@ double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool 
   return tokens * per_token;
 }
 
+namespace {
+double ChunkLayers(const ModelSpec& m, const Parallelism& p) {
+  int most = 0;
+  for (int st = 0; st < std::max(1, p.pp); ++st) most = std::max(most, LayersOnStage(m, p, st));
+  return double(most) / std::max(1, p.interleave);
+}
+}  // namespace
+
+double RecomputedLayerShare(const ModelSpec& m, const Parallelism& p, Recompute rc, int recompute_layers) {
+  if (rc != Recompute::kFull) return 0;
+  if (recompute_layers <= 0) return 1;
+  const double chunk = ChunkLayers(m, p);
+  return chunk > 0 ? std::min(1.0, recompute_layers / chunk) : 1.0;
+}
+
+Status CheckRecomputeLayers(const ModelSpec& m, const Parallelism& p, Recompute rc, int recompute_layers) {
+  if (recompute_layers == 0) return Status::Ok();
+  if (recompute_layers < 0) return InvalidArgument(fmt::format("--recompute-layers {} must be positive", recompute_layers));
+  if (rc != Recompute::kFull)
+    return InvalidArgument("--recompute-layers recomputes whole layers: it needs --recompute full");
+  const double chunk = ChunkLayers(m, p);
+  if (recompute_layers > chunk)
+    return InvalidArgument(fmt::format(
+        "--recompute-layers {} is more than the {:g} layers of a model chunk ({} layers over PP {}{}); use 1 to {:g}",
+        recompute_layers, chunk, m.layers, p.pp,
+        p.interleave > 1 ? fmt::format(" x interleave {}", p.interleave) : std::string(), std::floor(chunk)));
+  return Status::Ok();
+}
+
 int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage) {
   if (p.pp < 1 || stage < 0 || stage >= p.pp) return 0;
   if (p.embedding_loss_in_split && p.pp > 1)
@@ -406,6 +435,10 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
                                                      p.sequence_parallel, Recompute::kNone, r.flash_attention, r.dropout,
                                                      fp8);
 
+  // Block recompute (recompute_layers): the layers that do not recompute keep all their activations.
+  const double rc_share = RecomputedLayerShare(m, p, rc, training ? r.recompute_layers : 0);
+  const double act_layer_kept = rc == Recompute::kFull ? rc_share * act_layer + (1 - rc_share) * act_layer_full : act_layer;
+
   MemoryBreakdown best;
   double best_total = -1;
   int best_stage_index = 0;
@@ -455,7 +488,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
       if (stage == 0) {
         inflight = static_cast<int>(std::min<int64_t>(p.pp, std::max<int64_t>(1, num_micro)));
       }
-      double act = act_layer * LayersOnStage(m, p, stage) * inflight;
+      double act = act_layer_kept * LayersOnStage(m, p, stage) * inflight;
       if (p.interleave > 1 && stage == 0 && num_micro >= p.pp) {
         act *= 1.0 + static_cast<double>(p.pp - 1) / (p.pp * p.interleave);  // Korthikanti et al. §4.2.3
       }

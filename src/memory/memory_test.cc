@@ -34,6 +34,44 @@ FitRequest Infer(const char* weights = "bf16", int64_t batch = 1, int64_t seq = 
   return r;
 }
 
+// Block recompute (Megatron-Core --recompute-method block --recompute-num-layers N): the first N layers of each
+// model chunk keep only their input, the others everything; one layer's full activations for the recompute.
+// LLaMA-2 7B (32 layers) on one stage, and on PP 2 x interleave 2 (chunks of 8 layers), where N counts per chunk.
+TEST_F(Memory, BlockRecomputeKeepsTheOtherLayersActivations) {
+  const ModelSpec m = M("llama-2-7b");
+  FitRequest r = Train(4096, 8, 1, 1);
+  r.par.dp = 8;
+  r.recompute = Recompute::kNone;
+  const double none = Est(m, r).breakdown.activations;
+  r.recompute = Recompute::kFull;
+  const double full = Est(m, r).breakdown.activations;
+  r.recompute_layers = 5;
+  const double five = Est(m, r).breakdown.activations;
+  const double a_none = LayerActivationBytes(m, 4096, 1, 1, false, Recompute::kNone, true, false);
+  const double a_full = LayerActivationBytes(m, 4096, 1, 1, false, Recompute::kFull, true, false);
+  EXPECT_NEAR(full, 32 * a_full + a_none, 1e-6 * full);
+  EXPECT_NEAR(five, 5 * a_full + 27 * a_none + a_none, 1e-6 * five);
+  EXPECT_LT(full, five);
+  EXPECT_LT(five, none + a_none);
+  r.recompute_layers = 32;
+  EXPECT_DOUBLE_EQ(Est(m, r).breakdown.activations, full);
+
+  EXPECT_DOUBLE_EQ(RecomputedLayerShare(m, r.par, Recompute::kFull, 0), 1.0);
+  EXPECT_DOUBLE_EQ(RecomputedLayerShare(m, r.par, Recompute::kFull, 8), 0.25);
+  EXPECT_DOUBLE_EQ(RecomputedLayerShare(m, r.par, Recompute::kSelective, 8), 0.0);
+  Parallelism vp = r.par;
+  vp.pp = 2;
+  vp.interleave = 2;
+  EXPECT_DOUBLE_EQ(RecomputedLayerShare(m, vp, Recompute::kFull, 2), 0.25);  // 2 of a chunk's 8 layers
+  EXPECT_TRUE(CheckRecomputeLayers(m, vp, Recompute::kFull, 8).ok());
+  const Status over = CheckRecomputeLayers(m, vp, Recompute::kFull, 9);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.message().find("more than the 8 layers of a model chunk"), std::string::npos) << over.message();
+  const Status sel = CheckRecomputeLayers(m, vp, Recompute::kSelective, 2);
+  ASSERT_FALSE(sel.ok());
+  EXPECT_NE(sel.message().find("needs --recompute full"), std::string::npos);
+}
+
 // scenarios.md: "A 7B model in FP16: about 14 GB; INT8 about 7 GB; INT4 under 5 GB."
 TEST_F(Memory, SevenBWeightsByFormat) {
   const ModelSpec m = M("llama-2-7b");

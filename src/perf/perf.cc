@@ -414,6 +414,7 @@ struct LayerContext {
   bool dropout;
   bool eager;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
+  double rc_share = 1;  // share of the layers that recompute under Recompute::kFull (block recompute: N / chunk)
 };
 
 // Groups of the layer's collectives: TP (stride 1), CP (stride TP), EP (inside the DP x CP ranks, stride TP).
@@ -612,9 +613,10 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   p.bwd = 2 * gemm_fwd + attn_bwd + 2 * ew_time + p.fp8_cast_bwd + p.eager_bwd + p.moe_permute;
   p.bwd_flops = 2 * gemm_fwd_flops + attn_flops * (flash ? kFlashBackwardFactor : 2);
   if (rc == Recompute::kFull) {
-    p.recompute = p.fwd;
-    p.recompute_flops = p.fwd_flops;
-    p.tp_comm *= 1.5;  // the recomputed forward repeats its all-reduces
+    // Per layer on average: block recompute reruns the forward of a share of the layers only.
+    p.recompute = p.fwd * c.rc_share;
+    p.recompute_flops = p.fwd_flops * c.rc_share;
+    p.tp_comm *= 1 + 0.5 * c.rc_share;  // the recomputed forward repeats its all-reduces
   } else if (rc == Recompute::kSelective && c.attention == AttentionImpl::kUnfused) {
     p.recompute = attn_time;
     p.recompute_flops = attn_flops;
@@ -684,6 +686,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         c2.micro_batch_auto = c2.recompute_auto = false;
         c2.fit.micro_batch = b;
         c2.fit.recompute = rc;
+        if (rc != Recompute::kFull) c2.fit.recompute_layers = 0;  // block recompute only applies to full
         auto r = EstimateTraining(m, cl, c2, eff);
         if (!r.ok()) {
           last = r.status();
@@ -704,11 +707,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
 
   SUANLI_RETURN_IF_ERROR(ValidateRequest(m, cfg.fit));
   if (cfg.ep_overlap) SUANLI_RETURN_IF_ERROR(CheckEpOverlap(m, par, cfg.fit.recompute));
+  SUANLI_RETURN_IF_ERROR(CheckRecomputeLayers(m, par, cfg.fit.recompute, cfg.fit.recompute_layers));
+  const double rc_share = RecomputedLayerShare(m, par, cfg.fit.recompute, cfg.fit.recompute_layers);
   if (cfg.fit.batch % (par.dp * cfg.fit.micro_batch) != 0)
     return InvalidArgument("global batch must be divisible by DP x micro-batch");
   TrainResult res;
   res.micro_batch = cfg.fit.micro_batch;
   res.recompute = cfg.fit.recompute;
+  res.recompute_layers = cfg.fit.recompute == Recompute::kFull ? cfg.fit.recompute_layers : 0;
   const int n_gpus = par.gpus();
   const double s = double(cfg.fit.seq);
   const double b = double(cfg.fit.micro_batch);
@@ -745,7 +751,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
 
   LayerContext lc{&m, &gpu, &eff, &cl, b * s / par.cp, s, b, par.tp, par.cp, par.ep, par.sequence_parallel,
                   par.expert_tp(), peak, gemm_eff, elem, cfg.attention, cfg.moe_imbalance, false, cfg.fit.dropout,
-                  cfg.eager, cfg.fp8_recipe};
+                  cfg.eager, cfg.fp8_recipe, rc_share};
   OpList ops;
   OpList* opsp = cfg.detail ? &ops : nullptr;
   const PassTimes dense = Layer(lc, cfg.fit.recompute, opsp);
@@ -789,7 +795,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // Eager PyTorch FSDP: host-side time per layer per micro-batch that the GPU waits for (forward and backward;
   // a recomputed forward adds half the backward's share again, i.e. passes / 3 of forward + backward + forward).
   const bool eager_fsdp = cfg.eager && par.zero == 3;
-  const double host_passes = cfg.fit.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0;
+  const double host_passes = 1.0 + rc_share / 3.0;
   const double host_layer = eager_fsdp ? eff.eager_fsdp_host_per_layer_s * host_passes : 0;
   double stage_compute = 0, stage_comm = 0, stage_host = 0;
   // The slowest stage sets the pace: the first holds the most layers of an uneven split, the last adds the head,
@@ -875,7 +881,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.tokens_per_s_per_gpu = res.tokens_per_s / n_gpus;
   res.model_flops_per_step = ModelFlopsPerToken(m, s, cfg.convention) * tokens_step;
   double recompute_frac = 0;
-  if (cfg.fit.recompute == Recompute::kFull) recompute_frac = 1.0 / 3.0;  // one more forward of 3 passes
+  if (cfg.fit.recompute == Recompute::kFull) recompute_frac = rc_share / 3.0;  // one more forward of 3 passes
   const double hw_extra = per_layer(dense.recompute_flops, moe.recompute_flops) * m.layers / par.pp;
   const double hw_model = per_layer(dense.fwd_flops + dense.bwd_flops, moe.fwd_flops + moe.bwd_flops) * m.layers / par.pp;
   res.hardware_flops_per_step = res.model_flops_per_step * (1 + (hw_model > 0 ? hw_extra / hw_model : recompute_frac));
@@ -902,7 +908,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // Occurrences per step on the critical stage: layer operators once per layer per micro-batch in the
   // forward pass, again in the recomputed forward, and their backward at 2x (FlashAttention 2.5x) the time;
   // `count` folds all of that in so that time x count is the operator's share of the step.
-  const double passes_rc = cfg.fit.recompute == Recompute::kFull ? 1.0 : 0.0;
+  const double passes_rc = rc_share;
   for (auto& o : ops.ops) {
     if (o.phase != "forward") continue;
     const bool head_op = o.name == "logits (output head)" || o.name == "cross-entropy";

@@ -788,6 +788,46 @@ TEST_F(Perf, Fp8RecipesOrderAndCurrentScalingAmaxReduction) {
   EXPECT_LT(mx->step_time_s, cs->step_time_s);
 }
 
+// Block recompute: N layers of 32 rerun their forward, so the step grows linearly in N from no extra forward to
+// full recompute's one, and each layer operator counts (1 forward + 2 backward + N/32 recomputed) per layer.
+TEST_F(Perf, BlockRecomputeCostsItsShareOfAForward) {
+  const ModelSpec m = M("llama-2-7b");
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(8, 2, 1, 16, 4096);
+  c.fit.par.sequence_parallel = true;
+  c.fit.recompute = Recompute::kFull;
+  auto at = [&](int n) {
+    TrainConfig t = c;
+    t.fit.recompute_layers = n;
+    auto r = EstimateTraining(m, C(g), t, E(g));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return *r;
+  };
+  const TrainResult r8 = at(8), r16 = at(16), r24 = at(24), full = at(0);
+  const double step = [&] {
+    TrainConfig t = c;
+    t.fit.recompute = Recompute::kNone;
+    return EstimateTraining(m, C(g), t, E(g))->step_time_s;
+  }();
+  EXPECT_NEAR(r16.step_time_s - r8.step_time_s, r24.step_time_s - r16.step_time_s, 1e-9);
+  EXPECT_LT(step, r8.step_time_s);
+  EXPECT_LT(r24.step_time_s, full.step_time_s);
+  EXPECT_NEAR(at(32).step_time_s, full.step_time_s, 1e-12);
+  EXPECT_EQ(r8.recompute_layers, 8);
+  EXPECT_LT(r8.hfu, full.hfu);
+  const OpCost* q8 = FindOp(r8.ops, "qkv projection");
+  ASSERT_NE(q8, nullptr);
+  EXPECT_NEAR(q8->count, r8.num_micro_batches * 32 * (3 + 8.0 / 32), 1e-9);
+  EXPECT_LT(r8.memory.per_gpu_peak_bytes, [&] {
+    TrainConfig t = c;
+    t.fit.recompute = Recompute::kNone;
+    return EstimateTraining(m, C(g), t, E(g))->memory.per_gpu_peak_bytes;
+  }());
+  TrainConfig bad = c;
+  bad.fit.recompute_layers = 33;
+  EXPECT_FALSE(EstimateTraining(m, C(g), bad, E(g)).ok());
+}
+
 // Eager PyTorch element-wise work: RMSNorm in FP32 steps (36 B forward / 58 B backward per element instead of
 // 4 / 8), rotate-half RoPE on Q and K (22 / 25 instead of 4 / 8), SwiGLU as two kernels (10 / 18 instead of
 // 6 / 12). A LayerNorm + GELU model without RoPE has nothing extra.

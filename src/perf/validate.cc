@@ -45,6 +45,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"global_batch", KeyType::kInteger},
               {"seq", KeyType::kInteger},
               {"recompute", KeyType::kString},
+              {"recompute_layers", KeyType::kInteger},
               {"sequence_parallel", KeyType::kBool},
               {"attention", KeyType::kString},
               {"dropout", KeyType::kBool},
@@ -175,6 +176,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
     c.micro_batch_auto = true;
   }
   SUANLI_ASSIGN_OR_RETURN(c.fit.recompute, ParseRecompute(t["recompute"].value_or(std::string("none"))));
+  c.fit.recompute_layers = static_cast<int>(t["recompute_layers"].value_or(int64_t{0}));
   const std::string metric = t["metric"].value_or(std::string());
   c.convention = FlopConvention::kMegatron;
   SUANLI_ASSIGN_OR_RETURN(TrainResult r, EstimateTraining(m, cl, c, eff));
