@@ -121,8 +121,9 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 68);
-  // The 7% target: 6.86% (7.03% in the eighth session, before current scaling's amax pass was counted).
+  EXPECT_EQ(n_dense, 69);
+  // The 7% target: 6.93% (7.03% in the eighth session, before current scaling's amax pass was counted;
+  // 6.86% before the ninth session's block-recompute row).
   EXPECT_LE(mean_dense, 0.07);
   EXPECT_LE(worst_dense, 0.314);  // 30.4% (MPT-30B at 8192 tokens on H100), plus one point
   auto [n_k, mean_k, worst_k] = subset([&](const ValidationCase& c) { return starts(c, "Korthikanti"); });
@@ -130,7 +131,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(mean_k, 0.0365);
   EXPECT_LE(worst_k, 0.0887);
   // Every case is in a known group, and the bundled set is complete.
-  EXPECT_GE(rep->cases.size(), 399u);  // 360 end-to-end runs and 39 GEMM shapes
+  EXPECT_GE(rep->cases.size(), 400u);  // 361 end-to-end runs and 39 GEMM shapes
 }
 
 // The notes `suanli perf` prints for configurations the model is known to get wrong quote figures from this
