@@ -68,6 +68,8 @@ struct Parallelism {
 // chunk) for block recompute of N layers (FitRequest::recompute_layers), 0 otherwise. The chunk is the fullest
 // pipeline stage's layers over the interleave.
 double RecomputedLayerShare(const ModelSpec& m, const Parallelism& p, Recompute rc, int recompute_layers);
+// Layers of the fullest model chunk (the fullest pipeline stage's layers over the interleave).
+double RecomputeChunkLayers(const ModelSpec& m, const Parallelism& p);
 // An error saying what would be valid when recompute_layers is set without full recompute or exceeds a chunk.
 Status CheckRecomputeLayers(const ModelSpec& m, const Parallelism& p, Recompute rc, int recompute_layers);
 

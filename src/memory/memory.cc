@@ -284,18 +284,16 @@ double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool 
   return tokens * per_token;
 }
 
-namespace {
-double ChunkLayers(const ModelSpec& m, const Parallelism& p) {
+double RecomputeChunkLayers(const ModelSpec& m, const Parallelism& p) {
   int most = 0;
   for (int st = 0; st < std::max(1, p.pp); ++st) most = std::max(most, LayersOnStage(m, p, st));
   return double(most) / std::max(1, p.interleave);
 }
-}  // namespace
 
 double RecomputedLayerShare(const ModelSpec& m, const Parallelism& p, Recompute rc, int recompute_layers) {
   if (rc != Recompute::kFull) return 0;
   if (recompute_layers <= 0) return 1;
-  const double chunk = ChunkLayers(m, p);
+  const double chunk = RecomputeChunkLayers(m, p);
   return chunk > 0 ? std::min(1.0, recompute_layers / chunk) : 1.0;
 }
 
@@ -304,7 +302,7 @@ Status CheckRecomputeLayers(const ModelSpec& m, const Parallelism& p, Recompute 
   if (recompute_layers < 0) return InvalidArgument(fmt::format("--recompute-layers {} must be positive", recompute_layers));
   if (rc != Recompute::kFull)
     return InvalidArgument("--recompute-layers recomputes whole layers: it needs --recompute full");
-  const double chunk = ChunkLayers(m, p);
+  const double chunk = RecomputeChunkLayers(m, p);
   if (recompute_layers > chunk)
     return InvalidArgument(fmt::format(
         "--recompute-layers {} is more than the {:g} layers of a model chunk ({} layers over PP {}{}); use 1 to {:g}",

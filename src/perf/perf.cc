@@ -680,7 +680,16 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                                      : std::vector<Recompute>{cfg.fit.recompute};
     std::optional<TrainResult> best, best_any;
     Status last = Status::Ok();
+    auto consider = [&](const Result<TrainResult>& r) {
+      if (!r.ok()) {
+        last = r.status();
+        return;
+      }
+      if (r->fits && (!best || r->step_time_s < best->step_time_s)) best = *r;
+      if (!best_any || r->shortfall_bytes < best_any->shortfall_bytes) best_any = *r;
+    };
     for (int64_t b : mbs) {
+      bool none_fits = false, full_fits = false;
       for (Recompute rc : rcs) {
         TrainConfig c2 = cfg;
         c2.micro_batch_auto = c2.recompute_auto = false;
@@ -688,17 +697,38 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         c2.fit.recompute = rc;
         if (rc != Recompute::kFull) c2.fit.recompute_layers = 0;  // block recompute only applies to full
         auto r = EstimateTraining(m, cl, c2, eff);
-        if (!r.ok()) {
-          last = r.status();
-          continue;
+        if (r.ok() && rc == Recompute::kNone) none_fits = r->fits;
+        if (r.ok() && rc == Recompute::kFull && c2.fit.recompute_layers == 0) full_fits = r->fits;
+        consider(r);
+      }
+      // Between the two: block recompute of the fewest layers per chunk that fits (memory falls and time rises
+      // with every layer recomputed, so the smallest N that fits is the fastest block setting).
+      if (cfg.recompute_auto && full_fits && !none_fits) {
+        TrainConfig c2 = cfg;
+        c2.micro_batch_auto = c2.recompute_auto = false;
+        c2.fit.micro_batch = b;
+        c2.fit.recompute = Recompute::kFull;
+        int lo = 1, hi = static_cast<int>(std::floor(RecomputeChunkLayers(m, par))) - 1;
+        std::optional<TrainResult> fit_block;
+        while (lo <= hi) {
+          const int mid = (lo + hi) / 2;
+          c2.fit.recompute_layers = mid;
+          auto r = EstimateTraining(m, cl, c2, eff);
+          if (r.ok() && r->fits) {
+            fit_block = *r;
+            hi = mid - 1;
+          } else {
+            lo = mid + 1;
+          }
         }
-        if (r->fits && (!best || r->step_time_s < best->step_time_s)) best = *r;
-        if (!best_any || r->shortfall_bytes < best_any->shortfall_bytes) best_any = *r;
+        if (fit_block) consider(*fit_block);
       }
     }
     if (best) {
-      best->notes.push_back(fmt::format("chosen automatically: micro-batch {}, recompute {} (fastest that fits)",
-                                        best->micro_batch, RecomputeName(best->recompute)));
+      best->notes.push_back(fmt::format(
+          "chosen automatically: micro-batch {}, recompute {} (fastest that fits)", best->micro_batch,
+          best->recompute_layers > 0 ? fmt::format("full of {} layers per chunk", best->recompute_layers)
+                                     : std::string(RecomputeName(best->recompute))));
       return *best;
     }
     if (best_any) return *best_any;

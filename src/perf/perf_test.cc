@@ -828,6 +828,32 @@ TEST_F(Perf, BlockRecomputeCostsItsShareOfAForward) {
   EXPECT_FALSE(EstimateTraining(m, C(g), bad, E(g)).ok());
 }
 
+// Choosing recompute automatically: where nothing fits without recompute but full recompute does, the fewest
+// block-recomputed layers that fit is a candidate, and it beats full recompute (LLaMA-3.1 8B, FP8, ZeRO-1, one
+// 8192-token sequence per H100).
+TEST_F(Perf, AutomaticRecomputeTriesTheFewestBlockLayersThatFit) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(8, 1, 1, 128, 8192);
+  c.dtype = Precision::kFp8;
+  c.recompute_auto = true;
+  auto r = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->fits);
+  ASSERT_EQ(r->recompute, Recompute::kFull);
+  ASSERT_GT(r->recompute_layers, 0);
+  c.recompute_auto = false;
+  c.fit.recompute = Recompute::kNone;
+  EXPECT_FALSE(EstimateTraining(m, C(g), c, E(g))->fits);
+  c.fit.recompute = Recompute::kFull;
+  const double full = EstimateTraining(m, C(g), c, E(g))->step_time_s;
+  EXPECT_LT(r->step_time_s, full);
+  if (r->recompute_layers > 1) {
+    c.fit.recompute_layers = r->recompute_layers - 1;
+    EXPECT_FALSE(EstimateTraining(m, C(g), c, E(g))->fits);  // one layer fewer does not fit
+  }
+}
+
 // Eager PyTorch element-wise work: RMSNorm in FP32 steps (36 B forward / 58 B backward per element instead of
 // 4 / 8), rotate-half RoPE on Q and K (22 / 25 instead of 4 / 8), SwiGLU as two kernels (10 / 18 instead of
 // 6 / 12). A LayerNorm + GELU model without RoPE has nothing extra.
