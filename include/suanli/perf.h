@@ -273,6 +273,8 @@ struct TrainResult {
 // Megatron-Core's conditions for overlapping the expert all-to-all (TransformerConfig.__post_init__): an MoE
 // model with EP > 1, an interleaved schedule when PP > 1, no full recompute. Ok, or what is missing.
 Status CheckEpOverlap(const ModelSpec& m, const Parallelism& par, Recompute recompute);
+// "none", "selective", "full", or "full (N layers per chunk)" for block recompute.
+std::string RecomputeWords(Recompute rc, int recompute_layers);
 
 // Validates the layout (divisibility etc.) and estimates one training step. A layout that
 // does not fit memory returns fits=false with the shortfall (and still the time it would take).

@@ -51,6 +51,7 @@ struct PlanCandidate {
   Parallelism par;
   int64_t micro_batch = 1;
   Recompute recompute = Recompute::kNone;
+  int recompute_layers = 0;          // with full recompute: block recompute of this many layers per chunk (0: all)
   bool tp_overlap = false, ep_overlap = false;  // the overlaps this candidate was estimated with
   TrainResult result;                // full detail for the reported candidates
   double score = 0;                  // lower is better (seconds, USD, or USD per token)

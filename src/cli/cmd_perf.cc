@@ -311,8 +311,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       std::cout << fmt::format(
           "micro-batch {} ({} per step per pipeline), recompute {}, attention {}, intra-node {}, inter-node {}\n\n",
           r->micro_batch, r->num_micro_batches,
-          r->recompute_layers > 0 ? fmt::format("full ({} layers per chunk)", r->recompute_layers)
-                                  : std::string(RecomputeName(r->recompute)),
+          RecomputeWords(r->recompute, r->recompute_layers),
           AttentionImplName(cfg.attention),
           cluster->intra_name, cluster->inter_name);
       if (!r->fits)

@@ -71,6 +71,7 @@ json CandidateJson(const PlanCandidate& c) {
                       {"tp_overlap", c.tp_overlap}, {"ep_overlap", c.ep_overlap}}},
           {"micro_batch", c.micro_batch},
           {"recompute", RecomputeName(c.recompute)},
+          {"recompute_layers", c.recompute_layers},
           {"score", c.score},
           {"step_time_s", r.step_time_s},
           {"tokens_per_s", r.tokens_per_s},
@@ -222,7 +223,8 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       Table t({"#", "layout", "mb", "recompute", "step", "MFU", "tok/s/GPU", "memory", "why"});
       int i = 1;
       for (const auto& x : c.top) {
-        t.Row({std::to_string(i++), Layout(x), std::to_string(x.micro_batch), RecomputeName(x.recompute),
+        t.Row({std::to_string(i++), Layout(x), std::to_string(x.micro_batch),
+               x.recompute_layers > 0 ? fmt::format("full/{}", x.recompute_layers) : std::string(RecomputeName(x.recompute)),
                FormatSeconds(x.result.step_time_s), fmt::format("{:.1f}%", 100 * x.result.mfu),
                fmt::format("{:.0f}", x.result.tokens_per_s_per_gpu), FormatBytes(x.result.memory.per_gpu_peak_bytes),
                x.why});

@@ -640,6 +640,11 @@ double ModelFlopsPerToken(const ModelSpec& m, double seq, FlopConvention conv) {
   return 6 * n + 12.0 * m.layers * attn_dim * seq;
 }
 
+std::string RecomputeWords(Recompute rc, int recompute_layers) {
+  if (rc == Recompute::kFull && recompute_layers > 0) return fmt::format("full ({} layers per chunk)", recompute_layers);
+  return RecomputeName(rc);
+}
+
 Status CheckEpOverlap(const ModelSpec& m, const Parallelism& par, Recompute recompute) {
   if (!m.moe || par.ep <= 1)
     return InvalidArgument("--ep-overlap overlaps the expert all-to-all: it needs an MoE model and --ep > 1");
@@ -727,8 +732,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     if (best) {
       best->notes.push_back(fmt::format(
           "chosen automatically: micro-batch {}, recompute {} (fastest that fits)", best->micro_batch,
-          best->recompute_layers > 0 ? fmt::format("full of {} layers per chunk", best->recompute_layers)
-                                     : std::string(RecomputeName(best->recompute))));
+          RecomputeWords(best->recompute, best->recompute_layers)));
       return *best;
     }
     if (best_any) return *best_any;

@@ -54,8 +54,13 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   if (c.recompute == Recompute::kSelective) a.push_back({"--recompute-granularity", "selective"});
   if (c.recompute == Recompute::kFull) {
     a.push_back({"--recompute-granularity", "full"});
-    a.push_back({"--recompute-method", "uniform"});
-    a.push_back({"--recompute-num-layers", "1"});
+    if (c.recompute_layers > 0) {  // block: the first N layers of each chunk
+      a.push_back({"--recompute-method", "block"});
+      a.push_back({"--recompute-num-layers", std::to_string(c.recompute_layers)});
+    } else {
+      a.push_back({"--recompute-method", "uniform"});
+      a.push_back({"--recompute-num-layers", "1"});
+    }
   }
   if (m.kv_heads < m.heads && !m.mla) {
     a.push_back({"--group-query-attention", ""});
@@ -91,7 +96,7 @@ std::string LayoutLine(const PlanCandidate& c) {
   const Parallelism& p = c.par;
   return fmt::format("TP={} PP={} DP={} CP={} EP={} ZeRO={} SP={} interleave={} micro-batch={} recompute={}", p.tp, p.pp,
                      p.dp, p.cp, p.ep, p.zero, p.sequence_parallel ? "on" : "off", p.interleave, c.micro_batch,
-                     RecomputeName(c.recompute)) +
+                     RecomputeWords(c.recompute, c.recompute_layers)) +
          (c.tp_overlap ? " tp-overlap=on" : "") + (c.ep_overlap ? " ep-overlap=on" : "");
 }
 

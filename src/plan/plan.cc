@@ -62,7 +62,7 @@ bool Better(const PlanCandidate& a, const PlanCandidate& b) {
   if (a.score != b.score) return a.score < b.score;
   const auto key = [](const PlanCandidate& c) {
     return std::make_tuple(c.par.cp, c.par.ep, c.par.pp, c.par.tp, c.par.zero, c.par.interleave, c.micro_batch,
-                           static_cast<int>(c.recompute), c.par.sequence_parallel, c.par.etp,
+                           static_cast<int>(c.recompute), c.recompute_layers, c.par.sequence_parallel, c.par.etp,
                            c.par.embedding_loss_in_split);
   };
   return key(a) < key(b);
@@ -128,10 +128,16 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
   for (const Expert& ex : eps)
     for (int zero : zeros)
       for (bool sp : sps)
-        for (const Interleave& iv : vs)
+        for (const Interleave& iv : vs) {
+          // Micro-batches at which no recompute fits: block recompute is only worth trying where it does not.
+          std::vector<bool> none_fits(mbs.size(), false);
+          // The score without recompute where that did not fit: a lower bound on any block recompute's score
+          // (recomputing layers only adds time), used to skip searches that cannot enter the top k.
+          std::vector<double> none_score(mbs.size(), -1.0);
           for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
             if (rc == Recompute::kSelective && req.attention != AttentionImpl::kUnfused) continue;  // same as none
-            for (int64_t mb : mbs) {
+            for (size_t mi = 0; mi < mbs.size(); ++mi) {
+              const int64_t mb = mbs[mi];
               TrainConfig c;
               c.detail = false;
               c.fit.par = Parallelism{o.tp, o.pp, o.dp, o.cp, ex.ep, zero, sp, iv.v, iv.embedding_loss_in_split, ex.etp};
@@ -153,11 +159,48 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               auto r = EstimateTraining(m, req.cluster, c, req.eff);
               if (!r.ok()) break;  // invalid for every larger micro-batch too (layout constraint)
               if (!r->fits) {
+                if (rc == Recompute::kNone) none_score[mi] = Score(*r, sh.gpus, sh.price, req.objective, tokens_per_step);
                 if (out.miss_shortfall < 0 || r->shortfall_bytes < out.miss_shortfall) {
                   out.miss_shortfall = r->shortfall_bytes;
                   out.miss = LayoutText(c.fit.par, mb, rc);
                 }
                 break;  // a larger micro-batch needs more memory still
+              }
+              if (rc == Recompute::kNone) none_fits[mi] = true;
+              // Full recompute fits where none does not: the fewest block-recomputed layers per chunk that fit is
+              // faster still (memory falls and time rises with each layer; a binary search finds it).
+              const bool block_hopeless = none_score[mi] >= 0 && static_cast<int>(out.top.size()) >= req.top_k &&
+                                          none_score[mi] > out.top.back().score;
+              if (rc == Recompute::kFull && !none_fits[mi] && !block_hopeless) {
+                int lo = 1, hi = static_cast<int>(std::floor(RecomputeChunkLayers(m, c.fit.par))) - 1;
+                std::optional<TrainResult> block;
+                int block_layers = 0;
+                TrainConfig cb = c;
+                while (lo <= hi) {
+                  cb.fit.recompute_layers = (lo + hi) / 2;
+                  ++out.evaluated;
+                  auto rb = EstimateTraining(m, req.cluster, cb, req.eff);
+                  if (rb.ok() && rb->fits) {
+                    block = std::move(rb).value();
+                    block_layers = cb.fit.recompute_layers;
+                    hi = cb.fit.recompute_layers - 1;
+                  } else {
+                    lo = cb.fit.recompute_layers + 1;
+                  }
+                }
+                if (block) {
+                  ++out.valid;
+                  PlanCandidate pb;
+                  pb.par = c.fit.par;
+                  pb.micro_batch = mb;
+                  pb.recompute = rc;
+                  pb.recompute_layers = block_layers;
+                  pb.tp_overlap = c.tp_overlap;
+                  pb.ep_overlap = c.ep_overlap;
+                  pb.score = Score(*block, sh.gpus, sh.price, req.objective, tokens_per_step);
+                  pb.result = std::move(*block);
+                  Offer(out.top, req.top_k, std::move(pb));
+                }
               }
               ++out.valid;
               PlanCandidate pc;
@@ -171,6 +214,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               Offer(out.top, req.top_k, std::move(pc));
             }
           }
+        }
 }
 
 std::string WhyLoses(const PlanCandidate& loser, const PlanCandidate& winner) {
@@ -270,6 +314,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.fit.seq = req.seq;
       tc.fit.micro_batch = c.micro_batch;
       tc.fit.recompute = c.recompute;
+      tc.fit.recompute_layers = c.recompute_layers;
       tc.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
       tc.dtype = req.dtype;
       tc.fp8_recipe = req.fp8_recipe;

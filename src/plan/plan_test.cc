@@ -104,6 +104,35 @@ TEST_F(Planner, Fp8RecipeIsEstimatedAndWrittenInMegatronTerms) {
   EXPECT_EQ(MegatronArgs(delayed->counts[0].top[0], Launch(req)).find("--fp8-recipe"), std::string::npos);
 }
 
+// Block recompute: on one layout where nothing fits without recompute, the fewest block-recomputed layers that fit
+// beat full recompute, and the launch flags say Megatron-Core's block method with that count.
+TEST_F(Planner, BlockRecomputeWinsWhereItFitsAndIsWrittenAsMegatronBlock) {
+  const ModelSpec m = M("llama-3.1-8b");
+  PlanRequest req = Req(m, "h100-sxm", {8}, 128, 8192, "ib-ndr");
+  req.dtype = Precision::kFp8;
+  req.fixed_tp = req.fixed_pp = req.fixed_cp = 1;
+  req.fixed_zero = 1;
+  req.max_micro_batch = 1;
+  req.top_k = 10;
+  auto r = Plan(req);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_FALSE(r->counts[0].top.empty());
+  const PlanCandidate& w = r->counts[0].top[0];
+  EXPECT_EQ(w.recompute, Recompute::kFull);
+  ASSERT_GT(w.recompute_layers, 0);
+  EXPECT_LT(w.recompute_layers, 32);
+  bool full_listed = false;
+  for (const auto& c : r->counts[0].top)
+    if (c.recompute == Recompute::kFull && c.recompute_layers == 0) {
+      full_listed = true;
+      EXPECT_GT(c.result.step_time_s, w.result.step_time_s);
+    }
+  EXPECT_TRUE(full_listed);
+  const std::string args = MegatronArgs(w, Launch(req));
+  EXPECT_NE(args.find("--recompute-method block"), std::string::npos) << args;
+  EXPECT_NE(args.find("--recompute-num-layers " + std::to_string(w.recompute_layers)), std::string::npos) << args;
+}
+
 // --tp-overlap: only sequence-parallel layouts (Megatron's --tp-comm-overlap requires SP), and it is in their flags.
 TEST_F(Planner, TpOverlapGoesToSequenceParallelLayoutsAndIntoTheFlags) {
   const ModelSpec m = M("llama-3.1-70b");
