@@ -125,6 +125,19 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
   for (int64_t b = 1; b <= std::min<int64_t>(per_rank, req.max_micro_batch); b *= 2)
     if (per_rank % b == 0) mbs.push_back(b);
   const double tokens_per_step = double(req.global_batch) * double(req.seq);
+  auto offer = [&](const TrainConfig& c, TrainResult&& r, int recompute_layers) {
+    ++out.valid;
+    PlanCandidate pc;
+    pc.par = c.fit.par;
+    pc.micro_batch = c.fit.micro_batch;
+    pc.recompute = c.fit.recompute;
+    pc.recompute_layers = recompute_layers;
+    pc.tp_overlap = c.tp_overlap;
+    pc.ep_overlap = c.ep_overlap;
+    pc.score = Score(r, sh.gpus, sh.price, req.objective, tokens_per_step);
+    pc.result = std::move(r);
+    Offer(out.top, req.top_k, std::move(pc));
+  };
   for (const Expert& ex : eps)
     for (int zero : zeros)
       for (bool sp : sps)
@@ -188,30 +201,9 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
                     lo = cb.fit.recompute_layers + 1;
                   }
                 }
-                if (block) {
-                  ++out.valid;
-                  PlanCandidate pb;
-                  pb.par = c.fit.par;
-                  pb.micro_batch = mb;
-                  pb.recompute = rc;
-                  pb.recompute_layers = block_layers;
-                  pb.tp_overlap = c.tp_overlap;
-                  pb.ep_overlap = c.ep_overlap;
-                  pb.score = Score(*block, sh.gpus, sh.price, req.objective, tokens_per_step);
-                  pb.result = std::move(*block);
-                  Offer(out.top, req.top_k, std::move(pb));
-                }
+                if (block) offer(c, std::move(*block), block_layers);
               }
-              ++out.valid;
-              PlanCandidate pc;
-              pc.par = c.fit.par;
-              pc.micro_batch = mb;
-              pc.recompute = rc;
-              pc.tp_overlap = c.tp_overlap;
-              pc.ep_overlap = c.ep_overlap;
-              pc.score = Score(*r, sh.gpus, sh.price, req.objective, tokens_per_step);
-              pc.result = std::move(r).value();
-              Offer(out.top, req.top_k, std::move(pc));
+              offer(c, std::move(r).value(), 0);
             }
           }
         }
