@@ -179,6 +179,9 @@ enum class Fp8Recipe { kDelayed, kCurrent, kMxfp8 };
 // "delayed", "current" (alias "cs", "fp8-cs", "tensorwise"), "mxfp8" (alias "mx", "fp8-mx"); an error lists them.
 Result<Fp8Recipe> ParseFp8Recipe(std::string_view name);
 const char* Fp8RecipeName(Fp8Recipe r);
+// An error when the GPU cannot train in FP8 with this recipe (FP8 needs Hopper, Ada or newer; MXFP8 needs
+// Blackwell's block-scaled tensor cores).
+Status CheckFp8Training(const GpuSpec& gpu, Fp8Recipe r);
 inline constexpr const char* kFp8RecipeHelp =
     "with --dtype fp8: delayed (default) | current (FP8-CS, Megatron tensorwise) | mxfp8 (Blackwell)";
 

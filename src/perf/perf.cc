@@ -78,6 +78,17 @@ const char* Fp8RecipeName(Fp8Recipe r) {
   return "?";
 }
 
+Status CheckFp8Training(const GpuSpec& gpu, Fp8Recipe r) {
+  if (!gpu.Supports(Precision::kFp8))
+    return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Hopper, Ada or newer)", gpu.id));
+  if (r != Fp8Recipe::kMxfp8) return Status::Ok();
+  const std::string cc = gpu.compute_capability ? gpu.compute_capability->value : std::string();
+  if (!cc.empty() && std::atof(cc.c_str()) >= 10.0) return Status::Ok();
+  return InvalidArgument(fmt::format(
+      "the mxfp8 recipe needs Blackwell tensor cores (compute capability 10.0 or newer); {} is {}; use "
+      "--fp8-recipe delayed or current", gpu.id, cc.empty() ? std::string("of unknown compute capability") : "sm " + cc));
+}
+
 Result<Precision> ParseTrainDtype(std::string_view name) {
   if (name == "bf16") return Precision::kBf16;
   if (name == "fp16") return Precision::kFp16;
@@ -768,17 +779,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   double gemm_eff = eff.gemm;
   double elem = 2;
   if (cfg.dtype == Precision::kFp8) {
-    if (!gpu.Supports(Precision::kFp8))
-      return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Hopper, Ada or newer)", gpu.id));
+    SUANLI_RETURN_IF_ERROR(CheckFp8Training(gpu, cfg.fp8_recipe));
     gemm_eff = eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
     elem = 1;
-    if (cfg.fp8_recipe == Fp8Recipe::kMxfp8) {
-      const std::string cc = gpu.compute_capability ? gpu.compute_capability->value : std::string();
-      if (cc.empty() || std::atof(cc.c_str()) < 10.0)
-        return InvalidArgument(fmt::format(
-            "the mxfp8 recipe needs Blackwell tensor cores (compute capability 10.0 or newer); {} is {}; use "
-            "--fp8-recipe delayed or current", gpu.id, cc.empty() ? std::string("of unknown compute capability") : "sm " + cc));
-    }
   }
   if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu.id, PrecisionKey(cfg.dtype)));
   res.peak_flops_per_gpu = peak;

@@ -230,6 +230,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
   if (req.gpu_counts.empty()) return InvalidArgument("plan needs at least one GPU count");
   if (req.global_batch < 1) return InvalidArgument("--global-batch must be at least 1");
   if (req.seq < 1) return InvalidArgument("--seq must be at least 1");
+  if (req.dtype == Precision::kFp8) SUANLI_RETURN_IF_ERROR(CheckFp8Training(*req.cluster.gpu, req.fp8_recipe));
   if (req.top_k < 1 || req.top_k > 1000) return InvalidArgument("--top must be between 1 and 1000");
   for (const auto& [flag, v] : {std::pair{"--tp", req.fixed_tp}, std::pair{"--pp", req.fixed_pp},
                                 std::pair{"--cp", req.fixed_cp}, std::pair{"--ep", req.fixed_ep}})

@@ -102,6 +102,17 @@ TEST_F(Planner, Fp8RecipeIsEstimatedAndWrittenInMegatronTerms) {
   EXPECT_NE(cs.find("--fp8-recipe tensorwise"), std::string::npos) << cs;
   req.fp8_recipe = Fp8Recipe::kDelayed;
   EXPECT_EQ(MegatronArgs(delayed->counts[0].top[0], Launch(req)).find("--fp8-recipe"), std::string::npos);
+
+  // A GPU that cannot run the request is an error that says why, not "no configuration fits".
+  req.fp8_recipe = Fp8Recipe::kMxfp8;
+  auto mx = Plan(req);
+  ASSERT_FALSE(mx.ok());
+  EXPECT_NE(mx.status().message().find("needs Blackwell"), std::string::npos) << mx.status().message();
+  PlanRequest a100 = Req(m, "a100-sxm-80gb", {8}, 128, 8192, "ib-hdr");
+  a100.dtype = Precision::kFp8;
+  auto no8 = Plan(a100);
+  ASSERT_FALSE(no8.ok());
+  EXPECT_NE(no8.status().message().find("has no FP8 support"), std::string::npos) << no8.status().message();
 }
 
 // Block recompute: on one layout where nothing fits without recompute, the fewest block-recomputed layers that fit
