@@ -23,7 +23,7 @@ struct FitFlags {
   int64_t batch = 1;
   int64_t seq = 4096;
   int64_t micro_batch = 1;
-  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 0, zero = 0, interleave = 1;
+  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 0, zero = 0, interleave = 1, recompute_layers = 0;
   bool sequence_parallel = false, embedding_loss_in_split = false;
   std::string recompute = "none";
   std::string optimizer = "adam";
@@ -44,6 +44,7 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   SUANLI_ASSIGN_OR_RETURN(r.weights, ParseWeightFormat(f.weights));
   SUANLI_ASSIGN_OR_RETURN(r.kv_bytes_per_elem, ParseKvDtype(f.kv_dtype));
   SUANLI_ASSIGN_OR_RETURN(r.recompute, ParseRecompute(f.recompute));
+  r.recompute_layers = f.recompute_layers;
   SUANLI_ASSIGN_OR_RETURN(r.optimizer, ParseOptimizer(f.optimizer));
   r.batch = f.batch;
   r.seq = f.seq;
@@ -139,6 +140,9 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
                 "(Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split)");
   sub->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism (needs TP > 1)");
   sub->add_option("--recompute", f->recompute, "Activation recompute: none | selective | full")->capture_default_str();
+  sub->add_option("--recompute-layers", f->recompute_layers,
+                  "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "
+                  "--recompute-method block --recompute-num-layers N)");
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
   sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
   sub->add_flag("--no-master-weights", f->no_master, "No FP32 master copy (pure 16-bit training)");
@@ -250,8 +254,11 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     else
       std::cout << fmt::format("global batch {}, micro-batch {}, sequence {}, recompute {}\n", req->batch,
                                req->micro_batch, req->seq,
-                               (req->mode == Mode::kTrain) ? RecomputeName(req->recompute)
-                                                           : (req->gradient_checkpointing ? "full (checkpointing)" : "none"));
+                               (req->mode == Mode::kTrain)
+                                   ? (req->recompute == Recompute::kFull && req->recompute_layers > 0
+                                          ? fmt::format("full ({} layers per chunk)", req->recompute_layers)
+                                          : std::string(RecomputeName(req->recompute)))
+                                   : std::string(req->gradient_checkpointing ? "full (checkpointing)" : "none"));
     std::cout << "\nper GPU (" << est->peak_stage << "):\n";
     Table t({"term", "GB", "GiB"});
     auto row = [&](const char* name, double v) {

@@ -223,6 +223,7 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
   if ((r.mode == Mode::kLora || r.mode == Mode::kQlora) && (r.lora_rank < 1 || r.lora_rank > 65536))
     return InvalidArgument(fmt::format("--lora-rank must be between 1 and 65536, got {}", r.lora_rank));
   if (r.weights.bits_per_weight <= 0) return InvalidArgument("weight format has no size");
+  if (r.mode == Mode::kTrain) SUANLI_RETURN_IF_ERROR(CheckRecomputeLayers(m, p, r.recompute, r.recompute_layers));
   return Status::Ok();
 }
 

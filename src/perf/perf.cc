@@ -752,7 +752,6 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
 
   SUANLI_RETURN_IF_ERROR(ValidateRequest(m, cfg.fit));
   if (cfg.ep_overlap) SUANLI_RETURN_IF_ERROR(CheckEpOverlap(m, par, cfg.fit.recompute));
-  SUANLI_RETURN_IF_ERROR(CheckRecomputeLayers(m, par, cfg.fit.recompute, cfg.fit.recompute_layers));
   const double rc_share = RecomputedLayerShare(m, par, cfg.fit.recompute, cfg.fit.recompute_layers);
   if (cfg.fit.batch % (par.dp * cfg.fit.micro_batch) != 0)
     return InvalidArgument("global batch must be divisible by DP x micro-batch");
