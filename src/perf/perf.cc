@@ -549,7 +549,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     const double bw = c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory;
     const perf_detail::Fp8CastCost cc = perf_detail::Fp8CastExtra(
         c.fp8_recipe, proj_in + fc2_in + (c.moe_layer && m.moe ? fc1_in : 0.0), in_elems, grad_elems,
-        c.moe_layer && m.moe ? 0 : 2);
+        c.moe_layer && m.moe ? 1 : 2);  // norm-fed casts: QKV, and the dense MLP's up projection
     double amax_reduce = 0;  // per pass: two amax all-reduces (column-parallel inputs fwd, row-parallel grads bwd)
     if (c.fp8_recipe == Fp8Recipe::kCurrent && c.sp && c.tp > 1)
       amax_reduce = 2 * AllReduceTime(4, c.tp, TpBusBw(c, c.tp), TpAlpha(c, c.tp));
