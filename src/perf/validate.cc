@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "core/data_registry.h"
@@ -112,6 +113,14 @@ Status CheckCaseKeys(const toml::table& t, CaseKind kind, const std::string& whe
   return Status::Ok();
 }
 
+// An integer key as an int: a value outside int's range is an error naming the key, not a wrapped number.
+Result<int> IntKey(const toml::table& t, const char* key, int64_t fallback) {
+  const int64_t v = t[key].value_or(fallback);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    return ParseError(fmt::format("'{}' = {} is out of range", key, v));
+  return static_cast<int>(v);
+}
+
 // The case's GPU: a missing key says so instead of looking up an empty name.
 Result<const GpuSpec*> CaseGpu(const toml::table& t, const HardwareCatalog& hw) {
   auto id = t["gpu"].value<std::string>();
@@ -134,23 +143,23 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   *moe = m.moe.has_value();
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
-  SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, static_cast<int>(t["gpus_per_node"].value_or(int64_t{8})),
-                                                    t["inter_node"].value_or(std::string("ib-ndr"))));
+  SUANLI_ASSIGN_OR_RETURN(const int gpus_per_node, IntKey(t, "gpus_per_node", 8));
+  SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, gpus_per_node, t["inter_node"].value_or(std::string("ib-ndr"))));
   cl.nvls = t["nvls"].value_or(true);
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
   TrainConfig c;
-  const int gpus = static_cast<int>(t["gpus"].value_or(int64_t{1}));
-  c.fit.par.tp = static_cast<int>(t["tp"].value_or(int64_t{1}));
-  c.fit.par.pp = static_cast<int>(t["pp"].value_or(int64_t{1}));
-  c.fit.par.cp = static_cast<int>(t["cp"].value_or(int64_t{1}));
-  c.fit.par.ep = static_cast<int>(t["ep"].value_or(int64_t{1}));
-  c.fit.par.etp = static_cast<int>(t["etp"].value_or(int64_t{0}));
+  SUANLI_ASSIGN_OR_RETURN(const int gpus, IntKey(t, "gpus", 1));
+  SUANLI_ASSIGN_OR_RETURN(c.fit.par.tp, IntKey(t, "tp", 1));
+  SUANLI_ASSIGN_OR_RETURN(c.fit.par.pp, IntKey(t, "pp", 1));
+  SUANLI_ASSIGN_OR_RETURN(c.fit.par.cp, IntKey(t, "cp", 1));
+  SUANLI_ASSIGN_OR_RETURN(c.fit.par.ep, IntKey(t, "ep", 1));
+  SUANLI_ASSIGN_OR_RETURN(c.fit.par.etp, IntKey(t, "etp", 0));
   c.moe_imbalance = t["moe_imbalance"].value_or(c.moe_imbalance);
   if (!(c.moe_imbalance >= 1.0 && c.moe_imbalance <= 64.0))
     return InvalidArgument(fmt::format("moe_imbalance {} is outside 1..64 (busiest expert's tokens / mean)", c.moe_imbalance));
-  c.fit.par.interleave = static_cast<int>(t["interleave"].value_or(int64_t{1}));
+  SUANLI_ASSIGN_OR_RETURN(c.fit.par.interleave, IntKey(t, "interleave", 1));
   c.fit.par.embedding_loss_in_split = t["embedding_loss_in_split"].value_or(false);
-  c.fit.par.zero = static_cast<int>(t["zero"].value_or(int64_t{0}));
+  SUANLI_ASSIGN_OR_RETURN(c.fit.par.zero, IntKey(t, "zero", 0));
   const int model_parallel = c.fit.par.tp * c.fit.par.pp * c.fit.par.cp;
   if (model_parallel < 1 || gpus % model_parallel != 0)
     return ParseError(fmt::format("gpus = {} is not a multiple of tp x pp x cp = {}", gpus, model_parallel));
@@ -176,7 +185,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
     c.micro_batch_auto = true;
   }
   SUANLI_ASSIGN_OR_RETURN(c.fit.recompute, ParseRecompute(t["recompute"].value_or(std::string("none"))));
-  c.fit.recompute_layers = static_cast<int>(t["recompute_layers"].value_or(int64_t{0}));
+  SUANLI_ASSIGN_OR_RETURN(c.fit.recompute_layers, IntKey(t, "recompute_layers", 0));
   const std::string metric = t["metric"].value_or(std::string());
   c.convention = FlopConvention::kMegatron;
   SUANLI_ASSIGN_OR_RETURN(TrainResult r, EstimateTraining(m, cl, c, eff));
@@ -207,7 +216,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   SUANLI_ASSIGN_OR_RETURN(c.fit.weights, ParseWeightFormat(t["weights"].value_or(std::string("bf16"))));
   if (c.fit.weights.id == "fp8") c.compute = Precision::kFp8;
   SUANLI_ASSIGN_OR_RETURN(c.fit.kv_bytes_per_elem, ParseKvDtype(t["kv_dtype"].value_or(std::string("bf16"))));
-  c.fit.par.tp = static_cast<int>(t["tp"].value_or(int64_t{1}));
+  SUANLI_ASSIGN_OR_RETURN(c.fit.par.tp, IntKey(t, "tp", 1));
   c.fit.batch = t["batch"].value_or(int64_t{1});
   c.input_len = t["input_len"].value_or(int64_t{128});
   c.output_len = t["output_len"].value_or(int64_t{128});

@@ -300,6 +300,14 @@ published = 1
   ASSERT_TRUE(r9.ok()) << r9.status().message();
   EXPECT_NE(r9->cases[0].failure.find("unknown FP8 recipe 'mxfp9' (did you mean 'mxfp8'"), std::string::npos)
       << r9->cases[0].failure;
+
+  // An integer beyond int's range is named, not wrapped (4294967296 would wrap to 0: full recompute of every layer).
+  std::string huge = bad_kernel;
+  swap(huge, "attention = \"flash3\"", "recompute = \"full\"\nrecompute_layers = 4294967296");
+  auto rh = RunCases(huge);
+  ASSERT_TRUE(rh.ok()) << rh.status().message();
+  EXPECT_NE(rh->cases[0].failure.find("'recompute_layers' = 4294967296 is out of range"), std::string::npos)
+      << rh->cases[0].failure;
 }
 
 // GEMM micro-benchmark rows go through EstimateGemm: the predicted TFLOP/s is the shape's FLOPs over its modelled
