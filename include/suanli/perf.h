@@ -276,6 +276,11 @@ struct TrainResult {
 // Megatron-Core's conditions for overlapping the expert all-to-all (TransformerConfig.__post_init__): an MoE
 // model with EP > 1, an interleaved schedule when PP > 1, no full recompute. Ok, or what is missing.
 Status CheckEpOverlap(const ModelSpec& m, const Parallelism& par, Recompute recompute);
+// Block recompute with the fewest layers per chunk that fits memory (cfg.fit.recompute is set to full), found by a
+// binary search over 1 .. chunk - 1 (memory falls and time rises with each layer recomputed, so this is also the
+// fastest block setting that fits); nullopt when none fits. `evaluated`, if given, counts the estimates made.
+std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,
+                                                        const Efficiency& eff, int64_t* evaluated = nullptr);
 // "none", "selective", "full", or "full (N layers per chunk)" for block recompute.
 std::string RecomputeWords(Recompute rc, int recompute_layers);
 

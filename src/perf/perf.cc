@@ -656,6 +656,26 @@ std::string RecomputeWords(Recompute rc, int recompute_layers) {
   return RecomputeName(rc);
 }
 
+std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,
+                                                        const Efficiency& eff, int64_t* evaluated) {
+  cfg.fit.recompute = Recompute::kFull;
+  cfg.micro_batch_auto = cfg.recompute_auto = false;
+  int lo = 1, hi = static_cast<int>(std::floor(RecomputeChunkLayers(m, cfg.fit.par))) - 1;
+  std::optional<TrainResult> best;
+  while (lo <= hi) {
+    cfg.fit.recompute_layers = (lo + hi) / 2;
+    if (evaluated) ++*evaluated;
+    auto r = EstimateTraining(m, cl, cfg, eff);
+    if (r.ok() && r->fits) {
+      best = std::move(r).value();
+      hi = cfg.fit.recompute_layers - 1;
+    } else {
+      lo = cfg.fit.recompute_layers + 1;
+    }
+  }
+  return best;
+}
+
 Status CheckEpOverlap(const ModelSpec& m, const Parallelism& par, Recompute recompute) {
   if (!m.moe || par.ep <= 1)
     return InvalidArgument("--ep-overlap overlaps the expert all-to-all: it needs an MoE model and --ep > 1");
@@ -723,21 +743,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         TrainConfig c2 = cfg;
         c2.micro_batch_auto = c2.recompute_auto = false;
         c2.fit.micro_batch = b;
-        c2.fit.recompute = Recompute::kFull;
-        int lo = 1, hi = static_cast<int>(std::floor(RecomputeChunkLayers(m, par))) - 1;
-        std::optional<TrainResult> fit_block;
-        while (lo <= hi) {
-          const int mid = (lo + hi) / 2;
-          c2.fit.recompute_layers = mid;
-          auto r = EstimateTraining(m, cl, c2, eff);
-          if (r.ok() && r->fits) {
-            fit_block = *r;
-            hi = mid - 1;
-          } else {
-            lo = mid + 1;
-          }
-        }
-        if (fit_block) consider(*fit_block);
+        if (auto fit_block = FewestBlockRecomputeThatFits(m, cl, c2, eff)) consider(*fit_block);
       }
     }
     if (best) {

@@ -125,13 +125,13 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
   for (int64_t b = 1; b <= std::min<int64_t>(per_rank, req.max_micro_batch); b *= 2)
     if (per_rank % b == 0) mbs.push_back(b);
   const double tokens_per_step = double(req.global_batch) * double(req.seq);
-  auto offer = [&](const TrainConfig& c, TrainResult&& r, int recompute_layers) {
+  auto offer = [&](const TrainConfig& c, TrainResult&& r) {
     ++out.valid;
     PlanCandidate pc;
     pc.par = c.fit.par;
     pc.micro_batch = c.fit.micro_batch;
     pc.recompute = c.fit.recompute;
-    pc.recompute_layers = recompute_layers;
+    pc.recompute_layers = r.recompute_layers;
     pc.tp_overlap = c.tp_overlap;
     pc.ep_overlap = c.ep_overlap;
     pc.score = Score(r, sh.gpus, sh.price, req.objective, tokens_per_step);
@@ -185,25 +185,10 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               const bool block_hopeless = none_score[mi] >= 0 && static_cast<int>(out.top.size()) >= req.top_k &&
                                           none_score[mi] > out.top.back().score;
               if (rc == Recompute::kFull && !none_fits[mi] && !block_hopeless) {
-                int lo = 1, hi = static_cast<int>(std::floor(RecomputeChunkLayers(m, c.fit.par))) - 1;
-                std::optional<TrainResult> block;
-                int block_layers = 0;
-                TrainConfig cb = c;
-                while (lo <= hi) {
-                  cb.fit.recompute_layers = (lo + hi) / 2;
-                  ++out.evaluated;
-                  auto rb = EstimateTraining(m, req.cluster, cb, req.eff);
-                  if (rb.ok() && rb->fits) {
-                    block = std::move(rb).value();
-                    block_layers = cb.fit.recompute_layers;
-                    hi = cb.fit.recompute_layers - 1;
-                  } else {
-                    lo = cb.fit.recompute_layers + 1;
-                  }
-                }
-                if (block) offer(c, std::move(*block), block_layers);
+                if (auto block = FewestBlockRecomputeThatFits(m, req.cluster, c, req.eff, &out.evaluated))
+                  offer(c, std::move(*block));
               }
-              offer(c, std::move(r).value(), 0);
+              offer(c, std::move(r).value());
             }
           }
         }
