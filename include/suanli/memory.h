@@ -22,6 +22,8 @@ enum class Optimizer { kAdam, kAdam8bit, kSgd };
 
 const char* ModeName(Mode m);
 const char* RecomputeName(Recompute r);
+// "none", "selective", "full", or "full (N layers per chunk)" for block recompute.
+std::string RecomputeWords(Recompute rc, int recompute_layers);
 const char* OptimizerName(Optimizer o);
 Result<Mode> ParseMode(std::string_view s);
 Result<Recompute> ParseRecompute(std::string_view s);

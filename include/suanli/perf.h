@@ -281,8 +281,6 @@ Status CheckEpOverlap(const ModelSpec& m, const Parallelism& par, Recompute reco
 // fastest block setting that fits); nullopt when none fits. `evaluated`, if given, counts the estimates made.
 std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,
                                                         const Efficiency& eff, int64_t* evaluated = nullptr);
-// "none", "selective", "full", or "full (N layers per chunk)" for block recompute.
-std::string RecomputeWords(Recompute rc, int recompute_layers);
 
 // Validates the layout (divisibility etc.) and estimates one training step. A layout that
 // does not fit memory returns fits=false with the shortfall (and still the time it would take).

@@ -255,9 +255,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
       std::cout << fmt::format("global batch {}, micro-batch {}, sequence {}, recompute {}\n", req->batch,
                                req->micro_batch, req->seq,
                                (req->mode == Mode::kTrain)
-                                   ? (req->recompute == Recompute::kFull && req->recompute_layers > 0
-                                          ? fmt::format("full ({} layers per chunk)", req->recompute_layers)
-                                          : std::string(RecomputeName(req->recompute)))
+                                   ? RecomputeWords(req->recompute, req->recompute_layers)
                                    : std::string(req->gradient_checkpointing ? "full (checkpointing)" : "none"));
     std::cout << "\nper GPU (" << est->peak_stage << "):\n";
     Table t({"term", "GB", "GiB"});

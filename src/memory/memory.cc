@@ -98,6 +98,11 @@ Result<Mode> ParseMode(std::string_view s) {
                                                    {"lora", Mode::kLora},       {"qlora", Mode::kQlora}};
   return ParseEnum(s, t, "mode");
 }
+std::string RecomputeWords(Recompute rc, int recompute_layers) {
+  if (rc == Recompute::kFull && recompute_layers > 0) return fmt::format("full ({} layers per chunk)", recompute_layers);
+  return RecomputeName(rc);
+}
+
 Result<Recompute> ParseRecompute(std::string_view s) {
   static const std::pair<const char*, Recompute> t[] = {
       {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};

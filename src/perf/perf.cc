@@ -651,11 +651,6 @@ double ModelFlopsPerToken(const ModelSpec& m, double seq, FlopConvention conv) {
   return 6 * n + 12.0 * m.layers * attn_dim * seq;
 }
 
-std::string RecomputeWords(Recompute rc, int recompute_layers) {
-  if (rc == Recompute::kFull && recompute_layers > 0) return fmt::format("full ({} layers per chunk)", recompute_layers);
-  return RecomputeName(rc);
-}
-
 std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,
                                                         const Efficiency& eff, int64_t* evaluated) {
   cfg.fit.recompute = Recompute::kFull;
