@@ -229,6 +229,10 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
     return InvalidArgument(fmt::format("--lora-rank must be between 1 and 65536, got {}", r.lora_rank));
   if (r.weights.bits_per_weight <= 0) return InvalidArgument("weight format has no size");
   if (r.mode == Mode::kTrain) SUANLI_RETURN_IF_ERROR(CheckRecomputeLayers(m, p, r.recompute, r.recompute_layers));
+  else if (r.recompute_layers != 0)
+    return InvalidArgument(fmt::format("--recompute-layers applies to --mode train (pretraining); {} uses {}", ModeName(r.mode),
+                                       r.mode == Mode::kInfer ? "no activations to recompute"
+                                                              : "gradient checkpointing of every layer (or none)"));
   return Status::Ok();
 }
 

@@ -70,6 +70,13 @@ TEST_F(Memory, BlockRecomputeKeepsTheOtherLayersActivations) {
   const Status sel = CheckRecomputeLayers(m, vp, Recompute::kSelective, 2);
   ASSERT_FALSE(sel.ok());
   EXPECT_NE(sel.message().find("needs --recompute full"), std::string::npos);
+  // Outside pretraining it is refused rather than ignored.
+  FitRequest lora = Infer();
+  lora.mode = Mode::kLora;
+  lora.recompute_layers = 3;
+  auto e = EstimateMemory(m, lora);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("applies to --mode train"), std::string::npos) << e.status().message();
 }
 
 // scenarios.md: "A 7B model in FP16: about 14 GB; INT8 about 7 GB; INT4 under 5 GB."
