@@ -63,6 +63,9 @@ struct GpuSpec {
 
   std::optional<Sourced<int>> pcie_generation;
   std::optional<Sourced<int>> pcie_lanes;
+  // The path between the GPU and its CPU's memory where it is not PCIe (e.g. NVLink-C2C on Grace superchips).
+  std::optional<Sourced<std::string>> host_link_kind;
+  std::optional<Sourced<double>> host_link_bandwidth_per_direction_bytes_per_s;
   std::optional<Sourced<double>> tdp_watts;
 
   // Indicative prices (with dates in the note).
@@ -75,6 +78,13 @@ struct GpuSpec {
   std::optional<double> PeakFlops(Precision p) const;
   bool Supports(Precision p) const { return dense_peak.count(p) != 0; }
 };
+
+// PCIe usable bandwidth per lane and direction after line coding, bytes/s (PCI-SIG base specifications: Gen1-2
+// 8b/10b, Gen3-5 128b/130b, Gen6 FLIT mode with 242 of 256 bytes carrying data); 0 for an unknown generation.
+double PcieLaneBytesPerS(int generation);
+// Datasheet bandwidth per direction between the GPU and host memory: the host link ([host_link], e.g. NVLink-C2C)
+// where the GPU file has one, else PCIe generation x lanes; nullopt when the file has neither.
+std::optional<Sourced<double>> HostBandwidthPerDirection(const GpuSpec& gpu);
 
 // A link or network: GPU links, switches, PCIe generations, InfiniBand, RoCE, Ethernet.
 struct Interconnect {

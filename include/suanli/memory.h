@@ -75,6 +75,10 @@ double RecomputeChunkLayers(const ModelSpec& m, const Parallelism& p);
 // An error saying what would be valid when recompute_layers is set without full recompute or exceeds a chunk.
 Status CheckRecomputeLayers(const ModelSpec& m, const Parallelism& p, Recompute rc, int recompute_layers);
 
+// An error saying what would be valid when offload_layers is set where Megatron-Core cannot offload (pipeline
+// parallelism, recompute) or is out of 0 .. layers - 1.
+Status CheckOffloadLayers(const ModelSpec& m, const Parallelism& p, Recompute rc, int offload_layers);
+
 // Transformer layers held by pipeline stage `stage` (0-based): an even split, the remainder on the first stages,
 // or with embedding_loss_in_split one layer fewer on the first and the last stage.
 int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage);
@@ -92,6 +96,11 @@ struct FitRequest {
   // recompute, the first ones of the chunk; the others keep all their activations. Megatron-Core's
   // --recompute-method block --recompute-num-layers N. 0: every layer (--recompute-method uniform).
   int recompute_layers = 0;
+  // CPU activation offloading (Megatron-Core --cpu-offloading --cpu-offloading-num-layers N, Transformer Engine's
+  // default schedule): the activations of the first N layers go to host memory during the forward pass and come
+  // back for the backward, so at most layers - N layers' activations are on the GPU at a time. Megatron-Core
+  // allows it only without pipeline parallelism and without activation recompute, and N below the layer count.
+  int offload_layers = 0;
   Optimizer optimizer = Optimizer::kAdam;
   bool fp32_grads = false;        // false: the ZeRO paper's 16 B/param (2+2+12); true: Megatron's 18 (2+4+12)
   bool master_weights = true;     // keep an FP32 master copy (mixed precision)
@@ -127,6 +136,8 @@ struct FitResult {
   double trainable_params = 0;     // training: all; LoRA: the adapters
   double kv_cache_bytes_per_token = 0;  // whole model, all layers, this KV dtype (per-GPU share in breakdown)
   int in_flight_micro_batches = 0;
+  double host_offload_bytes = 0;   // CPU activation offloading: host memory per GPU holding offloaded activations
+  double offload_layer_bytes = 0;  // CPU activation offloading: one layer's activations (each copy's size)
   double bytes_per_param_states = 0;  // weights + gradients + optimizer bytes per parameter, unsharded
   std::vector<std::string> notes;  // conventions applied, e.g. "Adam: 16 B/param (ZeRO paper)"
 };

@@ -36,6 +36,9 @@ struct Efficiency {
   // Compute slowdown while a collective runs concurrently (NCCL kernels take SMs and HBM bandwidth):
   // overlapped communication of duration M under compute C costs max(M, C + overlap_slowdown x min(M, C)).
   double overlap_slowdown = 0.189;
+  // Pinned copies between the GPU and host memory (copy engines), achieved / datasheet bandwidth per direction of
+  // the host link (PCIe, or NVLink-C2C where the GPU file has [host_link]). D2H: activation offload; H2D: reload.
+  double host_d2h = 0.84, host_h2d = 0.84;
   double dequant_ops_int8 = 2, dequant_ops_int4 = 4, dequant_ops_nf4 = 5, dequant_ops_gguf = 4;
   // Per-query-head decode attention (DecodeAttention::kPerHead): thread-instructions issued per cached
   // K or V element per query head. Fitted (docs/validation.md §4); data/efficiency.toml [decode_attention].
@@ -73,6 +76,10 @@ struct Cluster {
   // NCCL may run all-reduce as NVLS (in-switch reduction) where the efficiency data has `link_allreduce`;
   // NCCL_NVLS_ENABLE=0 (`--no-nvls`) turns it off and all-reduce runs as a ring like every other collective.
   bool nvls = true;
+  // Datasheet bandwidth per direction between each GPU and host memory (PCIe, or NVLink-C2C on Grace superchips);
+  // 0 when the catalog has neither. CPU activation offloading crosses it.
+  double host_bw_per_dir = 0;
+  std::string host_link_name;
 };
 // Builds a cluster from the catalog: intra-node link from the GPU's spec (PCIe when none),
 // inter-node from an interconnect id (e.g. "ib-ndr") with `nics_per_node` NICs (default one per GPU).
@@ -216,6 +223,7 @@ struct TrainBreakdown {
   double pipeline_bubble = 0;
   double optimizer = 0;
   double host = 0;                   // eager FSDP host-side time per layer that the GPU waits for
+  double offload = 0;                // CPU activation offloading: compute waiting for copies to or from the host
 };
 // The breakdown's terms in one place: JSON key (under breakdown_s), words for tables and "dominant".
 struct BreakdownTerm {
@@ -228,7 +236,8 @@ inline constexpr BreakdownTerm kBreakdownTerms[] = {
     {"communication_exposed", "exposed communication", &TrainBreakdown::communication_exposed},
     {"pipeline_bubble", "pipeline bubble", &TrainBreakdown::pipeline_bubble},
     {"optimizer", "optimizer step", &TrainBreakdown::optimizer},
-    {"host", "host overhead (eager FSDP)", &TrainBreakdown::host}};
+    {"host", "host overhead (eager FSDP)", &TrainBreakdown::host},
+    {"offload", "activation offload wait", &TrainBreakdown::offload}};
 
 // How far the model has been from the published measurements of one validation group (docs/validation.md
 // §3): absolute relative error over the group's runs. Every estimate carries the band of the group its figure
@@ -272,6 +281,16 @@ struct TrainResult {
   ErrorBand error;                     // step time and throughput: the training validation group
   std::vector<std::string> notes;
 };
+
+// CPU activation offloading of one micro-batch on one GPU, Transformer Engine's default schedule
+// (docs/methodology.md §8): the first `offloaded` of `layers` layers copy their activations to the host on a copy
+// stream as each layer's forward ends (`d2h_s` each, one copy at a time), and back in reverse order for the backward
+// (`h2d_s` each, on the other direction). At most layers - offloaded layers' activations are on the GPU: a layer's
+// forward waits until an offload has freed room, a reload waits until a backward has freed room, and a layer's
+// backward waits for its reload. fwd_s / bwd_s: one layer's forward / backward compute; gap_s: the work between the
+// passes (output head and loss). Returns the time the compute stream waits, 0 when every copy hides under compute.
+double OffloadStallSeconds(int layers, int offloaded, double fwd_s, double bwd_s, double gap_s, double d2h_s,
+                           double h2d_s);
 
 // Megatron-Core's conditions for overlapping the expert all-to-all (TransformerConfig.__post_init__): an MoE
 // model with EP > 1, an interleaved schedule when PP > 1, no full recompute. Ok, or what is missing.

@@ -30,20 +30,6 @@ int Severity(BenchState s) {
   return 4;
 }
 
-// PCIe usable bandwidth per lane and direction after line coding (PCI-SIG base specs:
-// Gen3 8 GT/s and Gen4 16 GT/s, Gen5 32 GT/s with 128b/130b; Gen6 64 GT/s PAM4 with FLIT
-// mode, 242 of 256 bytes carry data). Bytes/s.
-double PcieLaneBytesPerS(int generation) {
-  switch (generation) {
-    case 1: return 2.5e9 * 8 / 10 / 8;
-    case 2: return 5e9 * 8 / 10 / 8;
-    case 3: return 8e9 * 128 / 130 / 8;
-    case 4: return 16e9 * 128 / 130 / 8;
-    case 5: return 32e9 * 128 / 130 / 8;
-    case 6: return 64e9 * 242 / 256 / 8;
-    default: return 0;
-  }
-}
 constexpr const char* kPcieSource =
     "PCI-SIG base specification line rates (Gen3-5 128b/130b coding, Gen6 FLIT 242/256) x lanes from the catalog";
 
@@ -235,7 +221,7 @@ std::optional<Sourced<double>> DatasheetPeak(const BenchCase& c, const GpuSpec& 
       return it->second;
     }
     case BenchKind::kH2D:
-    case BenchKind::kD2H: return pcie();
+    case BenchKind::kD2H: return HostBandwidthPerDirection(gpu);  // NVLink-C2C on Grace superchips, else PCIe
     case BenchKind::kP2P:
     case BenchKind::kAllReduce:
       if (gpu.link_bandwidth_per_direction_bytes_per_s) return *gpu.link_bandwidth_per_direction_bytes_per_s;

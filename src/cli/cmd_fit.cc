@@ -23,7 +23,8 @@ struct FitFlags {
   int64_t batch = 1;
   int64_t seq = 4096;
   int64_t micro_batch = 1;
-  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 0, zero = 0, interleave = 1, recompute_layers = 0;
+  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 0, zero = 0, interleave = 1, recompute_layers = 0,
+      offload_layers = 0;
   bool sequence_parallel = false, embedding_loss_in_split = false;
   std::string recompute = "none";
   std::string optimizer = "adam";
@@ -45,6 +46,7 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   SUANLI_ASSIGN_OR_RETURN(r.kv_bytes_per_elem, ParseKvDtype(f.kv_dtype));
   SUANLI_ASSIGN_OR_RETURN(r.recompute, ParseRecompute(f.recompute));
   r.recompute_layers = f.recompute_layers;
+  r.offload_layers = f.offload_layers;
   SUANLI_ASSIGN_OR_RETURN(r.optimizer, ParseOptimizer(f.optimizer));
   r.batch = f.batch;
   r.seq = f.seq;
@@ -143,6 +145,9 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_option("--recompute-layers", f->recompute_layers,
                   "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "
                   "--recompute-method block --recompute-num-layers N)");
+  sub->add_option("--offload-layers", f->offload_layers,
+                  "--mode train: offload the first N layers' activations to host memory (Megatron-Core "
+                  "--cpu-offloading --cpu-offloading-num-layers N; needs --pp 1 and --recompute none)");
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
   sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
   sub->add_flag("--no-master-weights", f->no_master, "No FP32 master copy (pure 16-bit training)");
@@ -193,6 +198,10 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     j["breakdown_bytes"] = BreakdownJson(est->breakdown);
     j["peak_moment"] = est->peak_moment;
     j["peak_stage"] = est->peak_stage;
+    if (req->offload_layers > 0) {
+      j["offload_layers"] = req->offload_layers;
+      j["host_offload_bytes"] = est->host_offload_bytes;
+    }
     j["notes"] = est->notes;
     json rows = json::array();
     bool any_fits = false;

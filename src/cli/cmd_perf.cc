@@ -17,7 +17,7 @@ using json = nlohmann::json;
 struct PerfFlags {
   std::string model = "llama-3.1-8b", gpu = "h100-sxm";
   int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0,
-      recompute_layers = 0;
+      recompute_layers = 0, offload_layers = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n";
   std::string decode_attention = "grouped";
@@ -106,6 +106,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--recompute-layers", f->recompute_layers,
                     "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "
                     "--recompute-method block --recompute-num-layers N)");
+  train->add_option("--offload-layers", f->offload_layers,
+                    "CPU activation offloading of the first N layers (Megatron-Core --cpu-offloading "
+                    "--cpu-offloading-num-layers N; needs --pp 1 and no recompute)");
   train->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism");
   train->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
   train->add_flag("--account-for-embedding-loss", f->embedding_loss_in_split,
@@ -204,9 +207,12 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         auto rc = ParseRecompute(f->recompute);
         if (!rc.ok()) return PrintError(rc.status());
         cfg.fit.recompute = *rc;
+      } else if (f->offload_layers != 0) {
+        cfg.fit.recompute = Recompute::kNone;  // Megatron-Core does not offload with recompute
       } else {
         cfg.recompute_auto = true;
       }
+      cfg.fit.offload_layers = f->offload_layers;
       if (f->recompute_layers != 0 && cfg.fit.recompute != Recompute::kFull)
         return PrintError(InvalidArgument("--recompute-layers recomputes whole layers: it needs --recompute full"));
       cfg.fit.recompute_layers = f->recompute_layers;
@@ -282,6 +288,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["num_micro_batches"] = r->num_micro_batches;
         j["recompute"] = RecomputeName(r->recompute);
         if (r->recompute_layers > 0) j["recompute_layers"] = r->recompute_layers;
+        if (cfg.fit.offload_layers > 0) {
+          j["offload_layers"] = cfg.fit.offload_layers;
+          j["host_offload_bytes"] = r->memory.host_offload_bytes;
+        }
         j["attention"] = AttentionImplName(cfg.attention);
         j["dtype"] = PrecisionKey(cfg.dtype);
         if (cfg.dtype == Precision::kFp8) j["fp8_recipe"] = Fp8RecipeName(cfg.fp8_recipe);

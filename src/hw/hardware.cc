@@ -147,6 +147,21 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
     SUANLI_ASSIGN_OR_RETURN(g.pcie_generation, p.OptSourcedInt("generation"));
     SUANLI_ASSIGN_OR_RETURN(g.pcie_lanes, p.OptSourcedInt("lanes"));
     SUANLI_RETURN_IF_ERROR(p.CheckNoUnknownKeys());
+    if (g.pcie_generation && PcieLaneBytesPerS(g.pcie_generation->value) <= 0)
+      return ParseError(p.Where("generation") + fmt::format(": PCIe generation {} is not one of 1-6", g.pcie_generation->value));
+    if (g.pcie_lanes && (g.pcie_lanes->value < 1 || g.pcie_lanes->value > 32))
+      return ParseError(p.Where("lanes") + fmt::format(": {} lanes is not 1-32", g.pcie_lanes->value));
+  }
+  if (const toml::table* ht = r.SubTable("host_link")) {
+    detail::TableReader h(*ht, file, "host_link", &sources);
+    SUANLI_ASSIGN_OR_RETURN(g.host_link_kind, h.OptSourcedString("kind"));
+    SUANLI_ASSIGN_OR_RETURN(g.host_link_bandwidth_per_direction_bytes_per_s,
+                            h.OptQuantity("bandwidth_per_direction", Dimension::kBytesPerSecond));
+    SUANLI_RETURN_IF_ERROR(h.CheckNoUnknownKeys());
+    if (!g.host_link_kind || !g.host_link_bandwidth_per_direction_bytes_per_s)
+      return ParseError(file + ": [host_link] needs both 'kind' and 'bandwidth_per_direction'");
+    if (g.host_link_bandwidth_per_direction_bytes_per_s->value <= 0)
+      return ParseError(h.Where("bandwidth_per_direction") + " must be positive");
   }
   if (const toml::table* pw = r.SubTable("power")) {
     detail::TableReader p(*pw, file, "power", &sources);
@@ -163,6 +178,32 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
   }
   SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   return g;
+}
+
+double PcieLaneBytesPerS(int generation) {
+  switch (generation) {
+    case 1: return 2.5e9 * 8 / 10 / 8;
+    case 2: return 5e9 * 8 / 10 / 8;
+    case 3: return 8e9 * 128 / 130 / 8;
+    case 4: return 16e9 * 128 / 130 / 8;
+    case 5: return 32e9 * 128 / 130 / 8;
+    case 6: return 64e9 * 242 / 256 / 8;
+    default: return 0;
+  }
+}
+
+std::optional<Sourced<double>> HostBandwidthPerDirection(const GpuSpec& gpu) {
+  if (gpu.host_link_bandwidth_per_direction_bytes_per_s) {
+    Sourced<double> s = *gpu.host_link_bandwidth_per_direction_bytes_per_s;
+    if (gpu.host_link_kind) s.note = gpu.host_link_kind->value + (s.note.empty() ? "" : "; " + s.note);
+    return s;
+  }
+  if (!gpu.pcie_generation) return std::nullopt;
+  const int lanes = gpu.pcie_lanes ? gpu.pcie_lanes->value : 16;
+  return Sourced<double>{PcieLaneBytesPerS(gpu.pcie_generation->value) * lanes,
+                         "PCI-SIG base specification line rates (Gen3-5 128b/130b coding, Gen6 FLIT 242/256) x lanes "
+                         "from the catalog",
+                         fmt::format("PCIe Gen{} x{}, one direction", gpu.pcie_generation->value, lanes)};
 }
 
 Result<std::vector<Interconnect>> ParseInterconnectsToml(std::string_view text, std::string_view file_sv) {

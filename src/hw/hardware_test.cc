@@ -43,6 +43,33 @@ TEST(ParseGpuToml, UnknownKeyIsAnErrorNamingFileAndKey) {
   EXPECT_NE(g.status().message().find("did you mean 'tdp'"), std::string::npos);
 }
 
+// The host path: [host_link] (NVLink-C2C on Grace superchips) wins over PCIe; without it PCIe generation x lanes
+// (Gen5: 32 GT/s, 128b/130b, so 3.94 GB/s per lane and direction). Half a [host_link], or an impossible PCIe
+// generation, is an error naming the file.
+TEST(ParseGpuToml, HostLinkOrPcieGivesTheHostBandwidth) {
+  auto bare = ParseGpuToml(kMinimalGpu, "t.toml");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_FALSE(HostBandwidthPerDirection(*bare).has_value());
+  const std::string pcie = std::string(kMinimalGpu) + "[pcie]\ngeneration = { value = 5, source = \"ds\" }\n" +
+                           "lanes = { value = 16, source = \"ds\" }\n";
+  auto p = ParseGpuToml(pcie, "t.toml");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_NEAR(HostBandwidthPerDirection(*p)->value, 16 * 32e9 * 128 / 130 / 8, 1);
+  auto c2c = ParseGpuToml(pcie + "[host_link]\nkind = { value = \"nvlink-c2c\", source = \"ds\" }\n" +
+                              "bandwidth_per_direction = { value = \"450 GB/s\", source = \"ds\" }\n",
+                          "t.toml");
+  ASSERT_TRUE(c2c.ok()) << c2c.status().message();
+  EXPECT_DOUBLE_EQ(HostBandwidthPerDirection(*c2c)->value, 450e9);
+  auto half = ParseGpuToml(pcie + "[host_link]\nkind = { value = \"nvlink-c2c\", source = \"ds\" }\n", "half.toml");
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.status().message().find("half.toml: [host_link] needs both"), std::string::npos) << half.status().message();
+  std::string gen9 = pcie;
+  gen9.replace(gen9.find("value = 5"), 9, "value = 9");
+  auto g9 = ParseGpuToml(gen9, "gen.toml");
+  ASSERT_FALSE(g9.ok());
+  EXPECT_NE(g9.status().message().find("not one of 1-6"), std::string::npos) << g9.status().message();
+}
+
 TEST(ParseGpuToml, MissingUnitIsAnError) {
   std::string text = kMinimalGpu;
   text.replace(text.find("\"10 GiB\""), 8, "\"10\"");

@@ -228,6 +228,11 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
   if ((r.mode == Mode::kLora || r.mode == Mode::kQlora) && (r.lora_rank < 1 || r.lora_rank > 65536))
     return InvalidArgument(fmt::format("--lora-rank must be between 1 and 65536, got {}", r.lora_rank));
   if (r.weights.bits_per_weight <= 0) return InvalidArgument("weight format has no size");
+  if (r.mode == Mode::kTrain) {
+    SUANLI_RETURN_IF_ERROR(CheckOffloadLayers(m, p, r.recompute, r.offload_layers));
+  } else if (r.offload_layers != 0) {
+    return InvalidArgument(fmt::format("--offload-layers applies to --mode train (pretraining), not {}", ModeName(r.mode)));
+  }
   if (r.mode == Mode::kTrain) SUANLI_RETURN_IF_ERROR(CheckRecomputeLayers(m, p, r.recompute, r.recompute_layers));
   else if (r.recompute_layers != 0)
     return InvalidArgument(fmt::format("--recompute-layers applies to --mode train (pretraining); {} uses {}", ModeName(r.mode),
@@ -305,6 +310,21 @@ double RecomputedLayerShare(const ModelSpec& m, const Parallelism& p, Recompute 
   if (recompute_layers <= 0) return 1;
   const double chunk = RecomputeChunkLayers(m, p);
   return chunk > 0 ? std::min(1.0, recompute_layers / chunk) : 1.0;
+}
+
+Status CheckOffloadLayers(const ModelSpec& m, const Parallelism& p, Recompute rc, int offload_layers) {
+  if (offload_layers == 0) return Status::Ok();
+  if (offload_layers < 0 || offload_layers >= m.layers)
+    return InvalidArgument(fmt::format("--offload-layers {} must be between 1 and {} (the model's {} layers less one: "
+                                       "at least one layer's activations stay on the GPU)",
+                                       offload_layers, m.layers - 1, m.layers));
+  if (p.pp > 1)
+    return InvalidArgument(fmt::format("--offload-layers needs --pp 1: Megatron-Core has no CPU offloading with pipeline "
+                                       "parallelism (got --pp {})", p.pp));
+  if (rc != Recompute::kNone)
+    return InvalidArgument(fmt::format("--offload-layers needs --recompute none: Megatron-Core does not offload with "
+                                       "activation recompute (got {})", RecomputeName(rc)));
+  return Status::Ok();
 }
 
 Status CheckRecomputeLayers(const ModelSpec& m, const Parallelism& p, Recompute rc, int recompute_layers) {
@@ -496,7 +516,9 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
       if (stage == 0) {
         inflight = static_cast<int>(std::min<int64_t>(p.pp, std::max<int64_t>(1, num_micro)));
       }
-      double act = act_layer_kept * LayersOnStage(m, p, stage) * inflight;
+      // CPU offloading (PP 1, no recompute): at most layers - N layers' activations on the GPU at a time.
+      const int resident_layers = LayersOnStage(m, p, stage) - (training ? r.offload_layers : 0);
+      double act = act_layer_kept * resident_layers * inflight;
       if (p.interleave > 1 && stage == 0 && num_micro >= p.pp) {
         act *= 1.0 + static_cast<double>(p.pp - 1) / (p.pp * p.interleave);  // Korthikanti et al. §4.2.3
       }
@@ -541,6 +563,10 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
                                                 : "a middle pipeline stage";
   f.params_per_gpu = best_params;
   f.in_flight_micro_batches = best_inflight;
+  if (training && r.offload_layers > 0) {
+    f.offload_layer_bytes = act_layer_full;
+    f.host_offload_bytes = act_layer_full * r.offload_layers;
+  }
   f.kv_cache_bytes_per_token = KvBytesPerToken(m, r.kv_bytes_per_elem, 1);
   if (!r.explain) return f;
   if (training || finetune) {
@@ -551,6 +577,11 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     f.peak_moment = "prefill of a full batch with the KV cache filled to the whole context";
   }
   if (r.flash_attention) f.notes.push_back("FlashAttention: no s^2 attention-score tensors are stored");
+  if (training && r.offload_layers > 0)
+    f.notes.push_back(fmt::format("CPU activation offloading: {} of {} layers' activations ({} per layer) move to pinned "
+                                  "host memory, {} per GPU; at most {} layers' activations are on the GPU",
+                                  r.offload_layers, m.layers, FormatBytes(act_layer_full), FormatBytes(f.host_offload_bytes),
+                                  m.layers - r.offload_layers));
   if (training && p.zero == 3 && zero_group > 1)
     f.notes.push_back("ZeRO-3/FSDP: two layers' parameters are gathered at a time (current + prefetch)");
   return f;

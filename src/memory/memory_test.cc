@@ -34,6 +34,47 @@ FitRequest Infer(const char* weights = "bf16", int64_t batch = 1, int64_t seq = 
   return r;
 }
 
+// CPU activation offloading (Megatron-Core --cpu-offloading --cpu-offloading-num-layers N): at most layers - N layers'
+// activations are on the GPU; the offloaded ones are in pinned host memory. Megatron-Core's rules: PP 1, no
+// recompute, N below the layer count; and only for pretraining.
+TEST_F(Memory, OffloadedLayersLeaveTheGpuAndNeedHostMemory) {
+  const ModelSpec m = M("llama-2-7b");
+  FitRequest r = Train(4096, 16, 1, 1);
+  r.par.dp = 8;
+  r.micro_batch = 2;
+  const FitResult none = Est(m, r);
+  r.offload_layers = 24;
+  const FitResult off = Est(m, r);
+  const double a_layer = LayerActivationBytes(m, 4096, 2, 1, false, Recompute::kNone, true, false);
+  EXPECT_NEAR(none.breakdown.activations - off.breakdown.activations, 24 * a_layer, 1e-6 * a_layer);
+  EXPECT_NEAR(off.breakdown.activations, 8 * a_layer, 1e-6 * a_layer);
+  EXPECT_NEAR(off.host_offload_bytes, 24 * a_layer, 1e-6 * a_layer);
+  EXPECT_NEAR(off.offload_layer_bytes, a_layer, 1e-9 * a_layer);
+  EXPECT_EQ(none.host_offload_bytes, 0);
+  EXPECT_LT(off.per_gpu_peak_bytes, none.per_gpu_peak_bytes);
+
+  auto error = [&](FitRequest q) {
+    auto e = EstimateMemory(m, q);
+    EXPECT_FALSE(e.ok());
+    return e.ok() ? std::string() : std::string(e.status().message());
+  };
+  FitRequest q = r;
+  q.offload_layers = 32;
+  EXPECT_NE(error(q).find("between 1 and 31"), std::string::npos) << error(q);
+  q.offload_layers = -1;
+  EXPECT_NE(error(q).find("between 1 and 31"), std::string::npos);
+  q = r;
+  q.par.pp = 2;
+  q.par.dp = 4;
+  EXPECT_NE(error(q).find("--pp 1"), std::string::npos) << error(q);
+  q = r;
+  q.recompute = Recompute::kSelective;
+  EXPECT_NE(error(q).find("--recompute none"), std::string::npos) << error(q);
+  q = Infer();
+  q.offload_layers = 4;
+  EXPECT_NE(error(q).find("--mode train"), std::string::npos) << error(q);
+}
+
 // Block recompute (Megatron-Core --recompute-method block --recompute-num-layers N): the first N layers of each
 // model chunk keep only their input, the others everything; one layer's full activations for the recompute.
 // LLaMA-2 7B (32 layers) on one stage, and on PP 2 x interleave 2 (chunks of 8 layers), where N counts per chunk.

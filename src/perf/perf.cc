@@ -171,6 +171,8 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     SUANLI_RETURN_IF_ERROR(frac("link_allreduce", &e.link_allreduce, 0.05, 2.0));
     SUANLI_RETURN_IF_ERROR(frac("network", &e.network, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("overlap_slowdown", &e.overlap_slowdown, 0.0, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("host_d2h", &e.host_d2h, 0.05, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("host_h2d", &e.host_h2d, 0.05, 1.0));
     SUANLI_ASSIGN_OR_RETURN(auto kl, r.OptQuantity("kernel_launch", Dimension::kSeconds));
     if (kl) {
       if (kl->value > 1e-3) return ParseError(r.Where("kernel_launch") + " must be below 1 ms");
@@ -250,6 +252,12 @@ Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int g
     c.intra_bw_per_dir = (*ic)->bandwidth_per_direction_bytes_per_s.value;
     if ((*ic)->latency_s) c.intra_latency_s = (*ic)->latency_s->value;
     c.intra_name = (*ic)->id;
+  }
+  if (auto host = HostBandwidthPerDirection(gpu)) {
+    c.host_bw_per_dir = host->value;
+    c.host_link_name = gpu.host_link_kind ? gpu.host_link_kind->value
+                                          : fmt::format("PCIe Gen{} x{}", gpu.pcie_generation->value,
+                                                        gpu.pcie_lanes ? gpu.pcie_lanes->value : 16);
   }
   auto net = hw.FindInterconnect(inter_node);
   if (!net.ok()) return net.status();
@@ -671,6 +679,35 @@ std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, cons
   return best;
 }
 
+double OffloadStallSeconds(int layers, int offloaded, double fwd_s, double bwd_s, double gap_s, double d2h_s,
+                           double h2d_s) {
+  if (layers <= 0 || offloaded <= 0) return 0;
+  offloaded = std::min(offloaded, layers - 1);
+  if (offloaded <= 0) return 0;
+  const int room = layers - offloaded;  // activation sets the GPU may hold
+  std::vector<double> off_end(offloaded + 1), bwd_end(layers + 2);
+  // Forward: layer i (1-based) needs a free set, i.e. layer i - room's offload done when that one is offloaded.
+  double t = 0, d2h = 0;
+  for (int i = 1; i <= layers; ++i) {
+    if (i > room) t = std::max(t, off_end[i - room]);
+    t += fwd_s;
+    if (i <= offloaded) off_end[i] = d2h = std::max(d2h, t) + d2h_s;
+  }
+  t += gap_s;
+  // Backward, layers L .. 1: the reload of layer j (j <= offloaded, in order offloaded .. 1) needs its offload done
+  // and a set freed, which is the backward of layer j + room.
+  double h2d = 0;
+  for (int i = layers; i >= 1; --i) {
+    if (i <= offloaded) {
+      h2d = std::max({h2d, off_end[i], bwd_end[i + room]}) + h2d_s;
+      t = std::max(t, h2d);
+    }
+    t += bwd_s;
+    bwd_end[i] = t;
+  }
+  return std::max(0.0, t - (layers * (fwd_s + bwd_s) + gap_s));
+}
+
 Status CheckEpOverlap(const ModelSpec& m, const Parallelism& par, Recompute recompute) {
   if (!m.moe || par.ep <= 1)
     return InvalidArgument("--ep-overlap overlaps the expert all-to-all: it needs an MoE model and --ep > 1");
@@ -834,6 +871,18 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const bool eager_fsdp = cfg.eager && par.zero == 3;
   const double host_passes = 1.0 + rc_share / 3.0;
   const double host_layer = eager_fsdp ? eff.eager_fsdp_host_per_layer_s * host_passes : 0;
+  // CPU activation offloading (PP 1, so one stage holds every layer): the copies of each offloaded layer's
+  // activations to the host and back, against one layer's forward and backward compute.
+  double offload_stall = 0, offload_d2h = 0, offload_h2d = 0;
+  if (cfg.fit.offload_layers > 0) {
+    if (cl.host_bw_per_dir <= 0)
+      return InvalidArgument(fmt::format("--offload-layers: the catalog has no host link (PCIe or NVLink-C2C) for {}; "
+                                         "add [pcie] or [host_link] to its GPU file", gpu.id));
+    const double bytes = res.memory.offload_layer_bytes;
+    offload_d2h = bytes / (cl.host_bw_per_dir * eff.host_d2h);
+    offload_h2d = bytes / (cl.host_bw_per_dir * eff.host_h2d);
+    offload_stall = OffloadStallSeconds(m.layers, cfg.fit.offload_layers, lf, lb, head_time, offload_d2h, offload_h2d);
+  }
   double stage_compute = 0, stage_comm = 0, stage_host = 0;
   // The slowest stage sets the pace: the first holds the most layers of an uneven split, the last adds the head,
   // and with the embedding and loss counted as layers the middle ones hold one layer more than both.
@@ -879,7 +928,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                     ReduceScatterTime(pbytes * (cfg.fit.fp32_grads ? 2 : 1), dp_group, dp_bw, dp_alpha);
     zero3_exposed_mb = OverlapCost(stage_compute, zero3_comm_mb, eff.overlap_slowdown);
   }
-  const double t_mb = stage_compute + stage_comm + p2p + zero3_exposed_mb + stage_host;
+  const double t_mb = stage_compute + stage_comm + p2p + zero3_exposed_mb + stage_host + offload_stall;
   const double bubble = double(par.pp - 1) / par.interleave * t_mb;
   const double pipeline = mb_count * t_mb + bubble;
 
@@ -901,6 +950,13 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     ops.Add("optimizer step (Adam)", "step", 0, opt_bytes, t_opt, 1, Bound::kMemory);
     if (dp_comm > 0) ops.Add("DP gradient all-reduce", "step", 0, params_gpu * 2, dp_comm, 1, Bound::kCommunication);
     if (stage_host > 0) ops.Add("host overhead (eager FSDP)", "step", 0, 0, mb_count * stage_host, 1, Bound::kLatency);
+    if (cfg.fit.offload_layers > 0) {
+      const double n = cfg.fit.offload_layers * double(mb_count);
+      ops.Add("activation offload to host (D2H)", "step", 0, n * res.memory.offload_layer_bytes, n * offload_d2h, 1,
+              Bound::kCommunication);
+      ops.Add("activation reload from host (H2D)", "step", 0, n * res.memory.offload_layer_bytes, n * offload_h2d, 1,
+              Bound::kCommunication);
+    }
   }
 
   res.step_time_s = pipeline + dp_exposed + t_opt;
@@ -909,6 +965,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.breakdown_s.pipeline_bubble = bubble;
   res.breakdown_s.optimizer = t_opt;
   res.breakdown_s.host = mb_count * stage_host;
+  res.breakdown_s.offload = mb_count * offload_stall;
   res.communication_total_s =
       mb_count * (max_stage_layers * (ltp + lep) + p2p + zero3_comm_mb) + dp_comm;
 
@@ -987,6 +1044,17 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "without CUDA graphs at small micro-batches, so treat this step time as a likely lower bound "
         "(docs/validation.md section 5)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean, old.cases, 100 * old.lo, 100 * old.hi));
+  }
+  if (cfg.fit.offload_layers > 0) {
+    res.notes.push_back(fmt::format(
+        "CPU activation offloading over {} ({}/s per direction at the copy efficiencies {:.2f} D2H, {:.2f} H2D): {} "
+        "per layer goes out in {} and back in {}, against {} forward and {} backward compute per layer; the compute "
+        "waits {} per micro-batch",
+        cl.host_link_name, FormatBytes(cl.host_bw_per_dir), eff.host_d2h, eff.host_h2d,
+        FormatBytes(res.memory.offload_layer_bytes), FormatSeconds(offload_d2h), FormatSeconds(offload_h2d),
+        FormatSeconds(lf), FormatSeconds(lb), FormatSeconds(offload_stall)));
+    res.notes.push_back("uncertain: the offload copies' own HBM traffic (contention with memory-bound kernels) is not "
+                        "modelled; checked against 2 Megatron-Bridge GB200 runs only (docs/validation.md)");
   }
   if (cfg.detail && eager_fsdp) {
     const auto& h = evidence::kEagerFsdpFoundryH100;

@@ -828,6 +828,61 @@ TEST_F(Perf, BlockRecomputeCostsItsShareOfAForward) {
   EXPECT_FALSE(EstimateTraining(m, C(g), bad, E(g)).ok());
 }
 
+// The offload schedule, by hand (4 layers, 2 offloaded, so 2 activation sets on the GPU). Slow offloads: layer 3
+// waits for layer 1's copy (ends at 4), layer 4 for layer 2's (ends at 7), so the forward ends at 8 instead of 4;
+// the reloads (0.5 each) start once layers 4 and 3 have freed their sets and hide under backward: stall 4. Slow
+// reloads: layer 2's reload waits for layer 4's backward (ends 5) and takes 5, layer 1's starts at 10 and ends at
+// 15, so the backward ends at 16 instead of 8: stall 8. Fast copies cost nothing.
+TEST(Offload, ScheduleWaitsForTheCopiesWhereTheLinkIsSlow) {
+  EXPECT_DOUBLE_EQ(OffloadStallSeconds(4, 2, 1, 2, 0, 3, 0.5), 4);
+  EXPECT_DOUBLE_EQ(OffloadStallSeconds(4, 2, 1, 1, 0, 0.1, 5), 8);
+  EXPECT_DOUBLE_EQ(OffloadStallSeconds(32, 16, 1, 2, 0.5, 0.2, 0.2), 0);
+  EXPECT_DOUBLE_EQ(OffloadStallSeconds(32, 0, 1, 2, 0, 100, 100), 0);
+  // Faster copies never wait longer; more layers offloaded never wait less.
+  double last = 1e30;
+  for (double copy : {8.0, 4.0, 2.0, 1.0, 0.5, 0.25}) {
+    const double w = OffloadStallSeconds(40, 30, 1, 2, 0, copy, copy);
+    EXPECT_LE(w, last) << copy;
+    last = w;
+  }
+  last = 0;
+  for (int n = 1; n < 40; ++n) {
+    const double w = OffloadStallSeconds(40, n, 1, 2, 0, 1.5, 1.5);
+    EXPECT_GE(w, last) << n;
+    last = w;
+  }
+}
+
+// Offloading in a step: the step grows by exactly the wait, which is large over PCIe (H100: 63 GB/s per direction)
+// and smaller over NVLink-C2C (GB200: 450 GB/s), and the GPU holds fewer activations. The catalog's host links:
+// PCIe Gen5 x16 from the H100 file, NVLink-C2C from the GB200 file.
+TEST_F(Perf, ActivationOffloadAddsTheCopyWaitAndFreesGpuMemory) {
+  EXPECT_NEAR(HostBandwidthPerDirection(G("h100-sxm"))->value, 32e9 * 128 / 130 / 8 * 16, 1);
+  EXPECT_NEAR(HostBandwidthPerDirection(G("gb200"))->value, 450e9, 1);
+  EXPECT_EQ(C(G("gb200")).host_link_name, "nvlink-c2c");
+  const ModelSpec m = M("llama-3.1-8b");
+  TrainConfig c = Train(8, 1, 1, 64, 8192, 2);
+  c.fit.par.zero = 3;
+  double stall_pcie = 0, stall_c2c = 0;
+  for (const char* id : {"h100-sxm", "gb200"}) {
+    const GpuSpec& g = G(id);
+    const TrainResult base = *EstimateTraining(m, C(g), c, E(g));
+    TrainConfig o = c;
+    o.fit.offload_layers = 16;
+    auto r = EstimateTraining(m, C(g), o, E(g));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_NEAR(r->step_time_s - base.step_time_s, r->breakdown_s.offload, 1e-9 * base.step_time_s) << id;
+    EXPECT_LT(r->memory.per_gpu_peak_bytes, base.memory.per_gpu_peak_bytes) << id;
+    const OpCost* d2h = FindOp(r->ops, "activation offload to host (D2H)");
+    ASSERT_NE(d2h, nullptr);
+    const double per_copy = r->memory.offload_layer_bytes / (C(g).host_bw_per_dir * E(g).host_d2h);
+    EXPECT_NEAR(d2h->time_s, 16.0 * r->num_micro_batches * per_copy, 1e-9 * d2h->time_s);
+    (std::string(id) == "gb200" ? stall_c2c : stall_pcie) = r->breakdown_s.offload / base.step_time_s;
+  }
+  EXPECT_GT(stall_pcie, 0.05);
+  EXPECT_LT(stall_c2c, stall_pcie);
+}
+
 // Choosing recompute automatically: where nothing fits without recompute but full recompute does, the fewest
 // block-recomputed layers that fit is a candidate, and it beats full recompute (LLaMA-3.1 8B, FP8, ZeRO-1, one
 // 8192-token sequence per H100).

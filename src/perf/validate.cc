@@ -47,6 +47,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"seq", KeyType::kInteger},
               {"recompute", KeyType::kString},
               {"recompute_layers", KeyType::kInteger},
+              {"offload_layers", KeyType::kInteger},
               {"sequence_parallel", KeyType::kBool},
               {"attention", KeyType::kString},
               {"dropout", KeyType::kBool},
@@ -186,6 +187,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   }
   SUANLI_ASSIGN_OR_RETURN(c.fit.recompute, ParseRecompute(t["recompute"].value_or(std::string("none"))));
   SUANLI_ASSIGN_OR_RETURN(c.fit.recompute_layers, IntKey(t, "recompute_layers", 0));
+  SUANLI_ASSIGN_OR_RETURN(c.fit.offload_layers, IntKey(t, "offload_layers", 0));
   const std::string metric = t["metric"].value_or(std::string());
   c.convention = FlopConvention::kMegatron;
   SUANLI_ASSIGN_OR_RETURN(TrainResult r, EstimateTraining(m, cl, c, eff));
