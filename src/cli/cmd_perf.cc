@@ -244,6 +244,13 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         if (base.fit.par.dp > 1) { TrainConfig a = base; a.fit.par.zero = 3; try_fix("--zero 3", a); }
         if (base.fit.micro_batch > 1) { TrainConfig a = base; a.fit.micro_batch = 1; try_fix("--micro-batch 1", a); }
         if (!base.fit.par.sequence_parallel && base.fit.par.tp > 1) { TrainConfig a = base; a.fit.par.sequence_parallel = true; try_fix("--sequence-parallel", a); }
+        if (base.fit.par.pp == 1 && base.fit.recompute == Recompute::kNone && base.fit.offload_layers == 0) {
+          if (auto o = FewestOffloadLayersThatFit(*model, *cluster, base, *eff))
+            fixes.push_back(fmt::format("--offload-layers {} ({} per GPU, {} of pinned host memory per GPU, step {})",
+                                        o->offload_layers,
+                                        FormatBytes(o->memory.per_gpu_peak_bytes), FormatBytes(o->memory.host_offload_bytes),
+                                        FormatSeconds(o->step_time_s)));
+        }
         if (fixes.empty()) fixes.push_back("more GPUs or more model parallelism: see `suanli fit --mode train` for the minimum");
         if (json_out) {
           json j = JsonEnvelope("suanli.perf.train/1");
@@ -288,8 +295,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["num_micro_batches"] = r->num_micro_batches;
         j["recompute"] = RecomputeName(r->recompute);
         if (r->recompute_layers > 0) j["recompute_layers"] = r->recompute_layers;
-        if (cfg.fit.offload_layers > 0) {
-          j["offload_layers"] = cfg.fit.offload_layers;
+        if (r->offload_layers > 0) {
+          j["offload_layers"] = r->offload_layers;
           j["host_offload_bytes"] = r->memory.host_offload_bytes;
         }
         j["attention"] = AttentionImplName(cfg.attention);

@@ -679,6 +679,25 @@ std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, cons
   return best;
 }
 
+std::optional<TrainResult> FewestOffloadLayersThatFit(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,
+                                                      const Efficiency& eff) {
+  cfg.micro_batch_auto = cfg.recompute_auto = false;
+  int lo = 1, hi = m.layers - 1;
+  std::optional<TrainResult> best;
+  while (lo <= hi) {
+    cfg.fit.offload_layers = (lo + hi) / 2;
+    auto r = EstimateTraining(m, cl, cfg, eff);
+    if (!r.ok()) return std::nullopt;  // the layout cannot offload (PP > 1, recompute): no layer count helps
+    if (r->fits) {
+      best = std::move(r).value();
+      hi = cfg.fit.offload_layers - 1;
+    } else {
+      lo = cfg.fit.offload_layers + 1;
+    }
+  }
+  return best;
+}
+
 double OffloadStallSeconds(int layers, int offloaded, double fwd_s, double bwd_s, double gap_s, double d2h_s,
                            double h2d_s) {
   if (layers <= 0 || offloaded <= 0) return 0;
@@ -797,6 +816,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.micro_batch = cfg.fit.micro_batch;
   res.recompute = cfg.fit.recompute;
   res.recompute_layers = cfg.fit.recompute == Recompute::kFull ? cfg.fit.recompute_layers : 0;
+  res.offload_layers = cfg.fit.offload_layers;
   const int n_gpus = par.gpus();
   const double s = double(cfg.fit.seq);
   const double b = double(cfg.fit.micro_batch);

@@ -883,6 +883,27 @@ TEST_F(Perf, ActivationOffloadAddsTheCopyWaitAndFreesGpuMemory) {
   EXPECT_LT(stall_c2c, stall_pcie);
 }
 
+// The fewest offloaded layers that fit: LLaMA-3.1 70B, FSDP over 64 GB200s, two 8192-token sequences per GPU, does
+// not fit without recompute; the search returns the N that fits where N - 1 does not, and nothing for PP > 1.
+TEST_F(Perf, FewestOffloadedLayersThatFit) {
+  const ModelSpec m = M("llama-3.1-70b");
+  const GpuSpec& g = G("gb200");
+  TrainConfig c = Train(64, 1, 1, 256, 8192, 2);
+  c.fit.par.zero = 3;
+  c.dtype = Precision::kFp8;
+  ASSERT_FALSE(EstimateTraining(m, C(g), c, E(g))->fits);
+  auto best = FewestOffloadLayersThatFit(m, C(g), c, E(g));
+  ASSERT_TRUE(best.has_value());
+  ASSERT_GT(best->offload_layers, 1);
+  EXPECT_TRUE(best->fits);
+  TrainConfig fewer = c;
+  fewer.fit.offload_layers = best->offload_layers - 1;
+  EXPECT_FALSE(EstimateTraining(m, C(g), fewer, E(g))->fits);
+  TrainConfig piped = Train(64, 1, 2, 256, 8192, 2);
+  piped.fit.par.zero = 3;
+  EXPECT_FALSE(FewestOffloadLayersThatFit(m, C(g), piped, E(g)).has_value());
+}
+
 // Choosing recompute automatically: where nothing fits without recompute but full recompute does, the fewest
 // block-recomputed layers that fit is a candidate, and it beats full recompute (LLaMA-3.1 8B, FP8, ZeRO-1, one
 // 8192-token sequence per H100).

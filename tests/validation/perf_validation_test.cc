@@ -121,9 +121,9 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 69);
+  EXPECT_EQ(n_dense, 71);
   // The 7% target: 6.93% (7.03% in the eighth session, before current scaling's amax pass was counted;
-  // 6.86% before the ninth session's block-recompute row).
+  // 6.86% before the ninth session's block-recompute row; 6.93% before the tenth session's two CPU-offload rows).
   EXPECT_LE(mean_dense, 0.07);
   EXPECT_LE(worst_dense, 0.314);  // 30.4% (MPT-30B at 8192 tokens on H100), plus one point
   auto [n_k, mean_k, worst_k] = subset([&](const ValidationCase& c) { return starts(c, "Korthikanti"); });
