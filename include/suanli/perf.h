@@ -305,7 +305,7 @@ std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, cons
 // CPU activation offloading of the fewest layers that fits memory (PP 1, no recompute: Megatron-Core's conditions),
 // by a binary search over 1 .. layers - 1; nullopt when none fits or the layout cannot offload.
 std::optional<TrainResult> FewestOffloadLayersThatFit(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,
-                                                      const Efficiency& eff);
+                                                      const Efficiency& eff, int64_t* evaluated = nullptr);
 
 // Validates the layout (divisibility etc.) and estimates one training step. A layout that
 // does not fit memory returns fits=false with the shortfall (and still the time it would take).

@@ -36,6 +36,10 @@ struct PlanRequest {
   // layouts that can use them (TP overlap with sequence parallelism; EP overlap with EP > 1, an interleaved
   // schedule under PP, no full recompute) and written into the emitted launch flags.
   bool tp_overlap = false, ep_overlap = false;
+  // Also consider CPU activation offloading (Megatron-Core --cpu-offloading-num-layers) where nothing fits without
+  // recompute on a PP 1 layout: the fewest layers that fit. Off by default: it needs pinned host memory, which the
+  // catalog does not know (the plan reports how much).
+  bool allow_offload = false;
   double tokens = 0;                 // tokens to train (for time, GPU-hours, cost)
   double price_per_gpu_hour = 0;     // for the cost objectives
   Objective objective = Objective::kTime;
@@ -52,6 +56,7 @@ struct PlanCandidate {
   int64_t micro_batch = 1;
   Recompute recompute = Recompute::kNone;
   int recompute_layers = 0;          // with full recompute: block recompute of this many layers per chunk (0: all)
+  int offload_layers = 0;            // CPU activation offloading of this many layers (PlanRequest::allow_offload)
   bool tp_overlap = false, ep_overlap = false;  // the overlaps this candidate was estimated with
   TrainResult result;                // full detail for the reported candidates
   double score = 0;                  // lower is better (seconds, USD, or USD per token)

@@ -58,6 +58,7 @@ std::string Layout(const PlanCandidate& c) {
   if (p.embedding_loss_in_split) s += " E+L";
   if (c.tp_overlap) s += " TPo";
   if (c.ep_overlap) s += " EPo";
+  if (c.offload_layers > 0) s += fmt::format(" off={}", c.offload_layers);
   return s;
 }
 
@@ -72,6 +73,7 @@ json CandidateJson(const PlanCandidate& c) {
           {"micro_batch", c.micro_batch},
           {"recompute", RecomputeName(c.recompute)},
           {"recompute_layers", c.recompute_layers},
+          {"offload_layers", c.offload_layers},
           {"score", c.score},
           {"step_time_s", r.step_time_s},
           {"tokens_per_s", r.tokens_per_s},
@@ -93,7 +95,8 @@ struct PlanFlags {
   int gpus_per_node = 8, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
   int64_t global_batch = 1024, seq = 2048;
   double tokens = 0, price = 0;
-  bool no_dp_overlap = false, eager = false, no_nvls = false, tp_overlap = false, ep_overlap = false;
+  bool no_dp_overlap = false, eager = false, no_nvls = false, tp_overlap = false, ep_overlap = false,
+       offload = false;
 };
 
 }  // namespace
@@ -129,6 +132,9 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_flag("--ep-overlap", f->ep_overlap,
                 "Overlap the MoE all-to-all with another micro-batch where Megatron-Core allows it (EP > 1, "
                 "interleaved under PP, no full recompute; emits --overlap-moe-expert-parallel-comm)");
+  sub->add_flag("--offload", f->offload,
+                "Also consider CPU activation offloading on PP 1 layouts where nothing fits without recompute (needs "
+                "pinned host memory; emits --cpu-offloading-num-layers)");
   sub->add_flag("--no-nvls", f->no_nvls,
                 "All-reduce as a ring, without NVLink SHARP's in-switch reduction (as NCCL_NVLS_ENABLE=0)");
   sub->add_option("--emit", f->emit, "Launch configuration: megatron | torchrun | deepspeed | slurm | k8s | all");
@@ -160,6 +166,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     req.dp_overlap = !f->no_dp_overlap;
     req.tp_overlap = f->tp_overlap;
     req.ep_overlap = f->ep_overlap;
+    req.allow_offload = f->offload;
     if (f->dtype == "fp8") req.dtype = Precision::kFp8;
     else if (f->dtype != "bf16") return PrintError(InvalidArgument("--dtype must be bf16 or fp8"));
     if (!f->fp8_recipe.empty()) {

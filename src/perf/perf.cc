@@ -680,12 +680,13 @@ std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, cons
 }
 
 std::optional<TrainResult> FewestOffloadLayersThatFit(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,
-                                                      const Efficiency& eff) {
+                                                      const Efficiency& eff, int64_t* evaluated) {
   cfg.micro_batch_auto = cfg.recompute_auto = false;
   int lo = 1, hi = m.layers - 1;
   std::optional<TrainResult> best;
   while (lo <= hi) {
     cfg.fit.offload_layers = (lo + hi) / 2;
+    if (evaluated) ++*evaluated;
     auto r = EstimateTraining(m, cl, cfg, eff);
     if (!r.ok()) return std::nullopt;  // the layout cannot offload (PP > 1, recompute): no layer count helps
     if (r->fits) {

@@ -62,6 +62,8 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
       a.push_back({"--recompute-num-layers", "1"});
     }
   }
+  // CPU activation offloading (--cpu-offloading-num-layers N turns --cpu-offloading on in Megatron-LM's arguments).
+  if (c.offload_layers > 0) a.push_back({"--cpu-offloading-num-layers", std::to_string(c.offload_layers)});
   if (m.kv_heads < m.heads && !m.mla) {
     a.push_back({"--group-query-attention", ""});
     a.push_back({"--num-query-groups", std::to_string(m.kv_heads)});
@@ -97,6 +99,7 @@ std::string LayoutLine(const PlanCandidate& c) {
   return fmt::format("TP={} PP={} DP={} CP={} EP={} ZeRO={} SP={} interleave={} micro-batch={} recompute={}", p.tp, p.pp,
                      p.dp, p.cp, p.ep, p.zero, p.sequence_parallel ? "on" : "off", p.interleave, c.micro_batch,
                      RecomputeWords(c.recompute, c.recompute_layers)) +
+         (c.offload_layers > 0 ? fmt::format(" cpu-offload={} layers", c.offload_layers) : "") +
          (c.tp_overlap ? " tp-overlap=on" : "") + (c.ep_overlap ? " ep-overlap=on" : "");
 }
 

@@ -132,6 +132,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
     pc.micro_batch = c.fit.micro_batch;
     pc.recompute = c.fit.recompute;
     pc.recompute_layers = r.recompute_layers;
+    pc.offload_layers = r.offload_layers;
     pc.tp_overlap = c.tp_overlap;
     pc.ep_overlap = c.ep_overlap;
     pc.score = Score(r, sh.gpus, sh.price, req.objective, tokens_per_step);
@@ -173,6 +174,14 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               if (!r.ok()) break;  // invalid for every larger micro-batch too (layout constraint)
               if (!r->fits) {
                 if (rc == Recompute::kNone) none_score[mi] = Score(*r, sh.gpus, sh.price, req.objective, tokens_per_step);
+                // CPU offloading (PP 1, no recompute) of the fewest layers that fit; it only adds time to this
+                // estimate, so its score is a lower bound that skips searches that cannot enter the top k.
+                const bool offload_hopeless = static_cast<int>(out.top.size()) >= req.top_k &&
+                                              none_score[mi] > out.top.back().score;
+                if (rc == Recompute::kNone && req.allow_offload && o.pp == 1 && !offload_hopeless) {
+                  if (auto off = FewestOffloadLayersThatFit(m, req.cluster, c, req.eff, &out.evaluated))
+                    offer(c, std::move(*off));
+                }
                 if (out.miss_shortfall < 0 || r->shortfall_bytes < out.miss_shortfall) {
                   out.miss_shortfall = r->shortfall_bytes;
                   out.miss = LayoutText(c.fit.par, mb, rc);
@@ -293,6 +302,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.fit.micro_batch = c.micro_batch;
       tc.fit.recompute = c.recompute;
       tc.fit.recompute_layers = c.recompute_layers;
+      tc.fit.offload_layers = c.offload_layers;
       tc.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
       tc.dtype = req.dtype;
       tc.fp8_recipe = req.fp8_recipe;

@@ -144,6 +144,34 @@ TEST_F(Planner, BlockRecomputeWinsWhereItFitsAndIsWrittenAsMegatronBlock) {
   EXPECT_NE(args.find("--recompute-num-layers " + std::to_string(w.recompute_layers)), std::string::npos) << args;
 }
 
+// CPU activation offloading is considered only when asked (it needs host memory): LLaMA-3.1 70B FP8 on 64 GB200s
+// with FSDP, one stage. With --offload, a layout that fits only by offloading is offered with the fewest layers
+// that fit, and its Megatron flags carry --cpu-offloading-num-layers; without it, no candidate offloads.
+TEST_F(Planner, CpuOffloadIsOfferedWhenAskedAndWrittenAsMegatronFlags) {
+  const ModelSpec m = M("llama-3.1-70b");
+  PlanRequest req = Req(m, "gb200", {64}, 256, 8192, "ib-ndr");
+  req.dtype = Precision::kFp8;
+  req.fixed_tp = req.fixed_pp = req.fixed_cp = 1;
+  req.fixed_zero = 3;
+  req.top_k = 10;
+  auto plain = Plan(req);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  for (const auto& c : plain->counts[0].top) EXPECT_EQ(c.offload_layers, 0);
+  req.allow_offload = true;
+  auto r = Plan(req);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const PlanCandidate* off = nullptr;
+  for (const auto& c : r->counts[0].top)
+    if (c.offload_layers > 0 && !off) off = &c;
+  ASSERT_NE(off, nullptr);
+  EXPECT_EQ(off->recompute, Recompute::kNone);
+  EXPECT_TRUE(off->result.fits);
+  EXPECT_EQ(off->result.offload_layers, off->offload_layers);
+  const std::string args = MegatronArgs(*off, Launch(req));
+  EXPECT_NE(args.find("--cpu-offloading-num-layers " + std::to_string(off->offload_layers)), std::string::npos) << args;
+  EXPECT_EQ(args.find("--recompute-granularity"), std::string::npos) << args;
+}
+
 // --tp-overlap: only sequence-parallel layouts (Megatron's --tp-comm-overlap requires SP), and it is in their flags.
 TEST_F(Planner, TpOverlapGoesToSequenceParallelLayoutsAndIntoTheFlags) {
   const ModelSpec m = M("llama-3.1-70b");
