@@ -62,6 +62,8 @@ json GpuJson(const GpuSpec& g) {
   PutOpt(j, "link_peers", g.link_peers);
   PutOpt(j, "pcie_generation", g.pcie_generation);
   PutOpt(j, "pcie_lanes", g.pcie_lanes);
+  PutOpt(j, "host_link_kind", g.host_link_kind);
+  PutOpt(j, "host_link_bandwidth_per_direction_bytes_per_s", g.host_link_bandwidth_per_direction_bytes_per_s);
   PutOpt(j, "tdp_watts", g.tdp_watts);
   PutOpt(j, "price_purchase_usd", g.price_purchase_usd);
   PutOpt(j, "price_on_demand_usd_per_hour", g.price_on_demand_usd_per_hour);
@@ -110,6 +112,10 @@ void ShowGpu(const GpuSpec& g) {
   if (g.pcie_generation)
     row("PCIe", fmt::format("Gen{} x{}", g.pcie_generation->value, g.pcie_lanes ? g.pcie_lanes->value : 16),
         g.pcie_generation->source, g.pcie_generation->note);
+  if (g.host_link_bandwidth_per_direction_bytes_per_s)
+    row("Host link", fmt::format("{} {} per direction", g.host_link_kind ? g.host_link_kind->value : "host link",
+                                 FormatBandwidth(g.host_link_bandwidth_per_direction_bytes_per_s->value)),
+        g.host_link_bandwidth_per_direction_bytes_per_s->source, g.host_link_bandwidth_per_direction_bytes_per_s->note);
   if (g.tdp_watts) row("TDP", fmt::format("{:.0f} W", g.tdp_watts->value), g.tdp_watts->source, g.tdp_watts->note);
   if (g.ecc) row("ECC", g.ecc->value ? "yes" : "no", g.ecc->source, g.ecc->note);
   if (g.mig_max_instances)
