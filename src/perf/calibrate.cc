@@ -77,6 +77,19 @@ Result<Efficiency> ApplyCalibration(const Efficiency& base, const Calibration& c
       e.sources.push_back(fmt::format("link = {:.3g}: the same all-reduce, at or below the wire rate: a ring", f));
     }
   }
+  // Pinned host copies set the offload copy efficiencies, against the host link (NVLink-C2C, else PCIe).
+  if (auto host = HostBandwidthPerDirection(gpu)) {
+    for (auto [key, out, name] : {std::tuple{"d2h_pinned", &e.host_d2h, "host_d2h"},
+                                  std::tuple{"h2d_pinned", &e.host_h2d, "host_h2d"}}) {
+      auto it = cal.link_bandwidth_bytes_per_s.find(key);
+      if (it == cal.link_bandwidth_bytes_per_s.end()) continue;
+      const double f = it->second / host->value;
+      SUANLI_RETURN_IF_ERROR(CheckFraction(fmt::format("pinned {} copy", key).c_str(), f, 1.05));
+      *out = std::min(f, 1.0);
+      e.sources.push_back(fmt::format("{} = {:.3g}: bench pinned copy {} of {} ({})", name, *out,
+                                      FormatBandwidth(it->second), FormatBandwidth(host->value), where));
+    }
+  }
   if (cal.launch_latency_s) {
     if (!(*cal.launch_latency_s > 0 && *cal.launch_latency_s < 1e-3))
       return InvalidArgument("calibration: launch latency must be between 0 and 1 ms");

@@ -1105,6 +1105,8 @@ TEST_F(Perf, CalibrationFromBenchReplacesTheEfficiencies) {
   cal.memory_bandwidth_bytes_per_s = 3.0e12;
   cal.gemm[Precision::kBf16] = {{1024, 1024, 1024, 300e12}, {8192, 8192, 8192, 750e12}};
   cal.link_bandwidth_bytes_per_s["allreduce_busbw"] = 470e9;
+  cal.link_bandwidth_bytes_per_s["d2h_pinned"] = 50e9;
+  cal.link_bandwidth_bytes_per_s["h2d_pinned"] = 55e9;
   cal.launch_latency_s = 3e-6;
   // Round trip through the file format `suanli bench export-calibration` writes.
   auto parsed = ParseCalibrationToml(CalibrationToToml(cal), "cal.toml");
@@ -1124,6 +1126,10 @@ TEST_F(Perf, CalibrationFromBenchReplacesTheEfficiencies) {
   EXPECT_NEAR(er->link, 360.0 / 450.0, 1e-9);
   EXPECT_NEAR(er->link_allreduce, 360.0 / 450.0, 1e-9);
   EXPECT_DOUBLE_EQ(e->kernel_launch_s, 3e-6);
+  // Pinned host copies against the host link (PCIe Gen5 x16 on this H100: 63.0 GB/s per direction).
+  const double pcie5 = 16 * 32e9 * 128 / 130 / 8;
+  EXPECT_NEAR(e->host_d2h, 50e9 / pcie5, 1e-9);
+  EXPECT_NEAR(e->host_h2d, 55e9 / pcie5, 1e-9);
   // A slower measured machine predicts a slower step.
   const ModelSpec m = M("llama-3.1-8b");
   Efficiency slow = *e;
