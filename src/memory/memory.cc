@@ -40,6 +40,9 @@ constexpr FormatDef kFormats[] = {
      "GPTQ/AWQ 4-bit, group 128: fp16 scale + 4-bit zero per group = 4.16 bits; embeddings 16-bit"},
     {"int4-g32", 4.0 + 32.0 / 32, false,
      "4-bit, group 32 with bf16 scale and bf16 zero per group (gpt-fast int4) = 5 bits; embeddings 16-bit"},
+    {"int4-g64", 4.0 + 32.0 / 64, false,
+     "4-bit, group 64 with bf16 scale and bf16 zero per group (torchao int4wo-64, tinygemm) = 4.5 bits; "
+     "embeddings 16-bit"},
     {"gptq", 4.0 + 20.0 / 128, false, "alias of int4 (group 128)"},
     {"awq", 4.0 + 20.0 / 128, false, "alias of int4 (group 128)"},
     {"nf4", 4.0 + 8.0 / 64 + 32.0 / (64 * 256), false,

@@ -131,6 +131,19 @@ TEST_F(Memory, SevenBWeightsByFormat) {
   EXPECT_TRUE(CheckFit(Est(m, Infer("int8", 1, 4096)), G("t4")).fits);
 }
 
+// torchao's README (pytorch/ao at fd6e4b1f): LLaMA-2 7B int4wo-64 is 3.74 GB of linear weights, which is 4.5 bits
+// for each of its 6.61 B linear weights (4 bits + a bf16 scale and a bf16 zero per group of 64). suanli keeps the
+// embedding table and the output head 16-bit, as GPTQ/AWQ checkpoints do (torchao also quantises the head).
+TEST_F(Memory, Int4Group64IsFourAndAHalfBitsPerLayerWeight) {
+  const ModelSpec m = M("llama-2-7b");
+  const ParamCounts pc = CountParams(m);
+  const double layer_params = pc.total - pc.embedding - pc.lm_head;
+  const double w = Est(m, Infer("int4-g64")).breakdown.weights;
+  EXPECT_NEAR((w - 2 * (pc.embedding + pc.lm_head)) * 8 / layer_params, 4.5, 0.01);
+  EXPECT_NEAR((pc.total - pc.embedding) * 4.5 / 8 / 1e9, 3.74, 0.04);  // the table's size, had the head been 4.5-bit
+  EXPECT_LT(w, Est(m, Infer("int4-g32")).breakdown.weights);
+}
+
 // scenarios.md: "Can a 70B model in FP16 run on one H100 80GB?" No; two at TP=2.
 TEST_F(Memory, SeventyBDoesNotFitOneH100) {
   const ModelSpec m = M("llama-2-70b");
