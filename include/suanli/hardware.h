@@ -66,6 +66,9 @@ struct GpuSpec {
   // The path between the GPU and its CPU's memory where it is not PCIe (e.g. NVLink-C2C on Grace superchips).
   std::optional<Sourced<std::string>> host_link_kind;
   std::optional<Sourced<double>> host_link_bandwidth_per_direction_bytes_per_s;
+  // Host memory per GPU where the CPU comes with the GPU (Grace: LPDDR5X shared by the superchip's GPUs); absent
+  // for PCIe cards, whose host memory is the server's.
+  std::optional<Sourced<double>> host_memory_per_gpu_bytes;
   std::optional<Sourced<double>> tdp_watts;
 
   // Indicative prices (with dates in the note).

@@ -101,6 +101,9 @@ struct FitRequest {
   // back for the backward, so at most layers - N layers' activations are on the GPU at a time. Megatron-Core
   // allows it only without pipeline parallelism and without activation recompute, and N below the layer count.
   int offload_layers = 0;
+  // Host memory per GPU available for offloaded activations; 0: the GPU's catalog value where it has one
+  // (GpuSpec::host_memory_per_gpu_bytes, Grace superchips), else unchecked.
+  double host_memory_per_gpu_bytes = 0;
   Optimizer optimizer = Optimizer::kAdam;
   bool fp32_grads = false;        // false: the ZeRO paper's 16 B/param (2+2+12); true: Megatron's 18 (2+4+12)
   bool master_weights = true;     // keep an FP32 master copy (mixed precision)
@@ -138,6 +141,7 @@ struct FitResult {
   int in_flight_micro_batches = 0;
   double host_offload_bytes = 0;   // CPU activation offloading: host memory per GPU holding offloaded activations
   double offload_layer_bytes = 0;  // CPU activation offloading: one layer's activations (each copy's size)
+  double host_memory_limit_bytes = 0;  // FitRequest::host_memory_per_gpu_bytes, for CheckFit
   double bytes_per_param_states = 0;  // weights + gradients + optimizer bytes per parameter, unsharded
   std::vector<std::string> notes;  // conventions applied, e.g. "Adam: 16 B/param (ZeRO paper)"
 };
@@ -153,6 +157,10 @@ struct FitVerdict {
   bool fits = false;
   double capacity_bytes = 0;       // the GPU's memory
   double headroom_bytes = 0;       // capacity - peak (negative when it does not fit)
+  // CPU activation offloading: host memory per GPU (the request's, else the catalog's; 0 = unknown, unchecked)
+  // and whether the offloaded activations fit in it. `fits` needs both the GPU and the host to hold them.
+  double host_capacity_bytes = 0;
+  bool host_fits = true;
 };
 FitVerdict CheckFit(const FitResult& f, const GpuSpec& gpu);
 

@@ -274,7 +274,11 @@ struct TrainResult {
   double communication_total_s = 0;    // before overlap
   FitResult memory;
   bool fits = true;
-  double shortfall_bytes = 0;          // when it does not fit
+  double shortfall_bytes = 0;          // when it does not fit: GPU memory short per GPU
+  // CPU activation offloading: host memory per GPU (FitVerdict::host_capacity_bytes; 0 = unknown, unchecked) and
+  // how much more the offloaded activations need than that.
+  double host_capacity_bytes = 0;
+  double host_shortfall_bytes = 0;
   double train_time_s = 0, gpu_hours = 0, cost_usd = 0;
   std::string dominant;                // which term dominates, in words
   std::vector<OpCost> ops;             // per-layer operators of one micro-batch, plus step ops

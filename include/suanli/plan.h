@@ -38,8 +38,9 @@ struct PlanRequest {
   bool tp_overlap = false, ep_overlap = false;
   // Also consider CPU activation offloading (Megatron-Core --cpu-offloading-num-layers) where nothing fits without
   // recompute on a PP 1 layout: the fewest layers that fit. Off by default: it needs pinned host memory, which the
-  // catalog does not know (the plan reports how much).
+  // catalog knows only where the CPU comes with the GPU (the plan reports how much).
   bool allow_offload = false;
+  double host_memory_per_gpu_bytes = 0;  // FitRequest::host_memory_per_gpu_bytes (0: the catalog's, else unchecked)
   double tokens = 0;                 // tokens to train (for time, GPU-hours, cost)
   double price_per_gpu_hour = 0;     // for the cost objectives
   Objective objective = Objective::kTime;

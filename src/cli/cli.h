@@ -79,6 +79,11 @@ nlohmann::json BreakdownJson(const TrainBreakdown& b);
 // error, 9 in 10 within 12% (150 <runs>)", naming the band's GPUs when `gpu` is not among them.
 nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu);
 std::string BandWords(const char* what, const ErrorBand& b, const char* runs, const GpuSpec& gpu);
+// --host-memory SIZE (host memory per GPU for offloaded activations, e.g. "240GB"): bytes, 0 when empty.
+Result<double> ParseHostMemoryFlag(const std::string& text);
+inline constexpr const char* kHostMemoryHelp =
+    "Host memory per GPU for CPU-offloaded activations (e.g. 240GB); default: the catalog's where the CPU comes "
+    "with the GPU (GB200: 240 GB), else unchecked";
 
 class Table {
  public:

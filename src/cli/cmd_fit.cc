@@ -35,6 +35,7 @@ struct FitFlags {
   int lora_rank = 16;
   std::vector<std::string> lora_targets;
   bool no_checkpointing = false;
+  std::string host_memory;
   double cuda_context_gib = 0.5;
   double fragmentation = 0.10;
 };
@@ -47,6 +48,9 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   SUANLI_ASSIGN_OR_RETURN(r.recompute, ParseRecompute(f.recompute));
   r.recompute_layers = f.recompute_layers;
   r.offload_layers = f.offload_layers;
+  SUANLI_ASSIGN_OR_RETURN(r.host_memory_per_gpu_bytes, ParseHostMemoryFlag(f.host_memory));
+  if (r.host_memory_per_gpu_bytes > 0 && r.offload_layers == 0)
+    return InvalidArgument("--host-memory applies to --offload-layers");
   SUANLI_ASSIGN_OR_RETURN(r.optimizer, ParseOptimizer(f.optimizer));
   r.batch = f.batch;
   r.seq = f.seq;
@@ -148,6 +152,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_option("--offload-layers", f->offload_layers,
                   "--mode train: offload the first N layers' activations to host memory (Megatron-Core "
                   "--cpu-offloading --cpu-offloading-num-layers N; needs --pp 1 and --recompute none)");
+  sub->add_option("--host-memory", f->host_memory, kHostMemoryHelp);
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
   sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
   sub->add_flag("--no-master-weights", f->no_master, "No FP32 master copy (pure 16-bit training)");
@@ -214,6 +219,10 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
                   {"fits", v.fits},
                   {"headroom_bytes", v.headroom_bytes},
                   {"min_gpus", mg.gpus}};
+      if (est->host_offload_bytes > 0) {
+        row["host_capacity_bytes"] = v.host_capacity_bytes;  // 0: unknown, unchecked
+        row["host_fits"] = v.host_fits;
+      }
       if (mg.gpus > 0) {
         row["min_gpus_layout"] = LayoutJson(mg.layout);
         row["min_gpus_per_gpu_peak_bytes"] = mg.per_gpu_peak_bytes;
@@ -238,6 +247,10 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
       j["headroom_bytes"] = r0["headroom_bytes"];
       j["min_gpus"] = r0["min_gpus"];
       if (r0.contains("min_gpus_layout")) j["min_gpus_layout"] = r0["min_gpus_layout"];
+      if (r0.contains("host_fits")) {
+        j["host_capacity_bytes"] = r0["host_capacity_bytes"];
+        j["host_fits"] = r0["host_fits"];
+      }
       if (r0.contains("max_batch")) j["max_batch"] = r0["max_batch"];
       if (r0.contains("max_micro_batch")) j["max_micro_batch"] = r0["max_micro_batch"];
       j["max_context"] = r0["max_context"];
@@ -287,12 +300,27 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
       const json& r0 = rows[0];
       const GpuSpec* g = gpus[0];
       const double head = r0["headroom_bytes"].get<double>();
+      if (r0.contains("host_fits")) {
+        const double cap = r0["host_capacity_bytes"].get<double>();
+        if (cap <= 0)
+          std::cout << fmt::format("host memory: {} of pinned host memory per GPU for the offloaded activations, "
+                                   "unchecked (the catalog does not know this server's; --host-memory checks it)\n",
+                                   FormatBytes(est->host_offload_bytes));
+        else
+          std::cout << fmt::format("host memory: {} per GPU for the offloaded activations of {} per GPU: {}\n",
+                                   FormatBytes(est->host_offload_bytes), FormatBytes(cap),
+                                   r0["host_fits"].get<bool>() ? "fits" : fmt::format("short by {}", FormatBytes(est->host_offload_bytes - cap)));
+      }
       if (r0["fits"].get<bool>()) {
         std::cout << fmt::format("FITS on {} ({}): {} headroom per GPU\n", g->name, FormatBytes(g->memory_bytes.value),
                                  FormatBytes(head));
       } else {
-        std::cout << fmt::format("DOES NOT FIT on {} ({}): short by {} per GPU\n", g->name,
-                                 FormatBytes(g->memory_bytes.value), FormatBytes(-head));
+        if (head < 0)
+          std::cout << fmt::format("DOES NOT FIT on {} ({}): short by {} per GPU\n", g->name,
+                                   FormatBytes(g->memory_bytes.value), FormatBytes(-head));
+        else
+          std::cout << fmt::format("DOES NOT FIT: the GPU holds it ({} headroom per GPU), host memory does not\n",
+                                   FormatBytes(head));
       }
       if (r0["min_gpus"].get<int>() > 0) {
         const auto& l = r0["min_gpus_layout"];

@@ -20,7 +20,7 @@ struct PerfFlags {
       recompute_layers = 0, offload_layers = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n";
-  std::string decode_attention = "grouped";
+  std::string decode_attention = "grouped", host_memory;
   bool no_nvls = false, embedding_loss_in_split = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
   double tokens = 0, price = 0, moe_imbalance = 1.1;
@@ -109,6 +109,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--offload-layers", f->offload_layers,
                     "CPU activation offloading of the first N layers (Megatron-Core --cpu-offloading "
                     "--cpu-offloading-num-layers N; needs --pp 1 and no recompute)");
+  train->add_option("--host-memory", f->host_memory, kHostMemoryHelp);
   train->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism");
   train->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
   train->add_flag("--account-for-embedding-loss", f->embedding_loss_in_split,
@@ -213,6 +214,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         cfg.recompute_auto = true;
       }
       cfg.fit.offload_layers = f->offload_layers;
+      auto host = ParseHostMemoryFlag(f->host_memory);
+      if (!host.ok()) return PrintError(host.status());
+      cfg.fit.host_memory_per_gpu_bytes = *host;  // also bounds the --offload-layers suggestion of a layout that does not fit
       if (f->recompute_layers != 0 && cfg.fit.recompute != Recompute::kFull)
         return PrintError(InvalidArgument("--recompute-layers recomputes whole layers: it needs --recompute full"));
       cfg.fit.recompute_layers = f->recompute_layers;
@@ -258,6 +262,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           j["gpu"] = (*gpu)->id;
           j["fits"] = false;
           j["shortfall_bytes"] = r->shortfall_bytes;
+          if (r->offload_layers > 0) {
+            j["host_offload_bytes"] = r->memory.host_offload_bytes;
+            j["host_capacity_bytes"] = r->host_capacity_bytes;
+            j["host_shortfall_bytes"] = r->host_shortfall_bytes;
+          }
           j["per_gpu_peak_bytes"] = r->memory.per_gpu_peak_bytes;
           j["capacity_bytes"] = (*gpu)->memory_bytes.value;
           j["micro_batch"] = r->micro_batch;
@@ -265,10 +274,16 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           j["would_fit_with"] = fixes;
           PrintJson(j);
         } else {
-          std::cout << fmt::format("DOES NOT FIT: {} needs {} per GPU at micro-batch {}, recompute {}; {} has {} — short by {}.\n",
-                                   model->id, FormatBytes(r->memory.per_gpu_peak_bytes), r->micro_batch,
-                                   RecomputeName(r->recompute), (*gpu)->id, FormatBytes((*gpu)->memory_bytes.value),
-                                   FormatBytes(r->shortfall_bytes));
+          if (r->shortfall_bytes > 0)
+            std::cout << fmt::format("DOES NOT FIT: {} needs {} per GPU at micro-batch {}, recompute {}; {} has {} — short by {}.\n",
+                                     model->id, FormatBytes(r->memory.per_gpu_peak_bytes), r->micro_batch,
+                                     RecomputeName(r->recompute), (*gpu)->id, FormatBytes((*gpu)->memory_bytes.value),
+                                     FormatBytes(r->shortfall_bytes));
+          if (r->host_shortfall_bytes > 0)
+            std::cout << fmt::format("DOES NOT FIT in host memory: {} offloaded layers need {} of pinned host memory per "
+                                     "GPU; there is {} per GPU — short by {}.\n",
+                                     r->offload_layers, FormatBytes(r->memory.host_offload_bytes),
+                                     FormatBytes(r->host_capacity_bytes), FormatBytes(r->host_shortfall_bytes));
           std::cout << "would fit with:\n";
           for (const auto& x : fixes) std::cout << "  " << x << "\n";
         }
@@ -298,6 +313,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         if (r->offload_layers > 0) {
           j["offload_layers"] = r->offload_layers;
           j["host_offload_bytes"] = r->memory.host_offload_bytes;
+          j["host_capacity_bytes"] = r->host_capacity_bytes;
         }
         j["attention"] = AttentionImplName(cfg.attention);
         j["dtype"] = PrecisionKey(cfg.dtype);

@@ -91,7 +91,7 @@ json CandidateJson(const PlanCandidate& c) {
 
 struct PlanFlags {
   std::string model = "gpt3-175b", gpu = "a100-sxm-80gb", gpus = "1024", inter_node = "ib-hdr", objective = "time";
-  std::string dtype = "bf16", fp8_recipe, attention = "flash", emit, out_dir;
+  std::string dtype = "bf16", fp8_recipe, attention = "flash", emit, out_dir, host_memory;
   int gpus_per_node = 8, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
   int64_t global_batch = 1024, seq = 2048;
   double tokens = 0, price = 0;
@@ -135,6 +135,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_flag("--offload", f->offload,
                 "Also consider CPU activation offloading on PP 1 layouts where nothing fits without recompute (needs "
                 "pinned host memory; emits --cpu-offloading-num-layers)");
+  sub->add_option("--host-memory", f->host_memory, kHostMemoryHelp);
   sub->add_flag("--no-nvls", f->no_nvls,
                 "All-reduce as a ring, without NVLink SHARP's in-switch reduction (as NCCL_NVLS_ENABLE=0)");
   sub->add_option("--emit", f->emit, "Launch configuration: megatron | torchrun | deepspeed | slurm | k8s | all");
@@ -167,6 +168,10 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     req.tp_overlap = f->tp_overlap;
     req.ep_overlap = f->ep_overlap;
     req.allow_offload = f->offload;
+    auto host = ParseHostMemoryFlag(f->host_memory);
+    if (!host.ok()) return PrintError(host.status());
+    if (*host > 0 && !f->offload) return PrintError(InvalidArgument("--host-memory applies to --offload"));
+    req.host_memory_per_gpu_bytes = *host;
     if (f->dtype == "fp8") req.dtype = Precision::kFp8;
     else if (f->dtype != "bf16") return PrintError(InvalidArgument("--dtype must be bf16 or fp8"));
     if (!f->fp8_recipe.empty()) {

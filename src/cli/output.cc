@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/cli.h"
+#include "suanli/units.h"
 
 namespace suanli::cli {
 
@@ -46,6 +47,14 @@ nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu) {
                         {"gpus", std::vector<std::string>(b.gpus.begin(), b.gpus.end())},
                         {"covers_gpu", BandCoversGpu(b, gpu.id)}};
 }
+Result<double> ParseHostMemoryFlag(const std::string& text) {
+  if (text.empty()) return 0.0;
+  auto q = ParseQuantity(text, Dimension::kBytes);
+  if (!q.ok()) return InvalidArgument(fmt::format("--host-memory '{}': {}", text, q.status().message()));
+  if (*q <= 0) return InvalidArgument(fmt::format("--host-memory '{}': must be more than zero", text));
+  return *q;
+}
+
 // A band in words; where its runs were all on other GPUs, it says so (the band then speaks for the model, not
 // for this GPU's rates, which come from data/efficiency.toml).
 std::string BandWords(const char* what, const ErrorBand& b, const char* runs, const GpuSpec& gpu) {

@@ -157,11 +157,14 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
     SUANLI_ASSIGN_OR_RETURN(g.host_link_kind, h.OptSourcedString("kind"));
     SUANLI_ASSIGN_OR_RETURN(g.host_link_bandwidth_per_direction_bytes_per_s,
                             h.OptQuantity("bandwidth_per_direction", Dimension::kBytesPerSecond));
+    SUANLI_ASSIGN_OR_RETURN(g.host_memory_per_gpu_bytes, h.OptQuantity("memory_per_gpu", Dimension::kBytes));
     SUANLI_RETURN_IF_ERROR(h.CheckNoUnknownKeys());
     if (!g.host_link_kind || !g.host_link_bandwidth_per_direction_bytes_per_s)
       return ParseError(file + ": [host_link] needs both 'kind' and 'bandwidth_per_direction'");
     if (g.host_link_bandwidth_per_direction_bytes_per_s->value <= 0)
       return ParseError(h.Where("bandwidth_per_direction") + " must be positive");
+    if (g.host_memory_per_gpu_bytes && g.host_memory_per_gpu_bytes->value <= 0)
+      return ParseError(h.Where("memory_per_gpu") + " must be positive");
   }
   if (const toml::table* pw = r.SubTable("power")) {
     detail::TableReader p(*pw, file, "power", &sources);

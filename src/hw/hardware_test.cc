@@ -60,6 +60,15 @@ TEST(ParseGpuToml, HostLinkOrPcieGivesTheHostBandwidth) {
                           "t.toml");
   ASSERT_TRUE(c2c.ok()) << c2c.status().message();
   EXPECT_DOUBLE_EQ(HostBandwidthPerDirection(*c2c)->value, 450e9);
+  EXPECT_FALSE(c2c->host_memory_per_gpu_bytes.has_value());
+  const std::string c2c_text = pcie + "[host_link]\nkind = { value = \"nvlink-c2c\", source = \"ds\" }\n" +
+                               "bandwidth_per_direction = { value = \"450 GB/s\", source = \"ds\" }\n";
+  auto mem = ParseGpuToml(c2c_text + "memory_per_gpu = { value = \"240 GB\", source = \"ds\" }\n", "t.toml");
+  ASSERT_TRUE(mem.ok()) << mem.status().message();
+  EXPECT_DOUBLE_EQ(mem->host_memory_per_gpu_bytes->value, 240e9);
+  auto zero = ParseGpuToml(c2c_text + "memory_per_gpu = { value = \"0 GB\", source = \"ds\" }\n", "z.toml");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("memory_per_gpu"), std::string::npos) << zero.status().message();
   auto half = ParseGpuToml(pcie + "[host_link]\nkind = { value = \"nvlink-c2c\", source = \"ds\" }\n", "half.toml");
   ASSERT_FALSE(half.ok());
   EXPECT_NE(half.status().message().find("half.toml: [host_link] needs both"), std::string::npos) << half.status().message();

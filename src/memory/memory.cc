@@ -160,6 +160,8 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
       return InvalidArgument(fmt::format("{} must be between 1 and {}, got {}", name, kMaxDegree, v));
   }
   if (p.zero < 0 || p.zero > 3) return InvalidArgument(fmt::format("--zero must be 0, 1, 2 or 3, got {}", p.zero));
+  if (!(r.host_memory_per_gpu_bytes >= 0) || !std::isfinite(r.host_memory_per_gpu_bytes))
+    return InvalidArgument("--host-memory must be a positive size per GPU, e.g. 240GB");
   if (r.seq < 1 || r.seq > kMaxSeq)
     return InvalidArgument(fmt::format("--seq must be between 1 and {} tokens, got {}", kMaxSeq, r.seq));
   if (r.batch < 1 || r.batch > kMaxBatch)
@@ -570,6 +572,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     f.offload_layer_bytes = act_layer_full;
     f.host_offload_bytes = act_layer_full * r.offload_layers;
   }
+  f.host_memory_limit_bytes = r.host_memory_per_gpu_bytes;
   f.kv_cache_bytes_per_token = KvBytesPerToken(m, r.kv_bytes_per_elem, 1);
   if (!r.explain) return f;
   if (training || finetune) {
@@ -595,6 +598,13 @@ FitVerdict CheckFit(const FitResult& f, const GpuSpec& gpu) {
   v.capacity_bytes = gpu.memory_bytes.value;
   v.headroom_bytes = v.capacity_bytes - f.per_gpu_peak_bytes;
   v.fits = v.headroom_bytes >= 0;
+  if (f.host_offload_bytes > 0) {
+    v.host_capacity_bytes = f.host_memory_limit_bytes > 0 ? f.host_memory_limit_bytes
+                            : gpu.host_memory_per_gpu_bytes ? gpu.host_memory_per_gpu_bytes->value
+                                                            : 0.0;
+    v.host_fits = v.host_capacity_bytes <= 0 || f.host_offload_bytes <= v.host_capacity_bytes;
+    v.fits = v.fits && v.host_fits;
+  }
   return v;
 }
 

@@ -73,6 +73,39 @@ TEST_F(Memory, OffloadedLayersLeaveTheGpuAndNeedHostMemory) {
   q = Infer();
   q.offload_layers = 4;
   EXPECT_NE(error(q).find("--mode train"), std::string::npos) << error(q);
+  q = r;
+  q.host_memory_per_gpu_bytes = -1;
+  EXPECT_NE(error(q).find("--host-memory"), std::string::npos) << error(q);
+}
+
+// The offloaded activations must fit in host memory too: the request's --host-memory, else the catalog's (GB200:
+// 240 GB per GPU, half a Grace CPU's 480 GB), else unchecked (a PCIe card's host is the server's).
+TEST_F(Memory, OffloadedActivationsMustFitInHostMemory) {
+  const ModelSpec m = M("llama-2-7b");
+  FitRequest r = Train(4096, 16, 1, 1);
+  r.par.dp = 8;
+  r.par.zero = 3;
+  r.micro_batch = 2;
+  r.offload_layers = 24;
+  const FitResult off = Est(m, r);
+  const FitVerdict h100 = CheckFit(off, G("h100-sxm"));
+  EXPECT_EQ(h100.host_capacity_bytes, 0);  // unknown: unchecked
+  EXPECT_TRUE(h100.host_fits);
+  EXPECT_TRUE(h100.fits);
+  const FitVerdict gb200 = CheckFit(off, G("gb200"));
+  EXPECT_DOUBLE_EQ(gb200.host_capacity_bytes, 240e9);
+  EXPECT_TRUE(gb200.host_fits);
+  r.host_memory_per_gpu_bytes = 0.5 * off.host_offload_bytes;  // the request's figure wins over the catalog's
+  const FitResult small = Est(m, r);
+  for (const char* g : {"h100-sxm", "gb200"}) {
+    const FitVerdict v = CheckFit(small, G(g));
+    EXPECT_DOUBLE_EQ(v.host_capacity_bytes, 0.5 * off.host_offload_bytes) << g;
+    EXPECT_FALSE(v.host_fits) << g;
+    EXPECT_FALSE(v.fits) << g;
+    EXPECT_GT(v.headroom_bytes, 0) << g;  // the GPU itself holds it
+  }
+  r.offload_layers = 0;  // nothing offloaded: host memory is not the GPU's concern
+  EXPECT_TRUE(CheckFit(Est(m, r), G("h100-sxm")).host_fits);
 }
 
 // Block recompute (Megatron-Core --recompute-method block --recompute-num-layers N): the first N layers of each

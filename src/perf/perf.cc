@@ -830,7 +830,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.memory = *mem;
   const FitVerdict fv = CheckFit(*mem, gpu);
   res.fits = fv.fits;
-  res.shortfall_bytes = fv.fits ? 0 : -fv.headroom_bytes;
+  res.shortfall_bytes = std::max(0.0, -fv.headroom_bytes);
+  res.host_capacity_bytes = fv.host_capacity_bytes;
+  res.host_shortfall_bytes = fv.host_fits ? 0.0 : mem->host_offload_bytes - fv.host_capacity_bytes;
 
   // Precision.
   double peak = PeakFor(gpu, cfg.dtype);
@@ -1044,8 +1046,20 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // An all-MoE model has no dense layer: its dense rows would all count zero.
   std::erase_if(ops.ops, [](const OpCost& o) { return o.phase == "forward" && o.count == 0; });
   res.ops = std::move(ops.ops);
-  if (!res.fits)
+  if (res.shortfall_bytes > 0)
     res.notes.push_back(fmt::format("does not fit: needs {} more per GPU", FormatBytes(res.shortfall_bytes)));
+  if (res.host_shortfall_bytes > 0)
+    res.notes.push_back(fmt::format("does not fit: the offloaded activations need {} of host memory per GPU, {} more "
+                                    "than the {} per GPU there is",
+                                    FormatBytes(mem->host_offload_bytes), FormatBytes(res.host_shortfall_bytes),
+                                    FormatBytes(res.host_capacity_bytes)));
+  else if (cfg.detail && mem->host_offload_bytes > 0 && res.host_capacity_bytes > 0)
+    res.notes.push_back(fmt::format("host memory: the offloaded activations take {} of the {} per GPU",
+                                    FormatBytes(mem->host_offload_bytes), FormatBytes(res.host_capacity_bytes)));
+  else if (cfg.detail && mem->host_offload_bytes > 0 && res.host_capacity_bytes <= 0)
+    res.notes.push_back(fmt::format("unchecked: the offloaded activations need {} of pinned host memory per GPU; the "
+                                    "catalog does not know this server's host memory (--host-memory checks it)",
+                                    FormatBytes(mem->host_offload_bytes)));
   if (cfg.detail && cfg.dtype == Precision::kFp8 && !m.moe) {  // MoE: the MoE note below covers its FP8 runs
     const auto& e = evidence::kFp8TrainingMegatronCore;
     res.notes.push_back(fmt::format(

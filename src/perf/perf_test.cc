@@ -902,6 +902,23 @@ TEST_F(Perf, FewestOffloadedLayersThatFit) {
   TrainConfig piped = Train(64, 1, 2, 256, 8192, 2);
   piped.fit.par.zero = 3;
   EXPECT_FALSE(FewestOffloadLayersThatFit(m, C(g), piped, E(g)).has_value());
+
+  // Host memory bounds it too: with less host memory than the fewest layers need, the layout does not fit, says
+  // by how much (the GPU itself holds it), and nothing is suggested.
+  TrainConfig tight = c;
+  tight.fit.offload_layers = best->offload_layers;
+  tight.fit.host_memory_per_gpu_bytes = best->memory.host_offload_bytes - 1e9;
+  auto t = EstimateTraining(m, C(g), tight, E(g));
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->fits);
+  EXPECT_EQ(t->shortfall_bytes, 0);
+  EXPECT_NEAR(t->host_shortfall_bytes, 1e9, 1e3);
+  EXPECT_DOUBLE_EQ(t->host_capacity_bytes, tight.fit.host_memory_per_gpu_bytes);
+  TrainConfig tight_search = c;
+  tight_search.fit.host_memory_per_gpu_bytes = tight.fit.host_memory_per_gpu_bytes;
+  auto limited = FewestOffloadLayersThatFit(m, C(g), tight_search, E(g));
+  if (limited) EXPECT_LE(limited->memory.host_offload_bytes, tight.fit.host_memory_per_gpu_bytes);
+  EXPECT_DOUBLE_EQ(best->host_capacity_bytes, 240e9);  // GB200's catalog figure when none is given
 }
 
 // Choosing recompute automatically: where nothing fits without recompute but full recompute does, the fewest

@@ -160,6 +160,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.fit.micro_batch = mb;
               c.fit.recompute = rc;
               c.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
+              c.fit.host_memory_per_gpu_bytes = req.host_memory_per_gpu_bytes;
               c.dtype = req.dtype;
               c.fp8_recipe = req.fp8_recipe;
               c.attention = req.attention;
@@ -304,6 +305,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.fit.recompute_layers = c.recompute_layers;
       tc.fit.offload_layers = c.offload_layers;
       tc.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
+      tc.fit.host_memory_per_gpu_bytes = req.host_memory_per_gpu_bytes;
       tc.dtype = req.dtype;
       tc.fp8_recipe = req.fp8_recipe;
       tc.attention = req.attention;
