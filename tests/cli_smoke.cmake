@@ -190,3 +190,13 @@ if(NOT per_head GREATER grouped)
 endif()
 run_suanli(2 out perf infer -m mistral-7b -g h100 --decode-attention paged)
 expect_contains("${out}" "use grouped" "perf infer: bad decode attention lists the valid names")
+# CPU activation offloading needs host memory: a size without a unit is refused; too little is "does not fit" (3).
+run_suanli(2 out perf train --model llama-3.1-8b --gpus 8 --zero 3 --micro-batch 2 --global-batch 64 --seq 8192
+           --offload-layers 16 --host-memory 20)
+expect_contains("${out}" "--host-memory '20': '20' has no unit" "host memory without a unit")
+run_suanli(3 out perf train --model llama-3.1-8b --gpus 8 --zero 3 --micro-batch 2 --global-batch 64 --seq 8192
+           --offload-layers 16 --host-memory 20GB --json)
+string(JSON host_short GET "${out}" host_shortfall_bytes)
+if(host_short LESS_EQUAL 0)
+  message(FATAL_ERROR "perf train: offload past --host-memory should report host_shortfall_bytes, got ${host_short}")
+endif()
