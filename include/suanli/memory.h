@@ -86,6 +86,10 @@ int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage);
 struct FitRequest {
   Mode mode = Mode::kInfer;
   WeightFormat weights;           // defaults to bf16 when id is empty
+  // The output head (an untied lm_head) stored in the weight format too, as gpt-fast and torchao quantise every
+  // nn.Linear. Default: 16-bit, as GPTQ/AWQ checkpoints, bitsandbytes and ModelOpt keep it. The embedding table
+  // stays 16-bit either way (formats that quantise it, GGUF's, say so in WeightFormat::quantizes_embeddings).
+  bool quantize_head = false;
   double kv_bytes_per_elem = 2;   // KV cache dtype
   int64_t batch = 1;              // inference: concurrent sequences; training: global batch (sequences)
   int64_t seq = 2048;             // inference: total context (prompt + output); training: sequence length

@@ -405,7 +405,7 @@ inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200"
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
 inline constexpr ErrorBand kTrainingError{"training", 158, 0.0625, 0.1178, 0.3116, kTrainingGpus};
-inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0720, 0.1306, 0.3698, kDecodeGpus};
+inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0703, 0.1276, 0.3698, kDecodeGpus};
 inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1253, 0.2951, 0.3803, kServingGpus};
 inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0763, 0.1577, 0.3003, kServingGpus};
 }  // namespace evidence

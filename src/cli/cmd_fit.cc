@@ -36,6 +36,7 @@ struct FitFlags {
   std::vector<std::string> lora_targets;
   bool no_checkpointing = false;
   std::string host_memory;
+  bool quantize_head = false;
   double cuda_context_gib = 0.5;
   double fragmentation = 0.10;
 };
@@ -48,6 +49,7 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   SUANLI_ASSIGN_OR_RETURN(r.recompute, ParseRecompute(f.recompute));
   r.recompute_layers = f.recompute_layers;
   r.offload_layers = f.offload_layers;
+  r.quantize_head = f.quantize_head;
   SUANLI_ASSIGN_OR_RETURN(r.host_memory_per_gpu_bytes, ParseHostMemoryFlag(f.host_memory));
   if (r.host_memory_per_gpu_bytes > 0 && r.offload_layers == 0)
     return InvalidArgument("--host-memory applies to --offload-layers");
@@ -153,6 +155,8 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
                   "--mode train: offload the first N layers' activations to host memory (Megatron-Core "
                   "--cpu-offloading --cpu-offloading-num-layers N; needs --pp 1 and --recompute none)");
   sub->add_option("--host-memory", f->host_memory, kHostMemoryHelp);
+  sub->add_flag("--quantize-head", f->quantize_head,
+                "The output head in the weight format too (gpt-fast, torchao); default: 16-bit, as GPTQ/AWQ keep it");
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
   sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
   sub->add_flag("--no-master-weights", f->no_master, "No FP32 master copy (pure 16-bit training)");

@@ -27,6 +27,7 @@ struct PerfFlags {
   // infer
   int64_t batch = 1, input_len = 512, output_len = 128;
   std::string weights = "bf16", kv_dtype = "bf16";
+  bool quantize_head = false;
   std::string calibration;
 };
 
@@ -141,6 +142,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
   infer->add_option("--weights", f->weights, "bf16 fp16 fp8 int8 int4 nf4 q4_k_m ...")->capture_default_str();
   infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
+  infer->add_flag("--quantize-head", f->quantize_head,
+                  "The output head in the weight format too (gpt-fast, torchao); default: 16-bit, as GPTQ/AWQ keep it");
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
 
   return [ctx, f, train]() -> int {
@@ -387,6 +390,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     if (!wf.ok()) return PrintError(wf.status());
     cfg.fit.weights = *wf;
     if (wf->id == "fp8") cfg.compute = Precision::kFp8;
+    cfg.fit.quantize_head = f->quantize_head;
     auto kv = ParseKvDtype(f->kv_dtype);
     if (!kv.ok()) return PrintError(kv.status());
     cfg.fit.kv_bytes_per_elem = *kv;

@@ -160,6 +160,10 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
       return InvalidArgument(fmt::format("{} must be between 1 and {}, got {}", name, kMaxDegree, v));
   }
   if (p.zero < 0 || p.zero > 3) return InvalidArgument(fmt::format("--zero must be 0, 1, 2 or 3, got {}", p.zero));
+  if (r.quantize_head && (r.weights.id.empty() || r.weights.bits_per_weight >= 16))
+    return InvalidArgument(fmt::format("--quantize-head stores the output head in a quantised weight format; with "
+                                       "--weights {} there is none (use e.g. int8, int4, int4-g32)",
+                                       r.weights.id.empty() ? "bf16" : r.weights.id));
   if (!(r.host_memory_per_gpu_bytes >= 0) || !std::isfinite(r.host_memory_per_gpu_bytes))
     return InvalidArgument("--host-memory must be a positive size per GPU, e.g. 240GB");
   if (r.seq < 1 || r.seq > kMaxSeq)
@@ -359,6 +363,7 @@ struct StageShare {
   double layer_params = 0;     // parameters of this stage's layers held on one GPU
   double expert_params = 0;    // routed-expert parameters (sharded by EP too)
   double non_layer_params = 0; // embedding / head on this GPU
+  double head_params = 0;      // of which an untied output head's
 };
 
 
@@ -372,6 +377,7 @@ StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Paralleli
   const bool first = stage == 0, last = stage == p.pp - 1;
   if (first) s.non_layer_params += c.embedding / p.tp;
   if (last) s.non_layer_params += (m.tie_embeddings ? (p.pp > 1 ? c.embedding : 0.0) : c.lm_head) / p.tp;
+  if (last && !m.tie_embeddings) s.head_params = c.lm_head / p.tp;
   return s;
 }
 
@@ -501,7 +507,8 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
       }
     } else {
       // Inference and fine-tuning: the base weights in their storage format.
-      b.weights = (dense + experts) * lin_bytes + nonlayer * emb_bytes;
+      const double head_b = r.quantize_head ? lin_bytes : emb_bytes;
+      b.weights = (dense + experts) * lin_bytes + (nonlayer - sh.head_params) * emb_bytes + sh.head_params * head_b;
       if (finetune) {
         const double aw = r.mode == Mode::kQlora ? 2 : 4;
         const double adapters_here = adapter_params / p.pp / p.tp;

@@ -173,8 +173,22 @@ TEST_F(Memory, Int4Group64IsFourAndAHalfBitsPerLayerWeight) {
   const double layer_params = pc.total - pc.embedding - pc.lm_head;
   const double w = Est(m, Infer("int4-g64")).breakdown.weights;
   EXPECT_NEAR((w - 2 * (pc.embedding + pc.lm_head)) * 8 / layer_params, 4.5, 0.01);
-  EXPECT_NEAR((pc.total - pc.embedding) * 4.5 / 8 / 1e9, 3.74, 0.04);  // the table's size, had the head been 4.5-bit
   EXPECT_LT(w, Est(m, Infer("int4-g32")).breakdown.weights);
+  // With the head quantised too (--quantize-head), the weights without the embedding table are the table's size.
+  FitRequest q = Infer("int4-g64");
+  q.quantize_head = true;
+  const double wq = Est(m, q).breakdown.weights;
+  EXPECT_NEAR((wq - 2 * pc.embedding) / 1e9, 3.74, 0.04);
+  EXPECT_NEAR(w - wq, pc.lm_head * (2 - 4.5 / 8), 1e3);
+  // A tied head is the embedding table, which stays 16-bit; a 16-bit format has nothing to quantise the head to.
+  const ModelSpec tied = M("llama-3.2-1b");
+  ASSERT_TRUE(tied.tie_embeddings);
+  EXPECT_DOUBLE_EQ(Est(tied, q).breakdown.weights, Est(tied, Infer("int4-g64")).breakdown.weights);
+  FitRequest bf16 = Infer("bf16");
+  bf16.quantize_head = true;
+  auto e = EstimateMemory(m, bf16);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("--quantize-head"), std::string::npos) << e.status().message();
 }
 
 // scenarios.md: "Can a 70B model in FP16 run on one H100 80GB?" No; two at TP=2.

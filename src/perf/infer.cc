@@ -153,9 +153,12 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   {
     const double head_params = (m.tie_embeddings ? pc.embedding : pc.lm_head) / t;
     const double flops = 2 * batch * head_params;
-    const double bytes = head_params * (wf.quantizes_embeddings ? wbytes : 2);
+    const bool quantized = wf.quantizes_embeddings || (cfg.fit.quantize_head && !m.tie_embeddings);
+    const double bytes = head_params * (quantized ? wbytes : 2);
     const double tc = flops / (peak * gemm_eff), tm = bytes / bw;
-    const double time = std::max(tc, tm) + 2 * eff.kernel_launch_s;
+    // A weight-only quantised head is dequantised like the layers' weights (once per weight per pass).
+    const double dq = quantized && dq_ops > 0 ? head_params * dq_ops / (fp32_peak * 0.8) : 0.0;
+    const double time = std::max(tc, tm) + dq + 2 * eff.kernel_launch_s;
     p.ops.push_back(OpCost{"output head", decode ? "decode" : "prefill", flops, bytes, time, 1,
                            tc >= tm ? Bound::kCompute : Bound::kMemory});
     p.time += time;

@@ -1095,6 +1095,33 @@ TEST_F(Perf, QuantisedMoeDecodeDequantisesOnlyTheTouchedExperts) {
   EXPECT_NEAR(dq->flops, per_layer * E(g).dequant_ops_int8, 1e-6 * dq->flops);
 }
 
+// A quantised output head (--quantize-head, as gpt-fast and torchao run): one decode step reads the head in the
+// weight format instead of 16-bit and dequantises it like the layers: LLaMA-3 8B's 525 M-parameter head, int8.
+TEST_F(Perf, QuantisedHeadIsReadInTheWeightFormat) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("a100-sxm-80gb");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("int8");
+  c.input_len = 5;
+  c.output_len = 200;
+  auto plain = EstimateInference(m, C(g), c, E(g));
+  c.fit.quantize_head = true;
+  auto q = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(plain.ok() && q.ok());
+  const OpCost* h16 = FindOp(plain->decode_ops, "output head");
+  const OpCost* h8 = FindOp(q->decode_ops, "output head");
+  ASSERT_NE(h16, nullptr);
+  ASSERT_NE(h8, nullptr);
+  const double head = CountParams(m).lm_head;
+  EXPECT_NEAR(h16->bytes, 2 * head, 1e-6 * head);
+  EXPECT_NEAR(h8->bytes, head, 1e-6 * head);
+  const double bw = g.memory_bandwidth_bytes_per_s.value * E(g).memory;
+  const double fp32 = g.PeakFlops(Precision::kFp32).value();
+  EXPECT_NEAR(h8->time_s, head / bw + head * E(g).dequant_ops_int8 / (fp32 * 0.8) + 2 * E(g).kernel_launch_s,
+              1e-9);
+  EXPECT_LT(q->tpot_s, plain->tpot_s);
+}
+
 TEST_F(Perf, MfuIsModelFlopsOverPeak) {
   const ModelSpec m = M("llama-3.1-8b");
   const GpuSpec& g = G("h100-sxm");

@@ -70,6 +70,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
   static const std::map<std::string, KeyType> infer_keys = [] {
     auto m = common;
     m.insert({{"weights", KeyType::kString},
+              {"quantize_head", KeyType::kBool},
               {"kv_dtype", KeyType::kString},
               {"batch", KeyType::kInteger},
               {"input_len", KeyType::kInteger},
@@ -217,6 +218,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   InferConfig c;
   SUANLI_ASSIGN_OR_RETURN(c.fit.weights, ParseWeightFormat(t["weights"].value_or(std::string("bf16"))));
   if (c.fit.weights.id == "fp8") c.compute = Precision::kFp8;
+  c.fit.quantize_head = t["quantize_head"].value_or(false);
   SUANLI_ASSIGN_OR_RETURN(c.fit.kv_bytes_per_elem, ParseKvDtype(t["kv_dtype"].value_or(std::string("bf16"))));
   SUANLI_ASSIGN_OR_RETURN(c.fit.par.tp, IntKey(t, "tp", 1));
   c.fit.batch = t["batch"].value_or(int64_t{1});
