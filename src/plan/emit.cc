@@ -145,6 +145,14 @@ std::string DeepSpeedConfig(const PlanCandidate& c, const LaunchContext& x) {
   if (c.recompute != Recompute::kNone)
     j["activation_checkpointing"] = {{"partition_activations", c.par.tp > 1}, {"contiguous_memory_optimization", false},
                                      {"cpu_checkpointing", false}};
+  // DeepSpeed's config has no per-layer activation offload (cpu_checkpointing offloads checkpointed inputs only, and
+  // needs recompute): say what the layout relies on instead of writing a config that would not fit.
+  if (c.offload_layers > 0)
+    j["suanli_warning"] = fmt::format(
+        "this layout offloads the activations of the first {} layers to host memory ({} per GPU), which this config "
+        "cannot express: the model code must do it (Transformer Engine's get_cpu_offload_context, as Megatron-Core's "
+        "--cpu-offloading-num-layers {}); without it the layout does not fit",
+        c.offload_layers, FormatBytes(c.result.memory.host_offload_bytes), c.offload_layers);
   j["gradient_clipping"] = 1.0;
   j["steps_per_print"] = 10;
   j["wall_clock_breakdown"] = false;

@@ -170,6 +170,11 @@ TEST_F(Planner, CpuOffloadIsOfferedWhenAskedAndWrittenAsMegatronFlags) {
   const std::string args = MegatronArgs(*off, Launch(req));
   EXPECT_NE(args.find("--cpu-offloading-num-layers " + std::to_string(off->offload_layers)), std::string::npos) << args;
   EXPECT_EQ(args.find("--recompute-granularity"), std::string::npos) << args;
+  // DeepSpeed's config cannot express it, and says so instead of emitting a layout that would not fit.
+  const std::string ds = DeepSpeedConfig(*off, Launch(req));
+  EXPECT_NE(ds.find("\"suanli_warning\""), std::string::npos) << ds;
+  EXPECT_NE(ds.find("get_cpu_offload_context"), std::string::npos) << ds;
+  EXPECT_EQ(DeepSpeedConfig(plain->counts[0].top[0], Launch(req)).find("suanli_warning"), std::string::npos);
 }
 
 // --tp-overlap: only sequence-parallel layouts (Megatron's --tp-comm-overlap requires SP), and it is in their flags.
