@@ -21,6 +21,12 @@ The JSON holds, each with its method:
 3. eager_layer: one LLaMA-2 7B decoder layer (HF-style: RMSNorm in FP32 steps, rotate-half RoPE, SwiGLU,
    SDPA attention), forward + backward at batch 1 x 4096 tokens, eager and under torch.compile. The
    difference is what `suanli perf train --eager` models from byte counts (docs/methodology.md section 6.3).
+4. decode_stream (eleventh session): batch-1 and batch-8 decode's weight streaming on this GPU. LLaMA-3.1 8B's
+   four linear layers at M = 1 and 8 in BF16 (torch.mm), each alone, and all 32 layers' 128 GEMMs replayed
+   back to back from one CUDA graph (the launch pattern of torch.compile's reduce-overhead mode and vLLM).
+   Against docs/validation.md section 3: torchao's H100 BF16 decode ran 15% slower than the model, vLLM's H200
+   batch-8 runs 10-15% slower; whether a weight-streaming GEMM on Hopper reaches less of the bandwidth than
+   the model's triad fraction, or the gaps between kernels cost it, is what this tells apart.
 
 Times are the median of CUDA-event timings after warm-up. Nothing here needs the network.
 
@@ -93,6 +99,58 @@ def fp8_gemms(results):
         "method": "torch.mm (BF16) and torch._scaled_mm (FP8 e4m3, per-tensor scales 1.0, BF16 out) on random "
                   "data; median of 20 CUDA-event timings after 3 warm-ups; quantize = amax-scaled cast of the "
                   "M x K BF16 input",
+        "rows": rows,
+    }
+
+
+# LLaMA-3.1 8B linear layers: (name, in, out); grouped-query QKV is 4096 + 2 x 1024 wide.
+LLAMA31_8B = [("qkv", 4096, 6144), ("attn_out", 4096, 4096), ("mlp_up_gate", 4096, 2 * 14336),
+              ("mlp_down", 14336, 4096)]
+
+
+def decode_stream(results):
+    import torch
+
+    dev = torch.device("cuda")
+    bf = torch.bfloat16
+    rows = []
+    weights = {name: torch.randn(n, k, device=dev, dtype=bf) * 0.02 for name, k, n in LLAMA31_8B}
+    layer_bytes = sum(w.numel() * 2 for w in weights.values())
+    for m in (1, 8):
+        xs = {name: torch.randn(m, k, device=dev, dtype=bf) for name, k, n in LLAMA31_8B}
+        for name, k, n in LLAMA31_8B:
+            w, x = weights[name], xs[name]
+            t = timed(lambda: torch.mm(x, w.t()))
+            rows.append({"m": m, "n": n, "k": k, "layer": name, "s": t, "weight_bytes": n * k * 2,
+                         "gb_per_s": n * k * 2 / t / 1e9, "tflops": 2.0 * m * n * k / t / 1e12})
+            print(f"decode M={m} {name:12s} {t * 1e6:7.1f} us {n * k * 2 / t / 1e9:6.0f} GB/s", flush=True)
+        # 32 layers x 4 GEMMs replayed from one graph: distinct weights per layer so nothing stays in L2.
+        layers = [{name: torch.randn(n, k, device=dev, dtype=bf) * 0.02 for name, k, n in LLAMA31_8B}
+                  for _ in range(32)]
+        outs = {}
+
+        def chain():
+            for i, lw in enumerate(layers):
+                for name, _, _ in LLAMA31_8B:
+                    outs[(i, name)] = torch.mm(xs[name], lw[name].t())
+
+        chain()
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            chain()
+        t_graph = timed(g.replay, warmup=3, reps=20)
+        total = 32 * layer_bytes
+        rows.append({"m": m, "layer": "32 layers x 4 GEMMs, one CUDA graph", "s": t_graph, "weight_bytes": total,
+                     "gb_per_s": total / t_graph / 1e9})
+        print(f"decode M={m} graph of 128 GEMMs {t_graph * 1e3:7.3f} ms {total / t_graph / 1e9:6.0f} GB/s", flush=True)
+        del layers, outs, g
+        torch.cuda.empty_cache()
+    results["decode_stream"] = {
+        "method": "torch.mm of an M x K BF16 input by a K x N BF16 weight (random data, weight bytes counted), "
+                  "median of 20 CUDA-event timings after 3 warm-ups; the graph row replays 32 layers' 128 GEMMs "
+                  "with distinct weights from one torch.cuda.CUDAGraph. Compare: `suanli perf infer -m "
+                  "llama-3.1-8b -g <gpu> --batch 1 --input-len 6 --output-len 200 --explain` (decode operators)",
         "rows": rows,
     }
 
@@ -235,6 +293,16 @@ def write_gemm_cases(results, path):
                       f'{row[key]:.1f} TFLOP/s"',
                       f'gpu = "{gpu}"', f'dtype = "{dtype}"', f"m = {row['m']}", f"n = {row['n']}", f"k = {row['k']}",
                       'metric = "tflops"', f"published = {row[key]:.2f}"]
+    for row in results.get("decode_stream", {}).get("rows", []):
+        if "n" not in row:
+            continue  # the graph row is not one GEMM
+        shape = f"{row['m']}x{row['n']}x{row['k']}"
+        lines += ["[[gemm]]", 'group = "gemm"', 'role = "holdout"',
+                  f'name = "gpu_session {gpu} bf16 {shape} (LLaMA-3.1 8B {row["layer"]}, decode)"',
+                  f'source = "scripts/gpu_session.py, {dev.get("name", "?")}, {results.get("started", "?")}: '
+                  f'{row["tflops"]:.2f} TFLOP/s"',
+                  f'gpu = "{gpu}"', 'dtype = "bf16"', f"m = {row['m']}", f"n = {row['n']}", f"k = {row['k']}",
+                  'metric = "tflops"', f"published = {row['tflops']:.4f}"]
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -253,7 +321,7 @@ def main():
     prop = torch.cuda.get_device_properties(0)
     results["device"] = {"name": prop.name, "sms": prop.multi_processor_count,
                          "memory_bytes": prop.total_memory, "cc": f"{prop.major}.{prop.minor}"}
-    for part in (fp8_gemms, amax_pass, eager_layer):
+    for part in (fp8_gemms, amax_pass, decode_stream, eager_layer):
         try:
             part(results)
         except Exception as e:  # keep what the other part measured
