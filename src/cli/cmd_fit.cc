@@ -198,6 +198,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     j["model"] = model->id;
     j["mode"] = ModeName(req->mode);
     j["weights"] = req->mode == Mode::kQlora ? "nf4" : req->weights.id;
+    j["quantize_head"] = req->quantize_head;
     j["params_total"] = pc.total;
     j["params_active"] = pc.active;
     j["trainable_params"] = est->trainable_params;

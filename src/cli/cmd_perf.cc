@@ -414,6 +414,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       j["gpu"] = (*gpu)->id;
       j["layout"] = {{"tp", f->tp}, {"pp", f->pp}};
       j["weights"] = cfg.fit.weights.id;
+      j["quantize_head"] = cfg.fit.quantize_head;
       j["decode_attention"] = DecodeAttentionName(cfg.decode_attention);
       j["batch"] = f->batch;
       j["fits"] = r->fits;
