@@ -383,6 +383,10 @@ inline constexpr ValidationEvidence kEagerFsdpFoundryH100{50, 0.008, -0.116, 0.3
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
 inline constexpr ValidationEvidence kMoeServingTtft{8, -0.170, -0.637, 0.488};
 inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.302, -0.464, 1.516};
+// Small-batch 16-bit and weight-only decode on H100/H200 in stacks other than TensorRT-LLM: torchao's batch-1
+// generate.py (torch.compile) on H100 and vLLM's batch-8 latency benchmark on H200, all held out. Signed on the
+// time: measured time per token / predicted - 1 (> 0: the model was optimistic).
+inline constexpr ValidationEvidence kHopperSmallBatchDecode{6, 0.135, 0.082, 0.180};
 // TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency).
 inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.221, -0.315, -0.161};
 // TensorRT-LLM v0.9 on one GPU, dense 6-7B models (LLaMA-2 7B, Mistral 7B, GPT-J 6B) at 128-token prompts on

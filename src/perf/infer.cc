@@ -250,6 +250,14 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         "128-token prompts ({:.0f}% to {:.0f}% under-predicted, {} runs); FP8 activation scaling is not modelled",
         -100 * e.hi, -100 * e.lo, e.cases));
   }
+  if (hopper && !fp8 && cfg.fit.batch <= 8) {
+    const auto& e = evidence::kHopperSmallBatchDecode;
+    r.notes.push_back(fmt::format(
+        "uncertain: on H100/H200, small-batch decode in torch.compile (torchao, batch 1) and vLLM (batch 8) took "
+        "{:.0f}% to {:.0f}% longer per token than predicted ({} held-out runs; TensorRT-LLM's decode-heavy static "
+        "batches on the same GPUs err both ways, docs/validation.md section 5)",
+        100 * e.lo, 100 * e.hi, e.cases));
+  }
   // A grouped-query model's decode time depends on whether the engine's kernel shares each KV head among
   // its query heads; say what the other kind of kernel would give when it differs.
   if (m.kv_heads < m.heads && cfg.decode_attention == DecodeAttention::kGrouped) {

@@ -172,6 +172,25 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         },
         "Hopper FP8 TTFT at 128 tokens");
   {
+    // On the time: measured / predicted - 1, from tokens/s rows (torchao on H100) and latency rows (vLLM, H200).
+    const auto& want = evidence::kHopperSmallBatchDecode;
+    int n = 0;
+    double sum = 0, lo = 1e9, hi = -1e9;
+    for (const auto& c : rep->cases) {
+      const bool torchao_h100 = c.name.rfind("torchao", 0) == 0 && c.gpu == "h100-sxm";
+      if (!torchao_h100 && c.group != "latency") continue;
+      const double slower = c.metric == "decode_tokens_per_s" ? c.error : 1 / (1 + c.error) - 1;
+      n++;
+      sum += slower;
+      lo = std::min(lo, slower);
+      hi = std::max(hi, slower);
+    }
+    EXPECT_EQ(n, want.cases);
+    EXPECT_NEAR(sum / n, want.mean, 0.005);
+    EXPECT_NEAR(lo, want.lo, 0.005);
+    EXPECT_NEAR(hi, want.hi, 0.005);
+  }
+  {
     // Absolute: measured minus predicted seconds, one GPU, 128-token prompts, v0.9, dense models.
     const auto& want = evidence::kShortPromptTtftShortfall;
     int n = 0;
