@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "suanli/units.h"
 #include "test_catalogs.h"
 #include <yaml-cpp/yaml.h>
 
@@ -175,6 +176,17 @@ TEST_F(Planner, CpuOffloadIsOfferedWhenAskedAndWrittenAsMegatronFlags) {
   EXPECT_NE(ds.find("\"suanli_warning\""), std::string::npos) << ds;
   EXPECT_NE(ds.find("get_cpu_offload_context"), std::string::npos) << ds;
   EXPECT_EQ(DeepSpeedConfig(plain->counts[0].top[0], Launch(req)).find("suanli_warning"), std::string::npos);
+  // Kubernetes requests the pinned host memory of the pod's GPUs (a floor, not a limit); Slurm says it.
+  const double pinned_gib = off->result.memory.host_offload_bytes * std::min(64, Launch(req).gpus_per_node) / kGiB;
+  const std::string k8s = KubernetesPyTorchJob(*off, Launch(req));
+  const YAML::Node job = YAML::Load(k8s);
+  const YAML::Node res = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["resources"];
+  EXPECT_EQ(res["requests"]["memory"].as<std::string>(),
+            std::to_string(static_cast<long long>(std::ceil(pinned_gib))) + "Gi")
+      << k8s;
+  EXPECT_EQ(res["limits"]["nvidia.com/gpu"].as<int>(), 8);
+  EXPECT_EQ(KubernetesPyTorchJob(plain->counts[0].top[0], Launch(req)).find("requests:"), std::string::npos);
+  EXPECT_NE(SlurmScript(*off, Launch(req)).find("pins"), std::string::npos);
 }
 
 // --tp-overlap: only sequence-parallel layouts (Megatron's --tp-comm-overlap requires SP), and it is in their flags.
