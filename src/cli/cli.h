@@ -83,7 +83,9 @@ std::string BandWords(const char* what, const ErrorBand& b, const char* runs, co
 Result<double> ParseHostMemoryFlag(const std::string& text);
 inline constexpr const char* kHostMemoryHelp =
     "Host memory per GPU for CPU-offloaded activations (e.g. 240GB); default: the catalog's where the CPU comes "
-    "with the GPU (GB200: 240 GB), else unchecked";
+    "with the GPU (GB200, see `suanli gpus gb200`), else unchecked";
+inline constexpr const char* kQuantizeHeadHelp =
+    "The output head in the weight format too (gpt-fast, torchao); default: 16-bit, as GPTQ/AWQ keep it";
 
 class Table {
  public:

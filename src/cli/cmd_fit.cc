@@ -155,8 +155,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
                   "--mode train: offload the first N layers' activations to host memory (Megatron-Core "
                   "--cpu-offloading --cpu-offloading-num-layers N; needs --pp 1 and --recompute none)");
   sub->add_option("--host-memory", f->host_memory, kHostMemoryHelp);
-  sub->add_flag("--quantize-head", f->quantize_head,
-                "The output head in the weight format too (gpt-fast, torchao); default: 16-bit, as GPTQ/AWQ keep it");
+  sub->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
   sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
   sub->add_flag("--no-master-weights", f->no_master, "No FP32 master copy (pure 16-bit training)");

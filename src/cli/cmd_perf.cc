@@ -142,8 +142,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
   infer->add_option("--weights", f->weights, "bf16 fp16 fp8 int8 int4 nf4 q4_k_m ...")->capture_default_str();
   infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
-  infer->add_flag("--quantize-head", f->quantize_head,
-                  "The output head in the weight format too (gpt-fast, torchao); default: 16-bit, as GPTQ/AWQ keep it");
+  infer->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
 
   return [ctx, f, train]() -> int {

@@ -160,6 +160,8 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
       return InvalidArgument(fmt::format("{} must be between 1 and {}, got {}", name, kMaxDegree, v));
   }
   if (p.zero < 0 || p.zero > 3) return InvalidArgument(fmt::format("--zero must be 0, 1, 2 or 3, got {}", p.zero));
+  if (r.quantize_head && r.mode == Mode::kQlora)
+    return InvalidArgument("--quantize-head does not apply to --mode qlora: bitsandbytes keeps the output head 16-bit");
   if (r.quantize_head && (r.weights.id.empty() || r.weights.bits_per_weight >= 16))
     return InvalidArgument(fmt::format("--quantize-head stores the output head in a quantised weight format; with "
                                        "--weights {} there is none (use e.g. int8, int4, int4-g32)",

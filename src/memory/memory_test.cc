@@ -189,6 +189,12 @@ TEST_F(Memory, Int4Group64IsFourAndAHalfBitsPerLayerWeight) {
   auto e = EstimateMemory(m, bf16);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("--quantize-head"), std::string::npos) << e.status().message();
+  FitRequest qlora = Infer("nf4");
+  qlora.mode = Mode::kQlora;
+  qlora.quantize_head = true;
+  auto eq = EstimateMemory(m, qlora);
+  ASSERT_FALSE(eq.ok());
+  EXPECT_NE(eq.status().message().find("--mode qlora"), std::string::npos) << eq.status().message();
 }
 
 // scenarios.md: "Can a 70B model in FP16 run on one H100 80GB?" No; two at TP=2.

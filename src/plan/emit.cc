@@ -110,6 +110,11 @@ int Nodes(const PlanCandidate& c, const LaunchContext& x) {
 
 int ProcsPerNode(const PlanCandidate& c, const LaunchContext& x) { return std::min(c.par.gpus(), x.gpus_per_node); }
 
+// Host memory one node pins for CPU activation offloading (0 without it).
+double PinnedHostBytesPerNode(const PlanCandidate& c, const LaunchContext& x) {
+  return c.offload_layers > 0 ? c.result.memory.host_offload_bytes * ProcsPerNode(c, x) : 0.0;
+}
+
 }  // namespace
 
 std::string MegatronArgs(const PlanCandidate& c, const LaunchContext& x) {
@@ -198,7 +203,7 @@ std::string SlurmScript(const PlanCandidate& c, const LaunchContext& x) {
       c.offload_layers > 0
           ? fmt::format("# CPU activation offloading pins {} of host memory per node ({} per GPU): the nodes need it "
                         "free on top of the job's other host memory\n",
-                        FormatBytes(c.result.memory.host_offload_bytes * ProcsPerNode(c, x)),
+                        FormatBytes(PinnedHostBytesPerNode(c, x)),
                         FormatBytes(c.result.memory.host_offload_bytes))
           : std::string(),
       ProcsPerNode(c, x));
@@ -216,7 +221,7 @@ std::string KubernetesPyTorchJob(const PlanCandidate& c, const LaunchContext& x)
   // CPU activation offloading pins host memory for every GPU of the pod: request at least that much (a request,
   // not a limit: the framework and the data loader need host memory on top of it).
   std::string host_request;
-  const double pinned = c.offload_layers > 0 ? c.result.memory.host_offload_bytes * ProcsPerNode(c, x) : 0.0;
+  const double pinned = PinnedHostBytesPerNode(c, x);
   if (pinned > 0)
     host_request = fmt::format("                requests:\n                  memory: \"{}Gi\"\n",
                                static_cast<long long>(std::ceil(pinned / kGiB)));
