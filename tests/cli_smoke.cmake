@@ -188,6 +188,18 @@ string(JSON per_head GET "${out}" tpot_s)
 if(NOT per_head GREATER grouped)
   message(FATAL_ERROR "perf infer: per-head TPOT ${per_head} s should exceed grouped ${grouped} s")
 endif()
+# perf infer --ep: expert parallelism inside the TP group, ETP = TP / EP in the layout; outside it, an error with the
+# valid degrees; the fit command takes the same serving layout.
+run_suanli(0 out perf infer -m mixtral-8x7b -g h100 --tp 8 --ep 4 --json)
+string(JSON ep_ep GET "${out}" layout ep)
+string(JSON ep_etp GET "${out}" layout etp)
+if(NOT ep_ep EQUAL 4 OR NOT ep_etp EQUAL 2)
+  message(FATAL_ERROR "perf infer --ep 4 --tp 8: layout EP ${ep_ep} ETP ${ep_etp}, expected 4 and 2")
+endif()
+run_suanli(2 out perf infer -m mixtral-8x7b -g h100 --tp 4 --ep 8)
+expect_contains("${out}" "valid EP for TP 4 and 8 experts: 1, 2, 4" "perf infer: EP outside the TP group")
+run_suanli(0 out fit --mode infer -m mixtral-8x7b -g h100 --tp 8 --ep 8)
+expect_contains("${out}" "EP=8" "fit --mode infer --ep inside the TP group")
 run_suanli(2 out perf infer -m mistral-7b -g h100 --decode-attention paged)
 expect_contains("${out}" "use grouped" "perf infer: bad decode attention lists the valid names")
 # CPU activation offloading needs host memory: a size without a unit is refused; too little is "does not fit" (3).

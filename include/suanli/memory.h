@@ -150,6 +150,12 @@ struct FitResult {
   std::vector<std::string> notes;  // conventions applied, e.g. "Adam: 16 B/param (ZeRO paper)"
 };
 
+// The expert tensor-parallel degree a request runs with when --etp is not given. Training: Megatron-Core's
+// default, ETP = TP. Inference: expert parallelism splits the tensor-parallel group (TensorRT-LLM:
+// moe_tp_size x moe_ep_size = tp_size; vLLM --enable-expert-parallel: EP = TP with whole experts), so ETP = TP / EP,
+// or 1 when EP is larger than TP (experts spread over data-parallel attention replicas).
+int ExpertTpFor(const Parallelism& p, Mode mode);
+
 // Validates the request against the model (TP divides heads, PP <= layers, ...).
 // Errors say what would be valid.
 Status ValidateRequest(const ModelSpec& m, const FitRequest& r);

@@ -137,6 +137,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   auto* infer = sub->add_subcommand("infer", "Time to first token, time per output token, throughput");
   common(infer);
   infer->add_option("--gpus", f->gpus, "Total GPUs (default TP x PP)");
+  infer->add_option("--ep", f->ep,
+                    "MoE: expert-parallel degree inside the TP group (EP x ETP = TP; TensorRT-LLM --moe_ep_size, "
+                    "vLLM --enable-expert-parallel is EP = TP)")
+      ->capture_default_str();
+  infer->add_option("--etp", f->etp, "MoE: expert tensor-parallel degree (default: TP / EP)");
   infer->add_option("--batch,-b", f->batch, "Concurrent sequences (static batch)")->capture_default_str();
   infer->add_option("--input-len", f->input_len, "Prompt tokens")->capture_default_str();
   infer->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
@@ -399,6 +404,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     cfg.fit.batch = f->batch;
     cfg.fit.par.tp = f->tp;
     cfg.fit.par.pp = f->pp;
+    cfg.fit.par.ep = f->ep;
+    cfg.fit.par.etp = f->etp;
     if (f->gpus != 0 && f->gpus != f->tp * f->pp)
       return PrintError(InvalidArgument(fmt::format("--gpus {} must equal TP x PP = {} for one serving replica", f->gpus,
                                                     f->tp * f->pp)));
@@ -411,7 +418,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       json j = JsonEnvelope("suanli.perf.infer/1");
       j["model"] = model->id;
       j["gpu"] = (*gpu)->id;
-      j["layout"] = {{"tp", f->tp}, {"pp", f->pp}};
+      j["layout"] = {{"tp", f->tp}, {"pp", f->pp}, {"ep", f->ep}, {"etp", ExpertTpFor(cfg.fit.par, Mode::kInfer)}};
       j["weights"] = cfg.fit.weights.id;
       j["quantize_head"] = cfg.fit.quantize_head;
       j["decode_attention"] = DecodeAttentionName(cfg.decode_attention);
@@ -438,10 +445,12 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       PrintJson(j);
       return r->fits ? kExitOk : kExitNoFit;
     }
+    const std::string experts =
+        f->ep > 1 ? fmt::format(" EP={} ETP={}", f->ep, ExpertTpFor(cfg.fit.par, Mode::kInfer)) : "";
     std::cout << fmt::format(
-        "{} on {} x {} (TP={} PP={}), weights {}, batch {}, {} in / {} out tokens, decode attention {}\n\n", model->id,
-        f->tp * f->pp, (*gpu)->id, f->tp, f->pp, cfg.fit.weights.id, f->batch, f->input_len, f->output_len,
-        DecodeAttentionName(cfg.decode_attention));
+        "{} on {} x {} (TP={} PP={}{}), weights {}, batch {}, {} in / {} out tokens, decode attention {}\n\n",
+        model->id, f->tp * f->pp, (*gpu)->id, f->tp, f->pp, experts, cfg.fit.weights.id, f->batch, f->input_len,
+        f->output_len, DecodeAttentionName(cfg.decode_attention));
     if (!r->fits) std::cout << "DOES NOT FIT: " << FormatBytes(r->per_gpu_peak_bytes) << " per GPU needed\n\n";
     Table t({"", "value"});
     t.Row({"time to first token", fmt::format("{} ({}-bound)", FormatSeconds(r->ttft_s), r->prefill_bound)});

@@ -153,7 +153,15 @@ Result<double> ParseKvDtype(std::string_view id) {
       fmt::format("unknown KV-cache dtype '{}' (valid: fp32, bf16, fp16, fp8, int8){}", id, DidYouMean(id, names)));
 }
 
-Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
+int ExpertTpFor(const Parallelism& p, Mode mode) {
+  if (p.etp > 0) return p.etp;
+  if (mode == Mode::kInfer && p.ep > 1) return p.tp % p.ep == 0 ? p.tp / p.ep : 1;
+  return p.tp;
+}
+
+Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
+  FitRequest r = req;
+  if (r.mode == Mode::kInfer && r.par.ep > 1 && r.par.etp == 0 && m.moe) r.par.etp = ExpertTpFor(r.par, r.mode);
   const auto& p = r.par;
   for (auto [name, v] : {std::pair{"--tp", p.tp}, {"--pp", p.pp}, {"--dp", p.dp}, {"--cp", p.cp}, {"--ep", p.ep}}) {
     if (v < 1 || v > kMaxDegree)
@@ -218,6 +226,10 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& r) {
       return InvalidArgument(fmt::format("EP={} does not divide the {} experts of {}", p.ep, m.moe->num_experts, m.id));
     const int etp = p.expert_tp();
     if ((p.tp * p.dp * p.cp) % (p.ep * etp) != 0) {
+      if (r.mode == Mode::kInfer)
+        return InvalidArgument(fmt::format(
+            "EP x ETP = {} x {} must divide TP x DP = {}: in serving, expert parallelism splits the tensor-parallel "
+            "group (EP x ETP = TP) or spans data-parallel attention replicas", p.ep, etp, p.tp * p.dp * p.cp));
       if (etp == p.tp)
         return InvalidArgument(fmt::format(
             "EP={} must divide DP x CP = {} (experts are sharded over data-parallel ranks){}", p.ep, p.dp * p.cp,
@@ -389,6 +401,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   FitRequest r = req;
   if (r.weights.id.empty()) r.weights = *ParseWeightFormat("bf16");
   SUANLI_RETURN_IF_ERROR(ValidateRequest(m, r));
+  if (r.mode == Mode::kInfer && r.par.ep > 1 && r.par.etp == 0) r.par.etp = ExpertTpFor(r.par, r.mode);
   const auto& p = r.par;
   FitResult f;
   f.params = CountParams(m);

@@ -446,6 +446,33 @@ TEST_F(Memory, MixtureOfExpertsShardsExpertsByEp) {
   EXPECT_LT(w8, w1 / 3);  // experts are ~97% of Mixtral's parameters
 }
 
+// Serving: expert parallelism splits the tensor-parallel group (TensorRT-LLM moe_ep_size x moe_tp_size = tp_size),
+// so --ep 8 on TP 8 means ETP 1 without saying so, and each GPU holds 1 of Mixtral's 8 experts whole: the same
+// bytes as 1/8 of each. Training keeps Megatron-Core's ETP = TP, which that layout does not satisfy.
+TEST_F(Memory, ServingExpertParallelismDefaultsToSplittingTheTpGroup) {
+  const ModelSpec m = M("mixtral-8x7b");
+  FitRequest r = Infer();
+  r.par.tp = 8;
+  const double tp_only = Est(m, r).breakdown.weights;
+  r.par.ep = 8;
+  EXPECT_EQ(ExpertTpFor(r.par, Mode::kInfer), 1);
+  EXPECT_EQ(ExpertTpFor(r.par, Mode::kTrain), 8);
+  EXPECT_DOUBLE_EQ(Est(m, r).breakdown.weights, tp_only);
+  r.par.ep = 2;  // EP 2 x ETP 4
+  EXPECT_EQ(ExpertTpFor(r.par, Mode::kInfer), 4);
+  EXPECT_DOUBLE_EQ(Est(m, r).breakdown.weights, tp_only);
+  r.par.tp = 4;
+  r.par.ep = 8;  // EP larger than TP with one replica: nowhere to put 8 expert ranks
+  auto refused = EstimateMemory(m, r);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("in serving, expert parallelism splits the tensor-parallel group"),
+            std::string::npos)
+      << refused.status().message();
+  FitRequest t = Train(2048, 8, 8, 1);
+  t.par.ep = 8;
+  EXPECT_FALSE(EstimateMemory(m, t).ok());
+}
+
 // MoE parallel folding: expert layers lay their own grid over the same ranks, ETP x EP x expert-DP = TP x DP x CP.
 // Megatron-Bridge's Qwen3 235B recipe on 256 H100s runs TP 2, PP 8, DP 16 with EP 32: with ETP = TP that EP does
 // not divide DP and is refused (the error points at --etp 1); with ETP 1 it folds in the TP ranks. Each GPU then

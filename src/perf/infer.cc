@@ -66,27 +66,28 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
     gemm("mlp up/gate", T, mats * double(m.ffn) / t, h, 1, 1 - moe_frac);
     gemm("mlp down", T, h, double(m.ffn) / t, 1, 1 - moe_frac);
   }
+  // Routed experts on the busiest rank. With expert parallelism inside the TP group (EP x ETP = TP) each rank
+  // holds E / EP whole-width / ETP experts; at EP 1 every rank holds all E experts at 1/TP width.
+  const int ep = cfg.fit.par.ep, etp = cfg.fit.par.expert_tp();
+  perf_detail::ExpertLoad load{};
   if (m.moe) {
     const auto& e = *m.moe;
-    // Experts touched by this step's T tokens (each picks k of E): E x (1 - (1 - k/E)^T).
-    const double touched = e.num_experts * (1 - std::pow(1 - double(e.experts_per_token) / e.num_experts, T));
-    const double tokens_per_expert = std::max(1.0, T * e.experts_per_token / std::max(1.0, touched));
+    load = perf_detail::BusiestExpertRank(T, e.num_experts, e.experts_per_token, ep);
     gemm("router", T, e.num_experts, h, 1, moe_frac);
-    gemm("experts up/gate", tokens_per_expert, mats * double(e.expert_ffn) / t, h, touched, moe_frac);
-    gemm("experts down", tokens_per_expert, h, double(e.expert_ffn) / t, touched, moe_frac);
+    gemm("experts up/gate", load.tokens_per_expert, mats * double(e.expert_ffn) / etp, h, load.touched, moe_frac);
+    gemm("experts down", load.tokens_per_expert, h, double(e.expert_ffn) / etp, load.touched, moe_frac);
     if (e.shared_ffn > 0) {
       gemm("shared expert up/gate", T, mats * double(e.shared_ffn) / t, h, 1, moe_frac);
       gemm("shared expert down", T, h, double(e.shared_ffn) / t, 1, moe_frac);
     }
   }
   // Weight-only quantisation: dequantisation on the FP32 pipes, once per weight read per pass (for MoE, the
-  // experts this step's tokens touch).
+  // experts this step's tokens touch on the busiest rank).
   if (dq_ops > 0) {
     double params_read = (pc.attention + pc.mlp_dense) / m.layers / t;
     if (m.moe) {
-      const auto& e = *m.moe;
-      const double touched = e.num_experts * (1 - std::pow(1 - double(e.experts_per_token) / e.num_experts, T));
-      params_read += pc.moe_experts / std::max(1, m.moe_layer_count()) / t * moe_frac * (touched / e.num_experts);
+      const double per_expert = pc.moe_experts / std::max(1, m.moe_layer_count()) / m.moe->num_experts;
+      params_read += per_expert / etp * moe_frac * load.touched;
     }
     const double dq_time = params_read * dq_ops / (fp32_peak * 0.8);
     p.ops.push_back(OpCost{"dequantise weights", decode ? "decode" : "prefill", params_read * dq_ops, 0, dq_time, 1,
@@ -126,12 +127,15 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   // (docs/methodology.md §6.3, §9). TensorRT-LLM v0.9 runs SwiGLU as its own kernel after one fused up/gate GEMM
   // (perf-overview.md, "Known Issues"). A plain GELU is left to the GEMM's epilogue (cuBLASLt's GELU epilogue),
   // so it moves no bytes of its own. MoE layers count the k routed experts' width and the shared experts'.
-  double act_width = 0;
+  // Per token-width element on this GPU: the dense MLP's and shared experts' shard, the routed experts' rows
+  // of the busiest rank.
+  double act_elems = 0;
   if (m.gated_mlp) {
-    act_width = double(m.ffn) * (1 - moe_frac);
-    if (m.moe) act_width += (double(m.moe->expert_ffn) * m.moe->experts_per_token + m.moe->shared_ffn) * moe_frac;
+    act_elems = T * double(m.ffn) / t * (1 - moe_frac);
+    if (m.moe)
+      act_elems += (load.assignments * double(m.moe->expert_ffn) / etp + T * double(m.moe->shared_ffn) / t) * moe_frac;
   }
-  const double ew_bytes = T * (m.norms_per_layer * 4 * h + 12 * h) + T * 6.0 * act_width / t;
+  const double ew_bytes = T * (m.norms_per_layer * 4 * h + 12 * h) + 6.0 * act_elems;
   const double ew_time = ew_bytes / bw + 6 * eff.kernel_launch_s;
   p.ops.push_back(OpCost{"norms, residuals, activation", decode ? "decode" : "prefill", 0, ew_bytes, ew_time, 1,
                          Bound::kLatency});
@@ -182,6 +186,21 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   if (cfg.input_len < 1 || cfg.output_len < 1 || cfg.input_len > (int64_t(1) << 24) || cfg.output_len > (int64_t(1) << 24))
     return InvalidArgument("--input-len and --output-len must be between 1 and 16M tokens");
   cfg.fit.seq = cfg.input_len + cfg.output_len;
+  // One serving replica of TP x PP GPUs: expert parallelism runs inside its tensor-parallel group.
+  auto& par = cfg.fit.par;
+  if (par.ep > 1 && m.moe) {
+    par.etp = ExpertTpFor(par, Mode::kInfer);
+    if (par.ep * par.etp != par.tp || par.dp * par.cp != 1) {
+      std::string valid;
+      for (int e = 1; e <= par.tp; ++e)
+        if (par.tp % e == 0 && m.moe->num_experts % e == 0) valid += (valid.empty() ? "" : ", ") + std::to_string(e);
+      return InvalidArgument(fmt::format(
+          "--ep {} --etp {} with --tp {}: inference models one replica whose expert parallelism splits the "
+          "tensor-parallel group, EP x ETP = TP (TensorRT-LLM's moe_ep_size x moe_tp_size = tp_size); valid EP "
+          "for TP {} and {} experts: {} (expert parallelism across data-parallel attention replicas is not modelled)",
+          par.ep, par.etp, par.tp, par.tp, m.moe->num_experts, valid));
+    }
+  }
   if (cfg.compute == Precision::kFp8) {
     if (!cl.gpu->Supports(Precision::kFp8))
       return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Ada, Hopper or newer)", cl.gpu->id));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 
 #include "suanli/hardware.h"
 #include "suanli/model.h"
@@ -47,6 +48,65 @@ inline double MeanAttendedKeys(const ModelSpec& m, double ctx, bool decode) {
   const double windowed = decode ? std::min(ctx, w) : (w >= ctx ? ctx / 2 : w - w * w / (2 * ctx));
   const double share = double(m.sliding_window_layers) / m.layers;
   return (1 - share) * full + share * windowed;
+}
+
+// Expected largest of `ranks` independent Binomial(n, q) counts: E[max] = sum_{j=0}^{n-1} (1 - F(j)^ranks), F the
+// binomial CDF. With expert parallelism, the experts a step touches on its busiest rank (docs/methodology.md
+// section 10.4). n is small (experts per rank), so the sum is exact; ranks = 1 gives the mean n q.
+inline double ExpectedMaxBinomial(int n, double q, int ranks) {
+  if (n <= 0 || !(q > 0)) return 0;
+  if (q >= 1) return n;
+  double e = 0, pmf = std::pow(1 - q, n), cdf = 0;
+  for (int j = 0; j < n; ++j) {
+    cdf += pmf;
+    e += 1 - std::pow(std::min(1.0, cdf), ranks);
+    pmf *= double(n - j) / (j + 1) * q / (1 - q);
+  }
+  return e;
+}
+
+// Expected largest of r independent standard normal draws: integral of x d(Phi(x)^r), by the midpoint rule on
+// [-8, 8] (0 for r = 1; 0.564 for 2, 1.029 for 4, 1.424 for 8, 1.766 for 16).
+inline double ExpectedMaxStdNormal(int r) {
+  if (r <= 1) return 0;
+  constexpr int kSteps = 1600;
+  constexpr double kLo = -8, kHi = 8, kDx = (kHi - kLo) / kSteps;
+  double e = 0;
+  for (int i = 0; i < kSteps; ++i) {
+    const double x = kLo + (i + 0.5) * kDx;
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    e += x * r * std::pow(cdf, r - 1) * pdf * kDx;
+  }
+  return e;
+}
+
+// One inference step's routed-expert work on the busiest rank of an expert-parallel group (uniform routing: each
+// of `tokens` picks k distinct experts of E, the E experts split evenly over `ep` ranks).
+struct ExpertLoad {
+  double touched;            // experts with at least one token on the busiest rank
+  double assignments;        // token-expert pairs on the busiest rank
+  double tokens_per_expert;  // GEMM rows per touched expert, at least 1
+};
+
+inline ExpertLoad BusiestExpertRank(double tokens, int experts, int k, int ep) {
+  ExpertLoad l;
+  const int local = experts / std::max(1, ep);
+  const double q = 1 - std::pow(1 - double(k) / experts, tokens);  // chance a given expert is touched
+  // Counts are whole numbers summing over the ranks, so the busiest rank holds at least ceil(total / ep): a step
+  // touches at least k experts and routes T k pairs (one token on Mixtral's 8 ranks: a rank always has one).
+  const auto ceil_share = [&](double total) { return std::ceil(total / std::max(1, ep) - 1e-9); };
+  l.touched = ep <= 1 ? experts * q : std::max(ExpectedMaxBinomial(local, q, ep), ceil_share(std::min(tokens, 1.0) * k));
+  // A token's picks that land on one rank are hypergeometric (E experts, `local` of them there, k drawn):
+  // mean k / ep, variance k (1/ep)(1 - 1/ep)(E - k)/(E - 1); over the tokens, normal, and the busiest of ep ranks
+  // lies ExpectedMaxStdNormal(ep) standard deviations above the mean, and never above tokens x min(k, local).
+  const double share = 1.0 / std::max(1, ep);
+  const double var = experts > 1 ? tokens * k * share * (1 - share) * (experts - k) / (experts - 1) : 0.0;
+  l.assignments = std::min(tokens * std::min(k, local),
+                           std::max(ep <= 1 ? 0.0 : ceil_share(tokens * k),
+                                    tokens * k * share + ExpectedMaxStdNormal(ep) * std::sqrt(var)));
+  l.tokens_per_expert = std::max(1.0, l.assignments / std::max(1.0, l.touched));
+  return l;
 }
 
 inline double PeakFor(const GpuSpec& g, Precision p) {

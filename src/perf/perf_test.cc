@@ -1,11 +1,14 @@
 #include "suanli/perf.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "test_catalogs.h"
 #include "perf/internal.h"
 
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <string_view>
 
 namespace suanli {
@@ -917,7 +920,9 @@ TEST_F(Perf, FewestOffloadedLayersThatFit) {
   TrainConfig tight_search = c;
   tight_search.fit.host_memory_per_gpu_bytes = tight.fit.host_memory_per_gpu_bytes;
   auto limited = FewestOffloadLayersThatFit(m, C(g), tight_search, E(g));
-  if (limited) EXPECT_LE(limited->memory.host_offload_bytes, tight.fit.host_memory_per_gpu_bytes);
+  if (limited) {
+    EXPECT_LE(limited->memory.host_offload_bytes, tight.fit.host_memory_per_gpu_bytes);
+  }
   EXPECT_DOUBLE_EQ(best->host_capacity_bytes, 240e9);  // GB200's catalog figure when none is given
 }
 
@@ -1208,6 +1213,141 @@ TEST_F(Perf, CalibrationFromBenchReplacesTheEfficiencies) {
   // Physically impossible values: refused.
   cal.memory_bandwidth_bytes_per_s = 30e12;
   EXPECT_FALSE(ApplyCalibration(E(g), cal, g).ok());
+}
+
+// ---- Expert parallelism in serving (docs/methodology.md section 10.4) ----
+
+// The order statistics behind the busiest expert-parallel rank. E[max of 2 standard normals] = 1/sqrt(pi);
+// E[max of r Bernoulli(q)] = 1 - (1 - q)^r; one rank gives the binomial mean.
+TEST_F(Perf, ExpectedMaximaMatchClosedForms) {
+  using perf_detail::ExpectedMaxBinomial;
+  using perf_detail::ExpectedMaxStdNormal;
+  EXPECT_DOUBLE_EQ(ExpectedMaxStdNormal(1), 0.0);
+  EXPECT_NEAR(ExpectedMaxStdNormal(2), 1 / std::sqrt(M_PI), 1e-6);
+  EXPECT_NEAR(ExpectedMaxStdNormal(8), 1.4236, 1e-3);  // tabulated (Tippett 1925)
+  EXPECT_NEAR(ExpectedMaxBinomial(1, 0.25, 8), 1 - std::pow(0.75, 8), 1e-12);
+  EXPECT_NEAR(ExpectedMaxBinomial(5, 0.3, 1), 1.5, 1e-12);
+  EXPECT_DOUBLE_EQ(ExpectedMaxBinomial(4, 1.0, 8), 4.0);
+}
+
+// Without expert parallelism the busiest rank is every rank: E (1 - (1 - k/E)^T) experts touched and T k
+// token-expert pairs, the formulas the model used before EP.
+TEST_F(Perf, BusiestExpertRankWithoutEpIsTheWholeStep) {
+  const auto l = perf_detail::BusiestExpertRank(3, 8, 2, 1);
+  EXPECT_NEAR(l.touched, 8 * (1 - std::pow(0.75, 3)), 1e-12);
+  EXPECT_DOUBLE_EQ(l.assignments, 6.0);
+  EXPECT_NEAR(l.tokens_per_expert, 6.0 / l.touched, 1e-12);
+}
+
+// The approximations (independent binomials for the experts touched, a normal tail for the token-expert pairs)
+// against a Monte Carlo of uniform top-k routing, fixed seed: within 10% for Mixtral-like (8 experts, top-2),
+// Qwen3-MoE-like (128, top-8) and DeepSeek-V3-like (256, top-8) routing, from one token to hundreds.
+TEST_F(Perf, BusiestExpertRankMatchesMonteCarloRouting) {
+  std::mt19937_64 rng(20261204);
+  struct Case { int experts, k, ep, tokens; };
+  for (const Case c : {Case{8, 2, 8, 1}, Case{8, 2, 8, 128}, Case{8, 2, 2, 4}, Case{128, 8, 8, 1}, Case{128, 8, 8, 16},
+                       Case{256, 8, 8, 64}, Case{256, 8, 4, 512}}) {
+    const int local = c.experts / c.ep, trials = 3000;
+    double touched = 0, pairs = 0;
+    std::vector<int> ids(c.experts);
+    for (int t = 0; t < trials; ++t) {
+      std::vector<int> hits(c.experts, 0);
+      for (int tok = 0; tok < c.tokens; ++tok) {
+        std::iota(ids.begin(), ids.end(), 0);
+        for (int j = 0; j < c.k; ++j) {  // k distinct experts: a partial Fisher-Yates shuffle
+          std::uniform_int_distribution<int> d(j, c.experts - 1);
+          std::swap(ids[j], ids[d(rng)]);
+          ++hits[ids[j]];
+        }
+      }
+      double max_touched = 0, max_pairs = 0;
+      for (int r = 0; r < c.ep; ++r) {
+        double tr = 0, pr = 0;
+        for (int e = r * local; e < (r + 1) * local; ++e) {
+          tr += hits[e] > 0;
+          pr += hits[e];
+        }
+        max_touched = std::max(max_touched, tr);
+        max_pairs = std::max(max_pairs, pr);
+      }
+      touched += max_touched / trials;
+      pairs += max_pairs / trials;
+    }
+    const auto l = perf_detail::BusiestExpertRank(c.tokens, c.experts, c.k, c.ep);
+    const std::string what = fmt::format("E={} k={} EP={} T={}", c.experts, c.k, c.ep, c.tokens);
+    EXPECT_NEAR(l.touched, touched, 0.10 * touched) << what;
+    EXPECT_NEAR(l.assignments, pairs, 0.10 * pairs) << what;
+  }
+}
+
+// Batch-1 decode of Mixtral on 8 GPUs: under TP 8 each GPU reads 1/8 of the 2 chosen experts (0.25 of an expert);
+// under EP 8 one expert per GPU, and the GPUs holding the 2 chosen ones read them whole: 4x the expert bytes on
+// the critical GPU. The per-GPU memory is the same (the experts are split 8 ways either way).
+TEST_F(Perf, ExpertParallelDecodeReadsWholeExpertsOnTheBusiestRank) {
+  const ModelSpec m = M("mixtral-8x7b");
+  const GpuSpec& g = G("h100-sxm");
+  InferConfig c;
+  c.fit.batch = 1;
+  c.fit.par.tp = 8;
+  c.input_len = 128;
+  c.output_len = 128;
+  auto tp = EstimateInference(m, C(g), c, E(g));
+  c.fit.par.ep = 8;
+  auto ep = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(tp.ok() && ep.ok()) << (tp.ok() ? ep.status().message() : tp.status().message());
+  for (const char* name : {"experts up/gate", "experts down"}) {
+    const OpCost* a = FindOp(tp->decode_ops, name);
+    const OpCost* b = FindOp(ep->decode_ops, name);
+    ASSERT_TRUE(a && b) << name;
+    const double h = m.hidden, f = m.moe->expert_ffn, mats = std::string_view(name) == "experts down" ? 1 : 2;
+    const double weight_bytes = mats * f * h * 2;  // one whole expert's matrices, bf16
+    EXPECT_NEAR(a->bytes, 0.25 * weight_bytes, 0.01 * a->bytes) << name;
+    EXPECT_NEAR(b->bytes, weight_bytes, 0.01 * b->bytes) << name;
+  }
+  EXPECT_GT(ep->tpot_s, 1.3 * tp->tpot_s);
+  EXPECT_DOUBLE_EQ(ep->per_gpu_peak_bytes, tp->per_gpu_peak_bytes);
+  EXPECT_EQ(ep->max_batch, tp->max_batch);
+}
+
+// At a large decode batch every expert is busy on every rank, and the busiest EP rank carries only a few percent
+// more than its share: EP and TP read the same expert bytes and the step times agree within 10%.
+TEST_F(Perf, ExpertParallelDecodeAtLargeBatchCostsAboutWhatTpCosts) {
+  const ModelSpec m = M("mixtral-8x7b");
+  const GpuSpec& g = G("h100-sxm");
+  InferConfig c;
+  c.fit.batch = 256;
+  c.fit.par.tp = 8;
+  c.input_len = 128;
+  c.output_len = 128;
+  auto tp = EstimateInference(m, C(g), c, E(g));
+  c.fit.par.ep = 4;  // EP 4 x ETP 2
+  auto ep = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(tp.ok() && ep.ok());
+  EXPECT_NEAR(ep->tpot_s, tp->tpot_s, 0.10 * tp->tpot_s);
+  EXPECT_GE(ep->tpot_s, tp->tpot_s * 0.99);  // never cheaper: the same bytes, a busiest rank above the mean
+}
+
+// Serving layouts the model does not cover get a clear error naming what would be valid.
+TEST_F(Perf, ExpertParallelInferenceRejectsLayoutsOutsideTheTpGroup) {
+  const GpuSpec& g = G("h100-sxm");
+  InferConfig c;
+  c.fit.batch = 1;
+  c.fit.par.tp = 4;
+  c.fit.par.ep = 8;
+  auto r = EstimateInference(M("mixtral-8x7b"), C(g), c, E(g));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("EP x ETP = TP"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("valid EP for TP 4 and 8 experts: 1, 2, 4"), std::string::npos)
+      << r.status().message();
+  c.fit.par.ep = 2;
+  c.fit.par.etp = 1;  // 2 x 1 != 4
+  EXPECT_FALSE(EstimateInference(M("mixtral-8x7b"), C(g), c, E(g)).ok());
+  c.fit.par.etp = 0;
+  c.fit.par.tp = 8;
+  c.fit.par.ep = 8;
+  auto dense = EstimateInference(M("llama-3.1-70b"), C(g), c, E(g));
+  ASSERT_FALSE(dense.ok());
+  EXPECT_NE(dense.status().message().find("needs a mixture-of-experts model"), std::string::npos);
 }
 
 }  // namespace
