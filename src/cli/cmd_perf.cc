@@ -138,8 +138,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   common(infer);
   infer->add_option("--gpus", f->gpus, "Total GPUs (default TP x PP)");
   infer->add_option("--ep", f->ep,
-                    "MoE: expert-parallel degree inside the TP group (EP x ETP = TP; TensorRT-LLM --moe_ep_size, "
-                    "vLLM --enable-expert-parallel is EP = TP)")
+                    "MoE: expert-parallel degree inside the TP group (EP x ETP = TP, as TensorRT-LLM's moe_ep_size)")
       ->capture_default_str();
   infer->add_option("--etp", f->etp, "MoE: expert tensor-parallel degree (default: TP / EP)");
   infer->add_option("--batch,-b", f->batch, "Concurrent sequences (static batch)")->capture_default_str();

@@ -52,7 +52,7 @@ inline double MeanAttendedKeys(const ModelSpec& m, double ctx, bool decode) {
 
 // Expected largest of `ranks` independent Binomial(n, q) counts: E[max] = sum_{j=0}^{n-1} (1 - F(j)^ranks), F the
 // binomial CDF. With expert parallelism, the experts a step touches on its busiest rank (docs/methodology.md
-// section 10.4). n is small (experts per rank), so the sum is exact; ranks = 1 gives the mean n q.
+// section 9.1). n is small (experts per rank), so the sum is exact; ranks = 1 gives the mean n q.
 inline double ExpectedMaxBinomial(int n, double q, int ranks) {
   if (n <= 0 || !(q > 0)) return 0;
   if (q >= 1) return n;
