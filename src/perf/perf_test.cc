@@ -29,6 +29,17 @@ class Perf : public testing::CatalogTest {
     c.fit.micro_batch = mb;
     return c;
   }
+  // Mixtral 8x7B served on TP 8 over H100 SXMs, 128 tokens in and out, with expert parallelism `ep` inside it.
+  static Result<InferResult> MixtralOnEightH100(int64_t batch, int ep) {
+    const GpuSpec& g = G("h100-sxm");
+    InferConfig c;
+    c.fit.batch = batch;
+    c.fit.par.tp = 8;
+    c.fit.par.ep = ep;
+    c.input_len = 128;
+    c.output_len = 128;
+    return EstimateInference(M("mixtral-8x7b"), C(g), c, E(g));
+  }
   // The operator named `name` in an operator table, or nullptr.
   static const OpCost* FindOp(const std::vector<OpCost>& ops, std::string_view name) {
     for (const auto& o : ops)
@@ -1285,15 +1296,8 @@ TEST_F(Perf, BusiestExpertRankMatchesMonteCarloRouting) {
 // the critical GPU. The per-GPU memory is the same (the experts are split 8 ways either way).
 TEST_F(Perf, ExpertParallelDecodeReadsWholeExpertsOnTheBusiestRank) {
   const ModelSpec m = M("mixtral-8x7b");
-  const GpuSpec& g = G("h100-sxm");
-  InferConfig c;
-  c.fit.batch = 1;
-  c.fit.par.tp = 8;
-  c.input_len = 128;
-  c.output_len = 128;
-  auto tp = EstimateInference(m, C(g), c, E(g));
-  c.fit.par.ep = 8;
-  auto ep = EstimateInference(m, C(g), c, E(g));
+  auto tp = MixtralOnEightH100(1, 1);
+  auto ep = MixtralOnEightH100(1, 8);
   ASSERT_TRUE(tp.ok() && ep.ok()) << (tp.ok() ? ep.status().message() : tp.status().message());
   for (const char* name : {"experts up/gate", "experts down"}) {
     const OpCost* a = FindOp(tp->decode_ops, name);
@@ -1318,16 +1322,8 @@ TEST_F(Perf, ExpertParallelDecodeReadsWholeExpertsOnTheBusiestRank) {
 // At a large decode batch every expert is busy on every rank, and the busiest EP rank carries only a few percent
 // more than its share: EP and TP read the same expert bytes and the step times agree within 10%.
 TEST_F(Perf, ExpertParallelDecodeAtLargeBatchCostsAboutWhatTpCosts) {
-  const ModelSpec m = M("mixtral-8x7b");
-  const GpuSpec& g = G("h100-sxm");
-  InferConfig c;
-  c.fit.batch = 256;
-  c.fit.par.tp = 8;
-  c.input_len = 128;
-  c.output_len = 128;
-  auto tp = EstimateInference(m, C(g), c, E(g));
-  c.fit.par.ep = 4;  // EP 4 x ETP 2
-  auto ep = EstimateInference(m, C(g), c, E(g));
+  auto tp = MixtralOnEightH100(256, 1);
+  auto ep = MixtralOnEightH100(256, 4);  // EP 4 x ETP 2
   ASSERT_TRUE(tp.ok() && ep.ok());
   EXPECT_NEAR(ep->tpot_s, tp->tpot_s, 0.10 * tp->tpot_s);
   EXPECT_GE(ep->tpot_s, tp->tpot_s * 0.99);  // never cheaper: the same bytes, a busiest rank above the mean
