@@ -342,6 +342,9 @@ struct InferConfig {
   int64_t input_len = 512;
   int64_t output_len = 128;
   Precision compute = Precision::kBf16;  // kFp8 for FP8 (weights and activations)
+  // MoE with EP > 1: the busiest GPU's token-expert pairs / the mean, at least uniform routing's expected maximum
+  // (docs/methodology.md §9.1), which 1 leaves as it is; a real router's hot experts put more on one GPU.
+  double moe_imbalance = 1.0;
 };
 
 struct InferResult {
@@ -354,6 +357,8 @@ struct InferResult {
   bool fits = true;
   double per_gpu_peak_bytes = 0;
   std::string prefill_bound, decode_bound;
+  // MoE with EP > 1: the busiest GPU's token-expert pairs / the mean, in prefill and in one decode step.
+  double prefill_expert_imbalance = 0, decode_expert_imbalance = 0;
   std::vector<OpCost> prefill_ops, decode_ops;
   std::vector<std::string> notes;
   // Validation bands: TTFT (dense models), decode tokens/s at batch 1 (gpt-fast), static-batch output

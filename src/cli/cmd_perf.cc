@@ -23,7 +23,7 @@ struct PerfFlags {
   std::string decode_attention = "grouped", host_memory;
   bool no_nvls = false, embedding_loss_in_split = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
-  double tokens = 0, price = 0, moe_imbalance = 1.1;
+  double tokens = 0, price = 0, moe_imbalance = 1.1, serve_moe_imbalance = 1.0;
   // infer
   int64_t batch = 1, input_len = 512, output_len = 128;
   std::string weights = "bf16", kv_dtype = "bf16";
@@ -141,6 +141,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                     "MoE: expert-parallel degree inside the TP group (EP x ETP = TP, as TensorRT-LLM's moe_ep_size)")
       ->capture_default_str();
   infer->add_option("--etp", f->etp, "MoE: expert tensor-parallel degree (default: TP / EP)");
+  infer->add_option("--moe-imbalance", f->serve_moe_imbalance,
+                    "MoE with --ep: busiest GPU's token-expert pairs / mean, at least uniform routing's (1 = uniform)")
+      ->capture_default_str();
   infer->add_option("--batch,-b", f->batch, "Concurrent sequences (static batch)")->capture_default_str();
   infer->add_option("--input-len", f->input_len, "Prompt tokens")->capture_default_str();
   infer->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
@@ -405,6 +408,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     cfg.fit.par.pp = f->pp;
     cfg.fit.par.ep = f->ep;
     cfg.fit.par.etp = f->etp;
+    cfg.moe_imbalance = f->serve_moe_imbalance;
     if (f->gpus != 0 && f->gpus != f->tp * f->pp)
       return PrintError(InvalidArgument(fmt::format("--gpus {} must equal TP x PP = {} for one serving replica", f->gpus,
                                                     f->tp * f->pp)));
@@ -418,6 +422,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       j["model"] = model->id;
       j["gpu"] = (*gpu)->id;
       j["layout"] = {{"tp", f->tp}, {"pp", f->pp}, {"ep", f->ep}, {"etp", ExpertTpFor(cfg.fit.par, Mode::kInfer)}};
+      if (model->moe && f->ep > 1)
+        j["expert_imbalance"] = {{"requested", cfg.moe_imbalance},
+                                 {"prefill", r->prefill_expert_imbalance},
+                                 {"decode", r->decode_expert_imbalance}};
       j["weights"] = cfg.fit.weights.id;
       j["quantize_head"] = cfg.fit.quantize_head;
       j["decode_attention"] = DecodeAttentionName(cfg.decode_attention);

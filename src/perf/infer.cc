@@ -18,6 +18,7 @@ struct Pass {
   double time = 0;
   double flops = 0, bytes = 0;
   double compute_time = 0, memory_time = 0;  // GEMM time split by bound, for the verdict
+  double expert_imbalance = 0;               // MoE: busiest rank's token-expert pairs / mean
   std::vector<OpCost> ops;
 };
 
@@ -72,7 +73,8 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   perf_detail::ExpertLoad load{};
   if (m.moe) {
     const auto& e = *m.moe;
-    load = perf_detail::BusiestExpertRank(T, e.num_experts, e.experts_per_token, ep);
+    load = perf_detail::BusiestExpertRank(T, e.num_experts, e.experts_per_token, ep, cfg.moe_imbalance);
+    p.expert_imbalance = load.assignments / (T * e.experts_per_token / std::max(1, ep));
     gemm("router", T, e.num_experts, h, 1, moe_frac);
     gemm("experts up/gate", load.tokens_per_expert, mats * double(e.expert_ffn) / etp, h, load.touched, moe_frac);
     gemm("experts down", load.tokens_per_expert, h, double(e.expert_ffn) / etp, load.touched, moe_frac);
@@ -201,6 +203,15 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
           par.ep, par.etp, par.tp, par.tp, m.moe->num_experts, valid));
     }
   }
+  if (!(cfg.moe_imbalance >= 1.0 && cfg.moe_imbalance <= 64.0))
+    return InvalidArgument(fmt::format(
+        "--moe-imbalance {} is outside 1..64 (the busiest GPU's token-expert pairs / the mean; 1 = uniform routing)",
+        cfg.moe_imbalance));
+  if (cfg.moe_imbalance != 1.0 && !(m.moe && par.ep > 1))
+    return InvalidArgument(fmt::format(
+        "--moe-imbalance {} needs expert parallelism (--ep > 1 on a MoE model; {} has {}): without it every GPU "
+        "computes its shard of every expert, and how tokens spread over the experts does not change the step",
+        cfg.moe_imbalance, m.id, m.moe ? "EP 1" : "no experts"));
   if (cfg.compute == Precision::kFp8) {
     if (!cl.gpu->Supports(Precision::kFp8))
       return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Ada, Hopper or newer)", cl.gpu->id));
@@ -229,6 +240,8 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.e2e_latency_s = r.ttft_s + double(cfg.output_len) * r.tpot_s;
   const int gpus = cfg.fit.par.tp * cfg.fit.par.pp;
   r.output_tokens_per_s_per_gpu = batch * double(cfg.output_len) / r.e2e_latency_s / gpus;
+  r.prefill_expert_imbalance = prefill.expert_imbalance;
+  r.decode_expert_imbalance = decode.expert_imbalance;
   r.prefill_bound = prefill.compute_time >= prefill.memory_time ? "compute" : "memory";
   r.decode_bound = decode.compute_time >= decode.memory_time ? "compute" : "memory";
   // Validation bands (docs/validation.md §3): MoE serving has its own evidence in a note instead; the decode
@@ -254,13 +267,31 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         "{:+.0f}% to {:+.0f}% (docs/validation.md section 5)",
         100 * t.lo, 100 * t.hi, 100 * x.lo, 100 * x.hi));
   }
-  if (m.moe && cfg.fit.par.ep > 1)
-    r.notes.push_back(
-        "uncertain: expert parallelism in serving is not validated; it assumes uniform routing (a real router's hot "
-        "experts slow the busiest GPU further) and the TP all-reduce to combine experts. Published EP-vs-TP "
-        "comparisons: TensorRT-LLM's MoE micro-benchmark, Mixtral at 128 tokens, EP 8 12% slower than TP 8 where "
-        "this model has them equal; vLLM DeepSeek-R1 on 8 H200s, prefill 3-10% slower under EP 8 where this model "
-        "has it 7% faster (docs/validation.md section 5)");
+  if (m.moe && cfg.fit.par.ep > 1) {
+    // What uniform routing alone puts on the busiest GPU, to set against --moe-imbalance.
+    const auto& e = *m.moe;
+    const auto uniform = [&](double tokens) {
+      return perf_detail::BusiestExpertRank(tokens, e.num_experts, e.experts_per_token, cfg.fit.par.ep).assignments /
+             (tokens * e.experts_per_token / cfg.fit.par.ep);
+    };
+    const std::string routing =
+        cfg.moe_imbalance == 1.0
+            ? fmt::format("it assumes uniform routing, which puts {:.2f}x the mean token-expert pairs on the busiest "
+                          "GPU in prefill and {:.2f}x in a decode step (a real router's hot experts put more there: "
+                          "--moe-imbalance)",
+                          r.prefill_expert_imbalance, r.decode_expert_imbalance)
+            : fmt::format("the busiest GPU routes {:.2f}x the mean token-expert pairs in prefill and {:.2f}x in a "
+                          "decode step (--moe-imbalance {:g}; uniform routing gives {:.2f}x and {:.2f}x)",
+                          r.prefill_expert_imbalance, r.decode_expert_imbalance, cfg.moe_imbalance,
+                          uniform(batch * double(cfg.input_len)), uniform(batch));
+    r.notes.push_back(fmt::format(
+        "uncertain: expert parallelism in serving is not validated. The experts are combined with the TP "
+        "all-reduce, and {}. "
+        "Published EP-vs-TP comparisons: TensorRT-LLM's MoE micro-benchmark, Mixtral at 128 tokens, EP 8 12% slower "
+        "than TP 8 where this model has them equal; vLLM DeepSeek-R1 on 8 H200s, prefill 3-10% slower under EP 8 "
+        "where this model has it 7% faster (docs/validation.md section 5)",
+        routing));
+  }
   const bool one_gpu = cfg.fit.par.tp * cfg.fit.par.pp == 1;
   if (cfg.input_len <= 256 && one_gpu && !m.moe) {
     const auto& e = evidence::kShortPromptTtftShortfall;

@@ -89,7 +89,10 @@ struct ExpertLoad {
   double tokens_per_expert;  // GEMM rows per touched expert, at least 1
 };
 
-inline ExpertLoad BusiestExpertRank(double tokens, int experts, int k, int ep) {
+// `imbalance` (serving's --moe-imbalance): the busiest rank routes that multiple of the mean pairs, T k / ep,
+// where it is more than uniform routing gives (a real router's hot experts), still at most T min(k, local).
+// Uniform routing never puts less than the mean there, so 1 changes nothing.
+inline ExpertLoad BusiestExpertRank(double tokens, int experts, int k, int ep, double imbalance = 1) {
   ExpertLoad l;
   const int local = experts / std::max(1, ep);
   const double q = 1 - std::pow(1 - double(k) / experts, tokens);  // chance a given expert is touched
@@ -105,6 +108,7 @@ inline ExpertLoad BusiestExpertRank(double tokens, int experts, int k, int ep) {
   l.assignments = std::min(tokens * std::min(k, local),
                            std::max(ep <= 1 ? 0.0 : ceil_share(tokens * k),
                                     tokens * k * share + ExpectedMaxStdNormal(ep) * std::sqrt(var)));
+  l.assignments = std::min(tokens * std::min(k, local), std::max(l.assignments, imbalance * tokens * k * share));
   l.tokens_per_expert = std::max(1.0, l.assignments / std::max(1.0, l.touched));
   return l;
 }

@@ -30,12 +30,13 @@ class Perf : public testing::CatalogTest {
     return c;
   }
   // Mixtral 8x7B served on TP 8 over H100 SXMs, 128 tokens in and out, with expert parallelism `ep` inside it.
-  static Result<InferResult> MixtralOnEightH100(int64_t batch, int ep) {
+  static Result<InferResult> MixtralOnEightH100(int64_t batch, int ep, double moe_imbalance = 1.0) {
     const GpuSpec& g = G("h100-sxm");
     InferConfig c;
     c.fit.batch = batch;
     c.fit.par.tp = 8;
     c.fit.par.ep = ep;
+    c.moe_imbalance = moe_imbalance;
     c.input_len = 128;
     c.output_len = 128;
     return EstimateInference(M("mixtral-8x7b"), C(g), c, E(g));
@@ -1327,6 +1328,58 @@ TEST_F(Perf, ExpertParallelDecodeAtLargeBatchCostsAboutWhatTpCosts) {
   ASSERT_TRUE(tp.ok() && ep.ok());
   EXPECT_NEAR(ep->tpot_s, tp->tpot_s, 0.10 * tp->tpot_s);
   EXPECT_GE(ep->tpot_s, tp->tpot_s * 0.99);  // never cheaper: the same bytes, a busiest rank above the mean
+}
+
+// --moe-imbalance is a floor on the busiest rank's share over uniform routing: 1 changes nothing, a larger factor
+// sets the pairs to factor x T k / EP, never more than T x min(k, experts per rank), and never below the whole
+// numbers uniform routing already forces (one Mixtral token on 8 ranks: one pair, 4x the mean of 0.25).
+TEST_F(Perf, MoeImbalanceRaisesTheBusiestRankAboveUniformRouting) {
+  for (double tokens : {1.0, 64.0, 8192.0}) {
+    const auto u = perf_detail::BusiestExpertRank(tokens, 8, 2, 8);
+    const auto one = perf_detail::BusiestExpertRank(tokens, 8, 2, 8, 1.0);
+    EXPECT_DOUBLE_EQ(one.assignments, u.assignments) << tokens;
+    EXPECT_GE(u.assignments, tokens * 2 / 8) << tokens;  // uniform is never below the mean
+  }
+  EXPECT_DOUBLE_EQ(perf_detail::BusiestExpertRank(8192, 8, 2, 8, 2.0).assignments, 2.0 * 8192 * 2 / 8);
+  EXPECT_DOUBLE_EQ(perf_detail::BusiestExpertRank(8192, 8, 2, 8, 64.0).assignments, 8192.0);  // one expert per rank
+  EXPECT_DOUBLE_EQ(perf_detail::BusiestExpertRank(1, 8, 2, 8, 3.0).assignments, 1.0);
+  // 256 experts, top 8, EP 8 (DeepSeek-V3's shape): 32 local experts, a cap of T x 8.
+  EXPECT_DOUBLE_EQ(perf_detail::BusiestExpertRank(4096, 256, 8, 8, 64.0).assignments, 4096.0 * 8);
+}
+
+// In a compute-bound prefill the busiest GPU's expert GEMMs scale with its pairs: twice the mean costs about
+// twice the expert FLOPs of uniform routing (which is 1.03x the mean at 64 x 128 tokens), and the result reports
+// the factor used. Batch-1 decode, where uniform routing already puts 4x the mean on one GPU, does not move.
+TEST_F(Perf, MoeImbalanceSlowsExpertParallelPrefill) {
+  auto uniform = MixtralOnEightH100(64, 8);
+  auto hot = MixtralOnEightH100(64, 8, 2.0);
+  ASSERT_TRUE(uniform.ok() && hot.ok()) << (uniform.ok() ? hot.status().message() : uniform.status().message());
+  EXPECT_GT(uniform->prefill_expert_imbalance, 1.0);
+  EXPECT_LT(uniform->prefill_expert_imbalance, 1.1);
+  EXPECT_DOUBLE_EQ(hot->prefill_expert_imbalance, 2.0);
+  for (const char* name : {"experts up/gate", "experts down"}) {
+    const OpCost* a = FindOp(uniform->prefill_ops, name);
+    const OpCost* b = FindOp(hot->prefill_ops, name);
+    ASSERT_TRUE(a && b) << name;
+    EXPECT_NEAR(b->flops / a->flops, 2.0 / uniform->prefill_expert_imbalance, 0.01) << name;
+  }
+  EXPECT_GT(hot->ttft_s, 1.3 * uniform->ttft_s);
+  auto one = MixtralOnEightH100(1, 8), one_hot = MixtralOnEightH100(1, 8, 3.0);
+  ASSERT_TRUE(one.ok() && one_hot.ok());
+  EXPECT_DOUBLE_EQ(one->decode_expert_imbalance, 4.0);
+  EXPECT_DOUBLE_EQ(one_hot->tpot_s, one->tpot_s);
+}
+
+// The factor needs expert parallelism and a sane range; otherwise a clear error, not a silently ignored flag.
+TEST_F(Perf, MoeImbalanceOutsideExpertParallelismIsAnError) {
+  auto no_ep = MixtralOnEightH100(8, 1, 2.0);
+  ASSERT_FALSE(no_ep.ok());
+  EXPECT_NE(no_ep.status().message().find("needs expert parallelism"), std::string::npos) << no_ep.status().message();
+  for (double bad : {0.5, 65.0}) {
+    auto r = MixtralOnEightH100(8, 8, bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("outside 1..64"), std::string::npos) << r.status().message();
+  }
 }
 
 // Serving layouts the model does not cover get a clear error naming what would be valid.
