@@ -75,7 +75,10 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"batch", KeyType::kInteger},
               {"input_len", KeyType::kInteger},
               {"output_len", KeyType::kInteger},
-              {"decode_attention", KeyType::kString}});
+              {"decode_attention", KeyType::kString},
+              {"ep", KeyType::kInteger},
+              {"etp", KeyType::kInteger},
+              {"moe_imbalance", KeyType::kNumber}});
     return m;
   }();
   static const std::map<std::string, KeyType> gemm_keys = [] {
@@ -226,6 +229,10 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   c.output_len = t["output_len"].value_or(int64_t{128});
   SUANLI_ASSIGN_OR_RETURN(c.decode_attention,
                           ParseDecodeAttention(t["decode_attention"].value_or(std::string("grouped"))));
+  // Expert parallelism inside the TP group; EstimateInference checks the layout and the imbalance's range.
+  SUANLI_ASSIGN_OR_RETURN(c.fit.par.ep, IntKey(t, "ep", 1));
+  SUANLI_ASSIGN_OR_RETURN(c.fit.par.etp, IntKey(t, "etp", 0));
+  c.moe_imbalance = t["moe_imbalance"].value_or(1.0);
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, cl, c, eff));
   *detail = fmt::format("TTFT {:.2f} ms ({}), TPOT {:.2f} ms ({}){}", r.ttft_s * 1e3, r.prefill_bound, r.tpot_s * 1e3,
                         r.decode_bound, r.fits ? "" : ", DOES NOT FIT");

@@ -329,6 +329,50 @@ published = 1
       << rh->cases[0].failure;
 }
 
+// A user's serving row can carry expert parallelism (ep, etp, moe_imbalance) as `perf infer` does: the case's
+// prediction is EstimateInference's for that layout, and a layout the model rejects is reported on the case.
+TEST(PerfValidation, InferCasesTakeExpertParallelism) {
+  const std::string row = R"([[infer]]
+name = "ep"
+model = "mixtral-8x7b"
+gpu = "h100-sxm"
+tp = 8
+ep = 8
+moe_imbalance = 2.0
+batch = 64
+input_len = 128
+output_len = 1
+metric = "ttft_s"
+published = 0.1
+)";
+  const ValidationCase got = EvaluatedCase(row);
+  auto gpu = Hw().FindGpu("h100-sxm");
+  auto eff = LoadEfficiency("h100-sxm");
+  auto model = Models().Resolve("mixtral-8x7b");
+  auto cl = MakeCluster(Hw(), **gpu, 8, "ib-ndr");
+  ASSERT_TRUE(gpu.ok() && eff.ok() && model.ok() && cl.ok());
+  InferConfig c;
+  c.fit.par.tp = 8;
+  c.fit.par.ep = 8;
+  c.moe_imbalance = 2.0;
+  c.fit.batch = 64;
+  c.input_len = 128;
+  c.output_len = 1;
+  auto direct = EstimateInference(*model, *cl, c, *eff);
+  ASSERT_TRUE(direct.ok()) << direct.status().message();
+  EXPECT_DOUBLE_EQ(got.predicted, direct->ttft_s);
+  c.moe_imbalance = 1.0;
+  auto uniform = EstimateInference(*model, *cl, c, *eff);
+  ASSERT_TRUE(uniform.ok());
+  EXPECT_GT(got.predicted, uniform->ttft_s);  // the key reached the model
+
+  std::string outside = row;
+  outside.replace(outside.find("ep = 8"), 6, "ep = 16");
+  auto r = RunCases(outside);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(r->cases[0].failure.find("valid EP for TP 8 and 8 experts"), std::string::npos) << r->cases[0].failure;
+}
+
 // GEMM micro-benchmark rows go through EstimateGemm: the predicted TFLOP/s is the shape's FLOPs over its modelled
 // time, a misspelt shape key is an error, and a precision the GPU lacks is reported on the case.
 TEST(PerfValidation, GemmCasesUseTheShapeModel) {
