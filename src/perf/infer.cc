@@ -190,6 +190,8 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   cfg.fit.seq = cfg.input_len + cfg.output_len;
   // One serving replica of TP x PP GPUs: expert parallelism runs inside its tensor-parallel group.
   auto& par = cfg.fit.par;
+  if (par.etp < 0)
+    return InvalidArgument(fmt::format("--etp must be at least 1 (omit it for ETP = TP / EP), got {}", par.etp));
   if (par.ep > 1 && m.moe) {
     par.etp = ExpertTpFor(par, Mode::kInfer);
     if (par.ep * par.etp != par.tp || par.dp * par.cp != 1) {

@@ -1397,6 +1397,10 @@ TEST_F(Perf, ExpertParallelInferenceRejectsLayoutsOutsideTheTpGroup) {
   c.fit.par.ep = 2;
   c.fit.par.etp = 1;  // 2 x 1 != 4
   EXPECT_FALSE(EstimateInference(M("mixtral-8x7b"), C(g), c, E(g)).ok());
+  c.fit.par.etp = -1;  // not silently the default
+  auto neg = EstimateInference(M("mixtral-8x7b"), C(g), c, E(g));
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("--etp must be at least 1"), std::string::npos) << neg.status().message();
   c.fit.par.etp = 0;
   c.fit.par.tp = 8;
   c.fit.par.ep = 8;
