@@ -235,10 +235,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       cfg.eager = f->eager;
       cfg.tokens = f->tokens;
       cfg.price_per_gpu_hour = f->price;
-      if (f->moe_imbalance < 1 || f->moe_imbalance > 64)
-        return PrintError(InvalidArgument("--moe-imbalance must be between 1 and 64"));
-      cfg.moe_imbalance = f->moe_imbalance;
-      if (f->tokens < 0 || f->price < 0) return PrintError(InvalidArgument("--tokens and --price-per-gpu-hour must be >= 0"));
+      cfg.moe_imbalance = f->moe_imbalance;  // EstimateTraining checks it, --tokens and the price
+      if (train->count("--moe-imbalance") > 0 && !model->moe)
+        return PrintError(InvalidArgument(fmt::format(
+            "--moe-imbalance is for mixture-of-experts models; {} is dense and has no experts to balance", model->id)));
       auto r = EstimateTraining(*model, *cluster, cfg, *eff);
       if (!r.ok()) return PrintError(r.status());
       if (!r->fits) {

@@ -1,7 +1,9 @@
 // suanli command-line entry point: a thin layer over the library.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -91,6 +93,22 @@ int PrintVersion(bool json) {
   return kExitOk;
 }
 
+// Every floating-point option of every command refuses nan and inf, which would parse as doubles and then pass
+// range checks written as `x < lo` (all comparisons with NaN are false) and give silently wrong answers.
+void RequireFiniteNumbers(CLI::App* app) {
+  static const CLI::Validator finite(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end != text.c_str() && *end == '\0' && !std::isfinite(v)) return "must be a finite number, got " + text;
+        return "";
+      },
+      "", "FINITE");
+  for (CLI::Option* o : app->get_options())
+    if (o->get_type_name() == "FLOAT") o->check(finite);
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) RequireFiniteNumbers(sub);
+}
+
 // The innermost subcommand being parsed (`perf train`, not `perf`), and its path from the top.
 const CLI::App* InnermostCommand(const CLI::App& app, std::string* path) {
   const CLI::App* target = &app;
@@ -136,6 +154,7 @@ int Main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
     actions.emplace_back(sub, c.setup(sub, &ctx));
   }
+  RequireFiniteNumbers(&app);
   CLI::App* help = app.add_subcommand("help", "Show help for suanli or for one command");
   std::string help_topic;
   help->add_option("command", help_topic, "Command to describe");

@@ -743,6 +743,15 @@ Status CheckEpOverlap(const ModelSpec& m, const Parallelism& par, Recompute reco
 Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, const TrainConfig& cfg_in,
                                      const Efficiency& eff) {
   if (!cl.gpu) return InvalidArgument("no GPU given");
+  // Written so that NaN fails too: a NaN factor would otherwise reach every MoE term as a silent NaN time.
+  if (!(cfg_in.moe_imbalance >= 1.0 && cfg_in.moe_imbalance <= 64.0))
+    return InvalidArgument(fmt::format("--moe-imbalance {} is outside 1..64 (the busiest expert's tokens / the mean)",
+                                       cfg_in.moe_imbalance));
+  if (!(cfg_in.tokens >= 0 && std::isfinite(cfg_in.tokens)))
+    return InvalidArgument(fmt::format("--tokens {} must be a finite number of at least 0", cfg_in.tokens));
+  if (!(cfg_in.price_per_gpu_hour >= 0 && std::isfinite(cfg_in.price_per_gpu_hour)))
+    return InvalidArgument(
+        fmt::format("--price-per-gpu-hour {} must be a finite number of at least 0", cfg_in.price_per_gpu_hour));
   const GpuSpec& gpu = *cl.gpu;
   TrainConfig cfg = cfg_in;
   if (cfg.fit.weights.id.empty()) cfg.fit.weights = *ParseWeightFormat("bf16");

@@ -1330,6 +1330,27 @@ TEST_F(Perf, ExpertParallelDecodeAtLargeBatchCostsAboutWhatTpCosts) {
   EXPECT_GE(ep->tpot_s, tp->tpot_s * 0.99);  // never cheaper: the same bytes, a busiest rank above the mean
 }
 
+// Training's imbalance factor, tokens and price are checked where they are used: NaN and out-of-range values are
+// errors that name the flag (a NaN factor once gave a MoE step with 0 us of compute).
+TEST_F(Perf, TrainingRejectsNonFiniteFactors) {
+  const GpuSpec& g = G("h100-sxm");
+  const double nan = std::nan("");
+  struct Bad {
+    double imbalance, tokens, price;
+    const char* flag;
+  };
+  for (const Bad& b : {Bad{nan, 0, 0, "--moe-imbalance"}, Bad{0.5, 0, 0, "--moe-imbalance"}, Bad{1.1, nan, 0, "--tokens"},
+                       Bad{1.1, -1, 0, "--tokens"}, Bad{1.1, 0, INFINITY, "--price-per-gpu-hour"}}) {
+    TrainConfig c = Train(8, 1, 1, 64);
+    c.moe_imbalance = b.imbalance;
+    c.tokens = b.tokens;
+    c.price_per_gpu_hour = b.price;
+    auto r = EstimateTraining(M("llama-3.1-8b"), C(g), c, E(g));
+    ASSERT_FALSE(r.ok()) << b.flag;
+    EXPECT_EQ(r.status().message().rfind(b.flag, 0), 0u) << r.status().message();
+  }
+}
+
 // --moe-imbalance is a floor on the busiest rank's share over uniform routing: 1 changes nothing, a larger factor
 // sets the pairs to factor x T k / EP, never more than T x min(k, experts per rank), and never below the whole
 // numbers uniform routing already forces (one Mixtral token on 8 ranks: one pair, 4x the mean of 0.25).

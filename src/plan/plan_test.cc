@@ -6,6 +6,7 @@
 #include "test_catalogs.h"
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -313,6 +314,12 @@ TEST_F(Planner, BadRequestsAreErrors) {
   bad([](PlanRequest& q) { q.fixed_ep = -1; }, "--ep");
   bad([](PlanRequest& q) { q.fixed_zero = 5; }, "--zero must be 0, 1, 2 or 3");
   bad([](PlanRequest& q) { q.threads = -1; }, "--threads");
+  // A negative or non-finite token count or price is refused up front, not turned into "no layout fits" or,
+  // for a negative price, silently replaced by the catalog's.
+  bad([](PlanRequest& q) { q.tokens = -5; }, "--tokens");
+  bad([](PlanRequest& q) { q.tokens = std::nan(""); }, "--tokens");
+  bad([](PlanRequest& q) { q.price_per_gpu_hour = -1; q.objective = Objective::kCost; }, "--price-per-gpu-hour");
+  bad([](PlanRequest& q) { q.price_per_gpu_hour = INFINITY; }, "--price-per-gpu-hour");
 }
 
 // ---- emitters ----
