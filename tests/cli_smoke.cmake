@@ -207,6 +207,16 @@ if(NOT ttft_hot GREATER ttft_uniform OR NOT imb_prefill EQUAL 2)
 endif()
 run_suanli(2 out perf infer -m mixtral-8x7b -g h100 --tp 8 --moe-imbalance 2)
 expect_contains("${out}" "needs expert parallelism" "perf infer: --moe-imbalance without EP")
+# An engine's host time: echoed in the JSON, shown as its own --explain row, and a negative value is an error.
+run_suanli(0 out perf infer -m llama-2-7b -g h100-sxm --input-len 128 --output-len 1 --request-overhead-ms 1 --step-overhead-ms 0.5 --explain --json)
+string(JSON host_req GET "${out}" host_overhead_s request)
+string(JSON host_step GET "${out}" host_overhead_s step)
+expect_contains("${out}" "host overhead (given)" "perf infer --explain with host overheads")
+if(NOT host_req EQUAL 0.001 OR NOT host_step EQUAL 0.0005)
+  message(FATAL_ERROR "perf infer host_overhead_s: request ${host_req}, step ${host_step}")
+endif()
+run_suanli(2 out perf infer -m llama-2-7b -g h100-sxm --step-overhead-ms -1)
+expect_contains("${out}" "--step-overhead-ms -1 is outside" "perf infer --step-overhead-ms -1")
 # A floating-point option never takes nan or inf (it used to reach the model: a NaN imbalance gave a MoE step
 # with no compute time); a negative token count in plan is named, not reported as "no layout fits".
 run_suanli(1 out perf train -m mixtral-8x7b -g h100 --gpus 8 --ep 8 --global-batch 8 --seq 4096 --moe-imbalance nan)

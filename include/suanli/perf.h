@@ -345,11 +345,17 @@ struct InferConfig {
   // MoE with EP > 1: the busiest GPU's token-expert pairs / the mean, at least uniform routing's expected maximum
   // (docs/methodology.md §9.1), which 1 leaves as it is; a real router's hot experts put more on one GPU.
   double moe_imbalance = 1.0;
+  // Serving-engine host time the GPU does not hide, given by the user (the model has none of its own; docs/
+  // methodology.md §9.2): once per request batch (request setup, input and output copies), added to the TTFT, and
+  // once per forward pass (scheduling, sampling, launches between CUDA graphs), added to the prefill and to every
+  // decode step. 0 = none.
+  double request_overhead_s = 0;
+  double step_overhead_s = 0;
 };
 
 struct InferResult {
-  double ttft_s = 0;                   // prefill of the whole batch's prompts
-  double tpot_s = 0;                   // one decode step at the mean context
+  double ttft_s = 0;                   // prefill of the whole batch's prompts (+ the given host overheads)
+  double tpot_s = 0;                   // one decode step at the mean context (+ the given step overhead)
   double decode_tokens_per_s = 0;      // batch / tpot
   double e2e_latency_s = 0;            // ttft + output_len x tpot
   double output_tokens_per_s_per_gpu = 0;

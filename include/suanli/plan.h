@@ -117,6 +117,7 @@ struct ServeTarget {
   double ttft_slo_s = 0, tpot_slo_s = 0;  // 0 = no objective
   int gpus_per_node = 8;
   DecodeAttention decode_attention = DecodeAttention::kGrouped;  // per-head: NVIDIA GPUs only
+  double request_overhead_s = 0, step_overhead_s = 0;  // the engine's host time, as InferConfig (0 = none)
 };
 
 struct SelectRow {

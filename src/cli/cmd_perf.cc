@@ -24,6 +24,7 @@ struct PerfFlags {
   bool no_nvls = false, embedding_loss_in_split = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
   double tokens = 0, price = 0, moe_imbalance = 1.1, serve_moe_imbalance = 1.0;
+  double request_overhead_ms = 0, step_overhead_ms = 0;
   // infer
   int64_t batch = 1, input_len = 512, output_len = 128;
   std::string weights = "bf16", kv_dtype = "bf16";
@@ -151,6 +152,13 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
   infer->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
+  infer->add_option("--request-overhead-ms", f->request_overhead_ms,
+                    "Serving engine's host time per request, added to the TTFT (the model has none)")
+      ->capture_default_str();
+  infer->add_option("--step-overhead-ms", f->step_overhead_ms,
+                    "Serving engine's host time per forward pass (scheduling, sampling), added to prefill and each "
+                    "decode step")
+      ->capture_default_str();
 
   return [ctx, f, train]() -> int {
     auto job = LoadJob(ctx, f->model, f->gpu, f->gpus_per_node, f->inter_node, f->nics_per_node);
@@ -409,6 +417,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     cfg.fit.par.ep = f->ep;
     cfg.fit.par.etp = f->etp;
     cfg.moe_imbalance = f->serve_moe_imbalance;
+    cfg.request_overhead_s = f->request_overhead_ms * 1e-3;
+    cfg.step_overhead_s = f->step_overhead_ms * 1e-3;
     if (f->gpus != 0 && f->gpus != f->tp * f->pp)
       return PrintError(InvalidArgument(fmt::format("--gpus {} must equal TP x PP = {} for one serving replica", f->gpus,
                                                     f->tp * f->pp)));
@@ -426,6 +436,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["expert_imbalance"] = {{"requested", cfg.moe_imbalance},
                                  {"prefill", r->prefill_expert_imbalance},
                                  {"decode", r->decode_expert_imbalance}};
+      j["host_overhead_s"] = {{"request", cfg.request_overhead_s}, {"step", cfg.step_overhead_s}};
       j["weights"] = cfg.fit.weights.id;
       j["quantize_head"] = cfg.fit.quantize_head;
       j["decode_attention"] = DecodeAttentionName(cfg.decode_attention);

@@ -300,6 +300,7 @@ struct SelectFlags {
   std::string decode_attention = "grouped";
   int64_t input_len = 1024, output_len = 256, users = 16, global_batch = 1024, seq = 4096;
   double rps = 0, ttft_ms = 0, tpot_ms = 0, tokens = 0, deadline_days = 0, budget = 0;
+  double request_overhead_ms = 0, step_overhead_ms = 0;
   int gpus_per_node = 8;
 };
 
@@ -352,6 +353,12 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
   serve->add_option("--rps", f->rps, "Requests per second (raises the concurrency by Little's law)");
   serve->add_option("--ttft-ms", f->ttft_ms, "Time-to-first-token objective, ms");
   serve->add_option("--tpot-ms", f->tpot_ms, "Time-per-output-token objective, ms");
+  serve->add_option("--request-overhead-ms", f->request_overhead_ms,
+                    "Serving engine's host time per request, added to the TTFT (as perf infer)")
+      ->capture_default_str();
+  serve->add_option("--step-overhead-ms", f->step_overhead_ms,
+                    "Serving engine's host time per forward pass, added to prefill and each decode step")
+      ->capture_default_str();
   train->add_option("--tokens", f->tokens, "Tokens to train")->required();
   train->add_option("--global-batch", f->global_batch, "Sequences per step")->capture_default_str();
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
@@ -385,6 +392,8 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       t.requests_per_s = f->rps;
       t.ttft_slo_s = f->ttft_ms / 1000;
       t.tpot_slo_s = f->tpot_ms / 1000;
+      t.request_overhead_s = f->request_overhead_ms / 1000;
+      t.step_overhead_s = f->step_overhead_ms / 1000;
       t.gpus_per_node = f->gpus_per_node;
       rows = SelectForServing(**hw, t);
     } else {

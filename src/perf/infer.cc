@@ -214,6 +214,11 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         "--moe-imbalance {} needs expert parallelism (--ep > 1 on a MoE model; {} has {}): without it every GPU "
         "computes its shard of every expert, and how tokens spread over the experts does not change the step",
         cfg.moe_imbalance, m.id, m.moe ? "EP 1" : "no experts"));
+  for (const auto& [flag, v] : {std::pair{"--request-overhead-ms", cfg.request_overhead_s},
+                                std::pair{"--step-overhead-ms", cfg.step_overhead_s}})
+    if (!(v >= 0 && v <= 10.0))  // also false for NaN
+      return InvalidArgument(fmt::format("{} {:g} is outside 0..10000 ms (host time per request / per forward pass)",
+                                         flag, v * 1e3));
   if (cfg.compute == Precision::kFp8) {
     if (!cl.gpu->Supports(Precision::kFp8))
       return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Ada, Hopper or newer)", cl.gpu->id));
@@ -233,11 +238,18 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     issue_rate = *rate;
   }
   const double batch = double(cfg.fit.batch);
-  const Pass prefill = Forward(m, cl, eff, cfg, batch, double(cfg.input_len), double(cfg.input_len), false, issue_rate);
+  Pass prefill = Forward(m, cl, eff, cfg, batch, double(cfg.input_len), double(cfg.input_len), false, issue_rate);
   const double mid_ctx = double(cfg.input_len) + double(cfg.output_len) / 2;
-  const Pass decode = Forward(m, cl, eff, cfg, batch, 1, mid_ctx, true, issue_rate);
-  r.ttft_s = prefill.time;
-  r.tpot_s = decode.time;
+  Pass decode = Forward(m, cl, eff, cfg, batch, 1, mid_ctx, true, issue_rate);
+  // The user's serving-engine host overheads (methodology §9.2): the prefill is one forward pass, and the request's
+  // own cost is paid before its first token; every decode step is one more pass.
+  const double prefill_host = cfg.request_overhead_s + cfg.step_overhead_s;
+  if (prefill_host > 0)
+    prefill.ops.push_back(OpCost{"host overhead (given)", "prefill", 0, 0, prefill_host, 1, Bound::kLatency});
+  if (cfg.step_overhead_s > 0)
+    decode.ops.push_back(OpCost{"host overhead (given)", "decode", 0, 0, cfg.step_overhead_s, 1, Bound::kLatency});
+  r.ttft_s = prefill.time + prefill_host;
+  r.tpot_s = decode.time + cfg.step_overhead_s;
   r.decode_tokens_per_s = batch / r.tpot_s;
   r.e2e_latency_s = r.ttft_s + double(cfg.output_len) * r.tpot_s;
   const int gpus = cfg.fit.par.tp * cfg.fit.par.pp;
@@ -295,12 +307,18 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         routing));
   }
   const bool one_gpu = cfg.fit.par.tp * cfg.fit.par.pp == 1;
-  if (cfg.input_len <= 256 && one_gpu && !m.moe) {
+  if (prefill_host > 0) {
+    r.notes.push_back(fmt::format(
+        "host overheads as given, not modelled: {:.2f} ms per request and {:.2f} ms per forward pass ({:.0f}% of the "
+        "TTFT, {:.0f}% of a decode step)",
+        cfg.request_overhead_s * 1e3, cfg.step_overhead_s * 1e3, 100 * prefill_host / r.ttft_s,
+        100 * cfg.step_overhead_s / r.tpot_s));
+  } else if (cfg.input_len <= 256 && one_gpu && !m.moe) {
     const auto& e = evidence::kShortPromptTtftShortfall;
     r.notes.push_back(fmt::format(
         "uncertain: no fixed cost per request is modelled; at 128-token prompts on one GPU, TensorRT-LLM v0.9 took "
         "{:.1f} ms longer to the first token than predicted ({:.1f} to {:.1f} ms, {} runs of 6-7B models on A100, "
-        "H100, H200 and L40S), {:.0f}% of this prediction",
+        "H100, H200 and L40S), {:.0f}% of this prediction; --request-overhead-ms adds such a cost",
         e.mean_s * 1e3, e.lo_s * 1e3, e.hi_s * 1e3, e.cases, 100 * e.mean_s / r.ttft_s));
   } else if (hopper && fp8 && cfg.input_len <= 256) {
     const auto& e = evidence::kHopperFp8ShortPromptTtft;

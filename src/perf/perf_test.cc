@@ -627,6 +627,50 @@ TEST_F(Perf, PrefillIsComputeBoundDecodeTimeFollowsBandwidth) {
   EXPECT_NEAR(a100->e2e_latency_s, a100->ttft_s + 128 * a100->tpot_s, 1e-9);
 }
 
+// The user's serving-engine host costs (methodology §9.2): the request's cost and one pass's cost are added to the
+// TTFT, one pass's to every decode step, and the derived figures follow; the GPU-side passes are untouched, the
+// explain tables carry the cost as its own row, and a negative or non-finite value is an error naming its flag.
+TEST_F(Perf, GivenHostOverheadsAddToTheirPassesExactly) {
+  const ModelSpec m = M("llama-2-7b");
+  const GpuSpec& g = G("h100-sxm");
+  InferConfig c;
+  c.fit.batch = 4;
+  c.input_len = 128;
+  c.output_len = 64;
+  auto base = EstimateInference(m, C(g), c, E(g));
+  c.request_overhead_s = 1.0e-3;
+  c.step_overhead_s = 0.25e-3;
+  auto host = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(base.ok() && host.ok()) << host.status().message();
+  EXPECT_NEAR(host->ttft_s - base->ttft_s, 1.25e-3, 1e-12);
+  EXPECT_NEAR(host->tpot_s - base->tpot_s, 0.25e-3, 1e-12);
+  EXPECT_NEAR(host->e2e_latency_s, host->ttft_s + 64 * host->tpot_s, 1e-12);
+  EXPECT_DOUBLE_EQ(host->decode_tokens_per_s, 4 / host->tpot_s);
+  EXPECT_DOUBLE_EQ(host->output_tokens_per_s_per_gpu, 4 * 64 / host->e2e_latency_s);
+  EXPECT_EQ(host->prefill_bound, base->prefill_bound);
+  const OpCost* pre = FindOp(host->prefill_ops, "host overhead (given)");
+  const OpCost* dec = FindOp(host->decode_ops, "host overhead (given)");
+  ASSERT_TRUE(pre && dec);
+  EXPECT_DOUBLE_EQ(pre->time_s, 1.25e-3);
+  EXPECT_DOUBLE_EQ(dec->time_s, 0.25e-3);
+  EXPECT_EQ(FindOp(base->prefill_ops, "host overhead (given)"), nullptr);
+  bool noted = false;
+  for (const auto& n : host->notes) noted |= n.find("host overheads as given") != std::string::npos;
+  EXPECT_TRUE(noted);
+  for (double bad : {-1e-3, std::nan(""), double(INFINITY), 11.0}) {
+    InferConfig b = c;
+    b.step_overhead_s = bad;
+    auto r = EstimateInference(m, C(g), b, E(g));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("--step-overhead-ms"), std::string::npos) << r.status().message();
+    b = c;
+    b.request_overhead_s = bad;
+    r = EstimateInference(m, C(g), b, E(g));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("--request-overhead-ms"), std::string::npos) << r.status().message();
+  }
+}
+
 // Prefill element-wise bytes per layer: norms (4h each) and two residual adds (12h) per token, plus a gated MLP's
 // activation kernel (read gate and up, write the product: 6 B per element of the TP shard). A plain GELU rides in
 // the GEMM epilogue and adds nothing.

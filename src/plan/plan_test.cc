@@ -517,6 +517,37 @@ TEST_F(Planner, SelectionTakesTheDecodeKernel) {
   EXPECT_NE(amd->exclusion.find("NVIDIA GPUs only"), std::string::npos);
 }
 
+// The engine's host time per forward pass reaches every row's decode step, so a GPU that meets a TPOT objective
+// on the GPU's time alone can miss it once the engine's overhead is counted.
+TEST_F(Planner, SelectionCountsTheEngineHostOverhead) {
+  const ModelSpec m = M("llama-3.1-8b");
+  ServeTarget t;
+  t.model = &m;
+  t.concurrent_users = 8;
+  auto plain = SelectForServing(*hw_, t);
+  t.step_overhead_s = 2e-3;
+  t.request_overhead_s = 1e-3;
+  auto host = SelectForServing(*hw_, t);
+  ASSERT_TRUE(plain.ok() && host.ok()) << host.status().message();
+  auto find = [](const std::vector<SelectRow>& rows, const char* id) -> const SelectRow* {
+    for (const auto& r : rows)
+      if (r.gpu == id) return &r;
+    return nullptr;
+  };
+  const SelectRow* a = find(*plain, "h100-sxm");
+  const SelectRow* b = find(*host, "h100-sxm");
+  ASSERT_TRUE(a && b && a->eligible && b->eligible);
+  ASSERT_EQ(a->batch_per_replica, b->batch_per_replica);
+  EXPECT_NEAR(b->tpot_s - a->tpot_s, 2e-3, 1e-12);
+  EXPECT_NEAR(b->ttft_s - a->ttft_s, 3e-3, 1e-12);
+  t.tpot_slo_s = a->tpot_s + 1e-3;  // met without the overhead, missed with it at this batch
+  auto slo = SelectForServing(*hw_, t);
+  ASSERT_TRUE(slo.ok());
+  const SelectRow* c = find(*slo, "h100-sxm");
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(!c->eligible || c->replicas > a->replicas) << c->exclusion;
+}
+
 TEST_F(Planner, TrainingSelectionMeetsTheDeadline) {
   const ModelSpec m = M("llama-3.1-8b");
   TrainTarget t;

@@ -115,6 +115,8 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
         ic.input_len = t.input_len;
         ic.output_len = t.output_len;
         ic.decode_attention = t.decode_attention;
+        ic.request_overhead_s = t.request_overhead_s;
+        ic.step_overhead_s = t.step_overhead_s;
         if (fp8) ic.compute = Precision::kFp8;
         auto r = EstimateInference(m, *cl, ic, *eff);
         if (!r.ok()) return r.status();

@@ -373,6 +373,30 @@ published = 0.1
   EXPECT_NE(r->cases[0].failure.find("valid EP for TP 8 and 8 experts"), std::string::npos) << r->cases[0].failure;
 }
 
+// A user's serving row can carry their engine's host costs (request_overhead_ms, step_overhead_ms): the TTFT grows
+// by exactly both, and an out-of-range value is reported on the case, naming the flag it mirrors.
+TEST(PerfValidation, InferCasesTakeHostOverheads) {
+  const std::string plain = R"([[infer]]
+name = "host"
+model = "llama-2-7b"
+gpu = "h100-sxm"
+batch = 1
+input_len = 128
+output_len = 1
+metric = "ttft_s"
+published = 0.0063
+)";
+  std::string given = plain;
+  given.replace(given.find("batch = 1"), 9, "batch = 1\nrequest_overhead_ms = 1.0\nstep_overhead_ms = 0.25");
+  const double base = EvaluatedCase(plain).predicted;
+  EXPECT_NEAR(EvaluatedCase(given).predicted - base, 1.25e-3, 1e-12);
+  std::string negative = plain;
+  negative.replace(negative.find("batch = 1"), 9, "batch = 1\nstep_overhead_ms = -2.0");
+  auto r = RunCases(negative);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(r->cases[0].failure.find("--step-overhead-ms -2 is outside"), std::string::npos) << r->cases[0].failure;
+}
+
 // GEMM micro-benchmark rows go through EstimateGemm: the predicted TFLOP/s is the shape's FLOPs over its modelled
 // time, a misspelt shape key is an error, and a precision the GPU lacks is reported on the case.
 TEST(PerfValidation, GemmCasesUseTheShapeModel) {
