@@ -11,12 +11,19 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 namespace suanli {
 namespace {
 
 class Planner : public testing::CatalogTest {
  protected:
+  // The selection's row for one GPU, or null.
+  static const SelectRow* FindRow(const std::vector<SelectRow>& rows, std::string_view gpu) {
+    for (const auto& r : rows)
+      if (r.gpu == gpu) return &r;
+    return nullptr;
+  }
   static PlanRequest Req(const ModelSpec& m, const char* gpu, std::vector<int> counts, int64_t gbs, int64_t seq,
                          const char* net = "ib-hdr") {
     const GpuSpec& g = **hw_->FindGpu(gpu);
@@ -502,16 +509,11 @@ TEST_F(Planner, SelectionTakesTheDecodeKernel) {
   t.decode_attention = DecodeAttention::kPerHead;
   auto per_head = SelectForServing(*hw_, t);
   ASSERT_TRUE(grouped.ok() && per_head.ok());
-  auto find = [](const std::vector<SelectRow>& rows, const char* id) -> const SelectRow* {
-    for (const auto& r : rows)
-      if (r.gpu == id) return &r;
-    return nullptr;
-  };
-  const SelectRow* g = find(*grouped, "h100-sxm");
-  const SelectRow* p = find(*per_head, "h100-sxm");
+  const SelectRow* g = FindRow(*grouped, "h100-sxm");
+  const SelectRow* p = FindRow(*per_head, "h100-sxm");
   ASSERT_TRUE(g && p && g->eligible && p->eligible);
   EXPECT_GT(p->tpot_s, g->tpot_s);
-  const SelectRow* amd = find(*per_head, "mi300x");
+  const SelectRow* amd = FindRow(*per_head, "mi300x");
   ASSERT_NE(amd, nullptr);
   EXPECT_FALSE(amd->eligible);
   EXPECT_NE(amd->exclusion.find("NVIDIA GPUs only"), std::string::npos);
@@ -529,13 +531,8 @@ TEST_F(Planner, SelectionCountsTheEngineHostOverhead) {
   t.request_overhead_s = 1e-3;
   auto host = SelectForServing(*hw_, t);
   ASSERT_TRUE(plain.ok() && host.ok()) << host.status().message();
-  auto find = [](const std::vector<SelectRow>& rows, const char* id) -> const SelectRow* {
-    for (const auto& r : rows)
-      if (r.gpu == id) return &r;
-    return nullptr;
-  };
-  const SelectRow* a = find(*plain, "h100-sxm");
-  const SelectRow* b = find(*host, "h100-sxm");
+  const SelectRow* a = FindRow(*plain, "h100-sxm");
+  const SelectRow* b = FindRow(*host, "h100-sxm");
   ASSERT_TRUE(a && b && a->eligible && b->eligible);
   ASSERT_EQ(a->batch_per_replica, b->batch_per_replica);
   EXPECT_NEAR(b->tpot_s - a->tpot_s, 2e-3, 1e-12);
@@ -543,7 +540,7 @@ TEST_F(Planner, SelectionCountsTheEngineHostOverhead) {
   t.tpot_slo_s = a->tpot_s + 1e-3;  // met without the overhead, missed with it at this batch
   auto slo = SelectForServing(*hw_, t);
   ASSERT_TRUE(slo.ok());
-  const SelectRow* c = find(*slo, "h100-sxm");
+  const SelectRow* c = FindRow(*slo, "h100-sxm");
   ASSERT_NE(c, nullptr);
   EXPECT_TRUE(!c->eligible || c->replicas > a->replicas) << c->exclusion;
 }
