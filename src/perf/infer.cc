@@ -251,7 +251,9 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.ttft_s = prefill.time + prefill_host;
   r.tpot_s = decode.time + cfg.step_overhead_s;
   r.decode_tokens_per_s = batch / r.tpot_s;
-  r.e2e_latency_s = r.ttft_s + double(cfg.output_len) * r.tpot_s;
+  // The prefill emits the first output token; output_len - 1 decode steps follow (TPOT = (e2e - TTFT) / (output
+  // tokens - 1), as vLLM's benchmarks and AIPerf/LLMeter define it; methodology §9).
+  r.e2e_latency_s = r.ttft_s + double(cfg.output_len - 1) * r.tpot_s;
   const int gpus = cfg.fit.par.tp * cfg.fit.par.pp;
   r.output_tokens_per_s_per_gpu = batch * double(cfg.output_len) / r.e2e_latency_s / gpus;
   r.prefill_expert_imbalance = prefill.expert_imbalance;

@@ -624,7 +624,8 @@ TEST_F(Perf, PrefillIsComputeBoundDecodeTimeFollowsBandwidth) {
   // Decode time ratio follows the achievable bandwidth ratio (within launch overheads).
   const double bw_ratio = (4.8e12 * E(G("h200-sxm")).memory) / (2.039e12 * E(G("a100-sxm-80gb")).memory);
   EXPECT_NEAR(a100->tpot_s / h200->tpot_s, bw_ratio, 0.25 * bw_ratio);
-  EXPECT_NEAR(a100->e2e_latency_s, a100->ttft_s + 128 * a100->tpot_s, 1e-9);
+  // The prefill emits the first of the 128 output tokens; 127 decode steps follow.
+  EXPECT_NEAR(a100->e2e_latency_s, a100->ttft_s + 127 * a100->tpot_s, 1e-9);
 }
 
 // The user's serving-engine host costs (methodology §9.2): the request's cost and one pass's cost are added to the
@@ -644,7 +645,7 @@ TEST_F(Perf, GivenHostOverheadsAddToTheirPassesExactly) {
   ASSERT_TRUE(base.ok() && host.ok()) << host.status().message();
   EXPECT_NEAR(host->ttft_s - base->ttft_s, 1.25e-3, 1e-12);
   EXPECT_NEAR(host->tpot_s - base->tpot_s, 0.25e-3, 1e-12);
-  EXPECT_NEAR(host->e2e_latency_s, host->ttft_s + 64 * host->tpot_s, 1e-12);
+  EXPECT_NEAR(host->e2e_latency_s, host->ttft_s + 63 * host->tpot_s, 1e-12);
   EXPECT_DOUBLE_EQ(host->decode_tokens_per_s, 4 / host->tpot_s);
   EXPECT_DOUBLE_EQ(host->output_tokens_per_s_per_gpu, 4 * 64 / host->e2e_latency_s);
   EXPECT_EQ(host->prefill_bound, base->prefill_bound);
