@@ -30,6 +30,7 @@ struct TcoFlags {
   int64_t batch = 16;
   int64_t input_len = 512;
   int64_t output_len = 128;
+  double step_overhead_ms = 0;  // serving engine's host time per forward pass, as perf infer
   bool sources = false;
 };
 
@@ -53,6 +54,7 @@ Result<std::pair<double, std::string>> InferTokensPerS(Context* ctx, const TcoFl
   cfg.fit.seq = f.input_len + f.output_len;
   cfg.input_len = f.input_len;
   cfg.output_len = f.output_len;
+  cfg.step_overhead_s = f.step_overhead_ms * 1e-3;
   const MinGpus mg = FindMinGpus(m, cfg.fit, gpu, 64);
   if (mg.gpus == 0)
     return Status(ErrorCode::kDoesNotFit, fmt::format("{} at batch {} does not fit on up to 64 {}: {}", m.id, f.batch,
@@ -62,8 +64,11 @@ Result<std::pair<double, std::string>> InferTokensPerS(Context* ctx, const TcoFl
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu.id));
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, c, cfg, eff));
   return std::make_pair(r.output_tokens_per_s_per_gpu,
-                        fmt::format("suanli perf infer: {} {} on {} (TP={} PP={}), batch {}, {} in / {} out tokens", m.id,
-                                    f.weights, gpu.id, mg.layout.tp, mg.layout.pp, f.batch, f.input_len, f.output_len));
+                        fmt::format("suanli perf infer: {} {} on {} (TP={} PP={}), batch {}, {} in / {} out tokens{}", m.id,
+                                    f.weights, gpu.id, mg.layout.tp, mg.layout.pp, f.batch, f.input_len, f.output_len,
+                                    f.step_overhead_ms > 0
+                                        ? fmt::format(", engine host time {:g} ms per step", f.step_overhead_ms)
+                                        : ""));
 }
 
 // Training tokens per second per GPU (and MFU) for `model` on a fleet of f.gpus GPUs: the
@@ -149,6 +154,9 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
   sub->add_option("--batch,-b", f->batch, "With --model: concurrent sequences")->capture_default_str();
   sub->add_option("--input-len", f->input_len, "With --model: prompt tokens")->capture_default_str();
   sub->add_option("--output-len", f->output_len, "With --model: generated tokens")->capture_default_str();
+  sub->add_option("--step-overhead-ms", f->step_overhead_ms,
+                  "With --model: serving engine's host time per forward pass, as in perf infer")
+      ->capture_default_str();
   sub->add_flag("--sources", f->sources, "Print where every input value came from (JSON: always, under provenance)");
 
   return [ctx, f]() -> int {
