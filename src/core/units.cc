@@ -82,6 +82,9 @@ Result<double> ParseQuantity(std::string_view text, Dimension expected) {
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
   double number = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), number);
+  if (ec == std::errc::result_out_of_range)
+    return ParseError(fmt::format("'{}': the number is out of range; expected {} such as '80 GB'", text,
+                                  DimensionName(expected)));
   if (ec != std::errc() || ptr == s.data()) {
     return ParseError(fmt::format("'{}' does not start with a number; expected {} such as '80 GB' (units: {})",
                                   text, DimensionName(expected), DimensionExampleUnits(expected)));

@@ -35,6 +35,10 @@ TEST(ParseQuantity, RejectsUnknownUnitNegativeAndGarbage) {
   EXPECT_FALSE(ParseQuantity("GB", Dimension::kBytes).ok());
   EXPECT_FALSE(ParseQuantity("", Dimension::kBytes).ok());
   EXPECT_FALSE(ParseQuantity("nan GB", Dimension::kBytes).ok());
+  // A number beyond double's range is named as such, not as "does not start with a number".
+  auto huge = ParseQuantity("1e400 GB", Dimension::kBytes);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("out of range"), std::string::npos) << huge.status().message();
 }
 
 TEST(ParseQuantity, RatesAndPower) {
