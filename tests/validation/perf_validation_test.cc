@@ -258,8 +258,8 @@ TEST(PerfValidation, ErrorBandsMatchTheValidationData) {
 
 // A user's own cases file: a misspelt key, a wrong type or an unknown role is an error naming the file, the
 // case and the key (with a suggestion), never a case silently evaluated with defaults.
-TEST(PerfValidation, CaseFilesAreCheckedKeyByKey) {
-  const std::string good = R"([[infer]]
+// One user serving row (LLaMA-2 7B on an H100, batch 1, 128-token prompt, TTFT) that the key-checking tests edit.
+const std::string kUserTtftRow = R"([[infer]]
 name = "mine"
 model = "llama-2-7b"
 gpu = "h100-sxm"
@@ -269,6 +269,9 @@ output_len = 1
 metric = "ttft_s"
 published = 0.006
 )";
+
+TEST(PerfValidation, CaseFilesAreCheckedKeyByKey) {
+  const std::string good = kUserTtftRow;
   EXPECT_GT(EvaluatedCase(good).predicted, 0);
 
   auto typo = RunCases(good + "\n[[train]]\nname = \"t\"\nmodel = \"llama-2-7b\"\natention = \"flash\"\n"
@@ -376,16 +379,7 @@ published = 0.1
 // A user's serving row can carry their engine's host costs (request_overhead_ms, step_overhead_ms): the TTFT grows
 // by exactly both, and an out-of-range value is reported on the case, naming the flag it mirrors.
 TEST(PerfValidation, InferCasesTakeHostOverheads) {
-  const std::string plain = R"([[infer]]
-name = "host"
-model = "llama-2-7b"
-gpu = "h100-sxm"
-batch = 1
-input_len = 128
-output_len = 1
-metric = "ttft_s"
-published = 0.0063
-)";
+  const std::string plain = kUserTtftRow;
   std::string given = plain;
   given.replace(given.find("batch = 1"), 9, "batch = 1\nrequest_overhead_ms = 1.0\nstep_overhead_ms = 0.25");
   const double base = EvaluatedCase(plain).predicted;
