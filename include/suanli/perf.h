@@ -311,6 +311,10 @@ std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, cons
 std::optional<TrainResult> FewestOffloadLayersThatFit(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,
                                                       const Efficiency& eff, int64_t* evaluated = nullptr);
 
+// --tokens and --price-per-gpu-hour: finite and at least 0 (0 = not given). NaN fails too. EstimateTraining and
+// Plan both check them, the planner before its search so that it does not report "no layout fits" instead.
+Status CheckTokensAndPrice(double tokens, double price_per_gpu_hour);
+
 // Validates the layout (divisibility etc.) and estimates one training step. A layout that
 // does not fit memory returns fits=false with the shortfall (and still the time it would take).
 Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& c, const TrainConfig& cfg,

@@ -74,7 +74,7 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   if (m.moe) {
     const auto& e = *m.moe;
     load = perf_detail::BusiestExpertRank(T, e.num_experts, e.experts_per_token, ep, cfg.moe_imbalance);
-    p.expert_imbalance = load.assignments / (T * e.experts_per_token / std::max(1, ep));
+    p.expert_imbalance = load.imbalance;
     gemm("router", T, e.num_experts, h, 1, moe_frac);
     gemm("experts up/gate", load.tokens_per_expert, mats * double(e.expert_ffn) / etp, h, load.touched, moe_frac);
     gemm("experts down", load.tokens_per_expert, h, double(e.expert_ffn) / etp, load.touched, moe_frac);
@@ -287,8 +287,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     // What uniform routing alone puts on the busiest GPU, to set against --moe-imbalance.
     const auto& e = *m.moe;
     const auto uniform = [&](double tokens) {
-      return perf_detail::BusiestExpertRank(tokens, e.num_experts, e.experts_per_token, cfg.fit.par.ep).assignments /
-             (tokens * e.experts_per_token / cfg.fit.par.ep);
+      return perf_detail::BusiestExpertRank(tokens, e.num_experts, e.experts_per_token, cfg.fit.par.ep).imbalance;
     };
     const std::string routing =
         cfg.moe_imbalance == 1.0
@@ -309,19 +308,21 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         routing));
   }
   const bool one_gpu = cfg.fit.par.tp * cfg.fit.par.pp == 1;
-  if (prefill_host > 0) {
+  if (prefill_host > 0)
     r.notes.push_back(fmt::format(
         "host overheads as given, not modelled: {:.2f} ms per request and {:.2f} ms per forward pass ({:.0f}% of the "
         "TTFT, {:.0f}% of a decode step)",
         cfg.request_overhead_s * 1e3, cfg.step_overhead_s * 1e3, 100 * prefill_host / r.ttft_s,
         100 * cfg.step_overhead_s / r.tpot_s));
-  } else if (cfg.input_len <= 256 && one_gpu && !m.moe) {
+  if (cfg.input_len <= 256 && one_gpu && !m.moe) {
+    // The measured shortfall is a cost per request: once the user gives one, the note would contradict it.
     const auto& e = evidence::kShortPromptTtftShortfall;
-    r.notes.push_back(fmt::format(
-        "uncertain: no fixed cost per request is modelled; at 128-token prompts on one GPU, TensorRT-LLM v0.9 took "
-        "{:.1f} ms longer to the first token than predicted ({:.1f} to {:.1f} ms, {} runs of 6-7B models on A100, "
-        "H100, H200 and L40S), {:.0f}% of this prediction; --request-overhead-ms adds such a cost",
-        e.mean_s * 1e3, e.lo_s * 1e3, e.hi_s * 1e3, e.cases, 100 * e.mean_s / r.ttft_s));
+    if (cfg.request_overhead_s == 0)
+      r.notes.push_back(fmt::format(
+          "uncertain: no fixed cost per request is modelled; at 128-token prompts on one GPU, TensorRT-LLM v0.9 took "
+          "{:.1f} ms longer to the first token than predicted ({:.1f} to {:.1f} ms, {} runs of 6-7B models on A100, "
+          "H100, H200 and L40S), {:.0f}% of this prediction; --request-overhead-ms adds such a cost",
+          e.mean_s * 1e3, e.lo_s * 1e3, e.hi_s * 1e3, e.cases, 100 * e.mean_s / r.ttft_s));
   } else if (hopper && fp8 && cfg.input_len <= 256) {
     const auto& e = evidence::kHopperFp8ShortPromptTtft;
     r.notes.push_back(fmt::format(

@@ -87,6 +87,7 @@ struct ExpertLoad {
   double touched;            // experts with at least one token on the busiest rank
   double assignments;        // token-expert pairs on the busiest rank
   double tokens_per_expert;  // GEMM rows per touched expert, at least 1
+  double imbalance;          // assignments / the mean pairs per rank, T k / ep
 };
 
 // `imbalance` (serving's --moe-imbalance): the busiest rank routes that multiple of the mean pairs, T k / ep,
@@ -110,6 +111,7 @@ inline ExpertLoad BusiestExpertRank(double tokens, int experts, int k, int ep, d
                                     tokens * k * share + ExpectedMaxStdNormal(ep) * std::sqrt(var)));
   l.assignments = std::min(tokens * std::min(k, local), std::max(l.assignments, imbalance * tokens * k * share));
   l.tokens_per_expert = std::max(1.0, l.assignments / std::max(1.0, l.touched));
+  l.imbalance = tokens > 0 && k > 0 ? l.assignments / (tokens * k * share) : 1.0;
   return l;
 }
 

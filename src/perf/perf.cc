@@ -78,6 +78,15 @@ const char* Fp8RecipeName(Fp8Recipe r) {
   return "?";
 }
 
+Status CheckTokensAndPrice(double tokens, double price_per_gpu_hour) {
+  if (!(tokens >= 0 && std::isfinite(tokens)))
+    return InvalidArgument(fmt::format("--tokens must be a finite number of tokens, at least 0, got {}", tokens));
+  if (!(price_per_gpu_hour >= 0 && std::isfinite(price_per_gpu_hour)))
+    return InvalidArgument(
+        fmt::format("--price-per-gpu-hour must be a finite USD amount, at least 0, got {}", price_per_gpu_hour));
+  return Status::Ok();
+}
+
 Status CheckFp8Training(const GpuSpec& gpu, Fp8Recipe r) {
   if (!gpu.Supports(Precision::kFp8))
     return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Hopper, Ada or newer)", gpu.id));
@@ -747,11 +756,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   if (!(cfg_in.moe_imbalance >= 1.0 && cfg_in.moe_imbalance <= 64.0))
     return InvalidArgument(fmt::format("--moe-imbalance {} is outside 1..64 (the busiest expert's tokens / the mean)",
                                        cfg_in.moe_imbalance));
-  if (!(cfg_in.tokens >= 0 && std::isfinite(cfg_in.tokens)))
-    return InvalidArgument(fmt::format("--tokens {} must be a finite number of at least 0", cfg_in.tokens));
-  if (!(cfg_in.price_per_gpu_hour >= 0 && std::isfinite(cfg_in.price_per_gpu_hour)))
-    return InvalidArgument(
-        fmt::format("--price-per-gpu-hour {} must be a finite number of at least 0", cfg_in.price_per_gpu_hour));
+  SUANLI_RETURN_IF_ERROR(CheckTokensAndPrice(cfg_in.tokens, cfg_in.price_per_gpu_hour));
   const GpuSpec& gpu = *cl.gpu;
   TrainConfig cfg = cfg_in;
   if (cfg.fit.weights.id.empty()) cfg.fit.weights = *ParseWeightFormat("bf16");

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <mutex>
 #include <thread>
 #include <tuple>
@@ -234,13 +233,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
   if (req.fixed_zero < -1 || req.fixed_zero > 3)
     return InvalidArgument(fmt::format("--zero must be 0, 1, 2 or 3 (omit it to search), got {}", req.fixed_zero));
   if (req.threads < 0) return InvalidArgument(fmt::format("--threads must be at least 1 (omit it for all cores), got {}", req.threads));
-  if (!(req.tokens >= 0) || !std::isfinite(req.tokens))
-    return InvalidArgument(fmt::format("--tokens must be a finite number of tokens, at least 0 (0: no training time), got {}",
-                                       req.tokens));
-  if (!(req.price_per_gpu_hour >= 0) || !std::isfinite(req.price_per_gpu_hour))
-    return InvalidArgument(fmt::format("--price-per-gpu-hour must be a finite USD amount, at least 0 (0: the catalog's "
-                                       "price), got {}",
-                                       req.price_per_gpu_hour));
+  SUANLI_RETURN_IF_ERROR(CheckTokensAndPrice(req.tokens, req.price_per_gpu_hour));  // 0 price: the catalog's
   double price = req.price_per_gpu_hour;
   if (price <= 0 && req.objective != Objective::kTime) {
     if (req.cluster.gpu->price_on_demand_usd_per_hour) price = req.cluster.gpu->price_on_demand_usd_per_hour->value;

@@ -56,6 +56,16 @@ ValidationCase EvaluatedCase(const std::string& text) {
   EXPECT_TRUE(r->cases[0].failure.empty()) << r->cases[0].failure;
   return r->cases[0];
 }
+// The failure reported on the one case of `text` once `from` is replaced by `to` (empty when it evaluates).
+std::string FailureWith(std::string text, const std::string& from, const std::string& to) {
+  text.replace(text.find(from), from.size(), to);
+  auto r = RunCases(text);
+  if (!r.ok() || r->cases.size() != 1) {
+    ADD_FAILURE() << (r.ok() ? "not one case" : r.status().message());
+    return {};
+  }
+  return r->cases[0].failure;
+}
 
 TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const auto& rep = Bundled();
@@ -369,11 +379,8 @@ published = 0.1
   ASSERT_TRUE(uniform.ok());
   EXPECT_GT(got.predicted, uniform->ttft_s);  // the key reached the model
 
-  std::string outside = row;
-  outside.replace(outside.find("ep = 8"), 6, "ep = 16");
-  auto r = RunCases(outside);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_NE(r->cases[0].failure.find("valid EP for TP 8 and 8 experts"), std::string::npos) << r->cases[0].failure;
+  const std::string outside = FailureWith(row, "ep = 8", "ep = 16");
+  EXPECT_NE(outside.find("valid EP for TP 8 and 8 experts"), std::string::npos) << outside;
 }
 
 // A user's serving row can carry their engine's host costs (request_overhead_ms, step_overhead_ms): the TTFT grows
@@ -384,11 +391,8 @@ TEST(PerfValidation, InferCasesTakeHostOverheads) {
   given.replace(given.find("batch = 1"), 9, "batch = 1\nrequest_overhead_ms = 1.0\nstep_overhead_ms = 0.25");
   const double base = EvaluatedCase(plain).predicted;
   EXPECT_NEAR(EvaluatedCase(given).predicted - base, 1.25e-3, 1e-12);
-  std::string negative = plain;
-  negative.replace(negative.find("batch = 1"), 9, "batch = 1\nstep_overhead_ms = -2.0");
-  auto r = RunCases(negative);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_NE(r->cases[0].failure.find("--step-overhead-ms -2 is outside"), std::string::npos) << r->cases[0].failure;
+  const std::string negative = FailureWith(plain, "batch = 1", "batch = 1\nstep_overhead_ms = -2.0");
+  EXPECT_NE(negative.find("--step-overhead-ms -2 is outside"), std::string::npos) << negative;
 }
 
 // GEMM micro-benchmark rows go through EstimateGemm: the predicted TFLOP/s is the shape's FLOPs over its modelled
