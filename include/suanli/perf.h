@@ -76,6 +76,9 @@ struct Cluster {
   // NCCL may run all-reduce as NVLS (in-switch reduction) where the efficiency data has `link_allreduce`;
   // NCCL_NVLS_ENABLE=0 (`--no-nvls`) turns it off and all-reduce runs as a ring like every other collective.
   bool nvls = true;
+  // The link inside a node is NVLink-class (NVLink, NVSwitch, Infinity Fabric): NCCL's per-hop latencies
+  // and its LL128 protocol apply; false for PCIe.
+  bool intra_nvlink = true;
   // Datasheet bandwidth per direction between each GPU and host memory (PCIe, or NVLink-C2C on Grace superchips);
   // 0 when the catalog has neither. CPU activation offloading crosses it.
   double host_bw_per_dir = 0;
@@ -86,14 +89,32 @@ struct Cluster {
 Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int gpus_per_node,
                             std::string_view inter_node, int nics_per_node = 0);
 
-// Collective times (seconds) for `bytes` per rank over `n` ranks with bus bandwidth `busbw`
-// (bytes/s) and per-step latency `alpha` (s). Ring algorithms (NCCL's bus-bandwidth convention:
-// busbw = algbw x 2(n-1)/n for all-reduce, (n-1)/n for all-gather / reduce-scatter).
-double AllReduceTime(double bytes, int n, double busbw, double alpha);
-double AllGatherTime(double bytes, int n, double busbw, double alpha);      // bytes = the full output
-double ReduceScatterTime(double bytes, int n, double busbw, double alpha);  // bytes = the full input
+// All-to-all and point-to-point times (seconds) for `bytes` per rank over `n` ranks with bandwidth `busbw`
+// (bytes/s) and per-step latency `alpha` (s): (n-1)/n of the bytes leave each rank, n-1 steps.
 double AllToAllTime(double bytes, int n, double busbw, double alpha);
 double P2PTime(double bytes, double bw, double alpha);
+
+// NCCL's own cost model for its collectives (src/graph/tuning.cc @01afd20a; docs/methodology.md §4.1):
+// time = latency(algorithm, protocol) + bytes / bandwidth(algorithm, protocol), the fastest of ring and
+// tree x LL, LL128 and Simple. The latency is a base per collective plus a per-hop latency for each step
+// over NVLink, PCIe or the network; LL moves data at 1/4 (all-reduce) to 1/3 of the bus bandwidth and LL128
+// at 0.92 of it; trees are capped (110 GB/s on up to 2 nodes, 80 beyond) and corrected by message size.
+// `busbw` is the large-message ring bus bandwidth (GroupBusBandwidth), `bytes` the full buffer. NVLS (the
+// in-switch reduction; `nvls_busbw` > 0) is newer than that model: it takes the ring Simple latency.
+enum class NcclOp { kAllReduce, kAllGather, kReduceScatter };
+struct NcclGroup {
+  int ranks = 1;
+  int nodes = 1;             // ranks / ranks per node
+  bool nvlink = true;        // the link inside a node (false: PCIe)
+  double busbw = 0;          // bytes/s, large-message ring bus bandwidth
+  double nvls_busbw = 0;     // bytes/s, all-reduce through the switch; 0 = none
+};
+struct NcclChoice {
+  double time_s = 0;
+  const char* algorithm = "";  // ring, tree, nvls
+  const char* protocol = "";   // LL, LL128, Simple
+};
+NcclChoice NcclCollective(NcclOp op, double bytes, const NcclGroup& g);
 
 // Achievable bus bandwidth (bytes/s) and per-step latency of a collective over `n` ranks that sit
 // `stride` ranks apart (rank order TP, CP, DP, PP from the innermost; TP stride 1, DP stride TP x CP).
@@ -106,6 +127,9 @@ enum class Collective { kAllReduce, kRing };
 double GroupBusBandwidth(const Cluster& c, const Efficiency& e, int n, int stride,
                          Collective kind = Collective::kRing);
 double GroupLatency(const Cluster& c, int n, int stride);
+// The NCCL group of `n` ranks `stride` apart on this cluster, and the time of one collective over it.
+NcclGroup GroupNccl(const Cluster& c, const Efficiency& e, int n, int stride, Collective kind = Collective::kRing);
+double GroupCollectiveTime(const Cluster& c, const Efficiency& e, NcclOp op, double bytes, int n, int stride);
 // All-to-all of `bytes` per rank over such a group. Inside one node: AllToAllTime at the link rate. Across
 // nodes every rank sends the (n - k)/n of its bytes bound for other nodes through its own NIC share while the
 // (k - 1)/n for its node's other ranks go over the link at the same time; the slower of the two sets the time.
@@ -396,14 +420,14 @@ namespace evidence {
 // llm-foundry A100 runs): the 50 held-out llm-foundry H100 runs (FSDP1, Composer 0.16).
 inline constexpr ValidationEvidence kEagerFsdpFoundryH100{50, 0.008, -0.116, 0.304};
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
-inline constexpr ValidationEvidence kMoeServingTtft{8, -0.170, -0.637, 0.488};
-inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.306, -0.463, 1.529};
+inline constexpr ValidationEvidence kMoeServingTtft{8, -0.137, -0.628, 0.515};
+inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.273, -0.467, 1.481};
 // Small-batch 16-bit and weight-only decode on H100/H200 in stacks other than TensorRT-LLM: torchao's batch-1
 // generate.py (torch.compile) on H100 and vLLM's batch-8 latency benchmark on H200, all held out. Signed on the
 // time: measured time per token / predicted - 1 (> 0: the model was optimistic).
-inline constexpr ValidationEvidence kHopperSmallBatchDecode{6, 0.139, 0.082, 0.189};
+inline constexpr ValidationEvidence kHopperSmallBatchDecode{6, 0.138, 0.082, 0.182};
 // TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency).
-inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.221, -0.315, -0.161};
+inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.178, -0.234, -0.084};
 // TensorRT-LLM v0.9 on one GPU, dense 6-7B models (LLaMA-2 7B, Mistral 7B, GPT-J 6B) at 128-token prompts on
 // A100, H100, H200 and L40S: measured minus predicted time to first token. About the same on GPUs whose
 // bandwidths differ 5.5x, so a cost per request the model does not have rather than a rate it gets wrong.
@@ -424,9 +448,9 @@ inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200"
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
 inline constexpr ErrorBand kTrainingError{"training", 158, 0.0625, 0.1178, 0.3116, kTrainingGpus};
-inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0703, 0.1276, 0.3698, kDecodeGpus};
-inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1253, 0.2951, 0.3803, kServingGpus};
-inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0777, 0.1641, 0.3047, kServingGpus};
+inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0687, 0.1212, 0.3666, kDecodeGpus};
+inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1128, 0.2241, 0.3803, kServingGpus};
+inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0727, 0.1641, 0.2805, kServingGpus};
 }  // namespace evidence
 
 // Model FLOPs per token (forward + backward = 3x forward) under a convention, for sequence s.

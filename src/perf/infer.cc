@@ -144,9 +144,7 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   p.time += ew_time;
   // Tensor parallelism: two all-reduces per layer.
   if (t > 1) {
-    const double busbw = GroupBusBandwidth(cl, eff, t, 1, Collective::kAllReduce);
-    const double alpha = GroupLatency(cl, t, 1);
-    const double ar = 2 * AllReduceTime(T * h * 2, t, busbw, alpha);
+    const double ar = 2 * GroupCollectiveTime(cl, eff, NcclOp::kAllReduce, T * h * 2, t, 1);
     p.ops.push_back(OpCost{"TP all-reduce (x2)", decode ? "decode" : "prefill", 0, T * h * 4, ar, 1,
                            Bound::kCommunication});
     p.time += ar;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 
 #include "core/data_registry.h"
@@ -261,6 +262,7 @@ Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int g
     c.intra_bw_per_dir = (*ic)->bandwidth_per_direction_bytes_per_s.value;
     if ((*ic)->latency_s) c.intra_latency_s = (*ic)->latency_s->value;
     c.intra_name = (*ic)->id;
+    c.intra_nvlink = false;
   }
   if (auto host = HostBandwidthPerDirection(gpu)) {
     c.host_bw_per_dir = host->value;
@@ -277,19 +279,6 @@ Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int g
   return c;
 }
 
-double AllReduceTime(double bytes, int n, double busbw, double alpha) {
-  if (n <= 1 || bytes <= 0) return 0;
-  // NCCL picks ring or tree per message size: the ring pays 2(n-1) latency steps, the (double binary)
-  // tree 2*log2(n) steps at about the same bus bandwidth for large messages.
-  const double ring = 2.0 * (n - 1) / n * bytes / busbw + 2.0 * (n - 1) * alpha;
-  const double tree = 2.0 * (n - 1) / n * bytes / busbw + 2.0 * std::ceil(std::log2(double(n))) * alpha;
-  return std::min(ring, tree);
-}
-double AllGatherTime(double bytes, int n, double busbw, double alpha) {
-  if (n <= 1 || bytes <= 0) return 0;
-  return double(n - 1) / n * bytes / busbw + (n - 1) * alpha;
-}
-double ReduceScatterTime(double bytes, int n, double busbw, double alpha) { return AllGatherTime(bytes, n, busbw, alpha); }
 double AllToAllTime(double bytes, int n, double busbw, double alpha) {
   if (n <= 1 || bytes <= 0) return 0;
   return double(n - 1) / n * bytes / busbw + (n - 1) * alpha;
@@ -301,7 +290,66 @@ int RanksPerNode(const Cluster& c, int n, int stride) {
   if (stride >= c.gpus_per_node) return 1;
   return std::max(1, std::min(n, c.gpus_per_node / std::max(1, stride)));
 }
+
+// NCCL src/graph/tuning.cc @01afd20a. Latencies in microseconds, indexed [algorithm: tree, ring][protocol:
+// LL, LL128, Simple]; the per-hop ones also by the hardware of the hop [NVLink, PCIe, network].
+constexpr double kNcclBaseLatencyUs[2][3] = {{4.4, 4.4, 0}, {3.6, 10.0, 8.4}};
+constexpr double kNcclHopLatencyUs[3][2][3] = {{{.52, 1.2, 28}, {.47, 1.9, 3.4}},
+                                               {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}},
+                                               {{5.0, 8.5, 50}, {2.7, 4.0, 9.6}}};
+// Trees' bandwidth by message size, powers of two from 64 B to 128 MB, per protocol.
+constexpr double kNcclTreeCorrection[3][22] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
+constexpr const char* kNcclProtocol[3] = {"LL", "LL128", "Simple"};
+constexpr int kTree = 0, kRing = 1, kLL = 0, kLL128 = 1, kSimple = 2, kNet = 2;
 }  // namespace
+
+NcclChoice NcclCollective(NcclOp op, double bytes, const NcclGroup& g) {
+  NcclChoice best;
+  if (g.ranks <= 1 || !(bytes > 0) || !(g.busbw > 0)) return best;
+  best.time_s = std::numeric_limits<double>::infinity();
+  const auto consider = [&](double latency_us, double algbw, const char* algorithm, int protocol) {
+    const double t = latency_us * 1e-6 + bytes / algbw;
+    if (t < best.time_s) best = NcclChoice{t, algorithm, kNcclProtocol[protocol]};
+  };
+  const int n = g.ranks, nodes = std::clamp(g.nodes, 1, n), ppn = n / nodes;
+  const bool all_reduce = op == NcclOp::kAllReduce;
+  const int steps = all_reduce ? 2 * (n - 1) : n - 1;
+  const int inter_steps = all_reduce ? 2 * (nodes - 1) : nodes - 1;
+  const int hw = g.nvlink ? 0 : 1;
+  const double chunks = std::floor(bytes / 64);
+  const int log_size = chunks >= 1 ? int(std::floor(std::log2(chunks))) : 0;
+  const int tree_levels = int(std::floor(std::log2(double(nodes))));
+  const auto hop = [&](int hardware, int algorithm, int protocol) {
+    double lat = kNcclHopLatencyUs[hardware][algorithm][protocol];
+    if (hardware != kNet && nodes > 1 && protocol == kLL) lat *= 1.8;
+    return lat;
+  };
+  for (int p = kLL; p <= kSimple; ++p) {
+    if (p == kLL128 && !g.nvlink) continue;  // NCCL enables LL128 only over NVLink
+    // Ring: every step one hop, the inter-node ones over the network.
+    double bw = g.busbw;
+    if (p == kLL) bw *= nodes > 1 || all_reduce ? 1.0 / 4 : 1.0 / 3;
+    if (p == kLL128) bw *= ppn < 2 ? 0.7 : 0.92;
+    double lat = kNcclBaseLatencyUs[kRing][p] + (steps - inter_steps) * hop(hw, kRing, p) +
+                 inter_steps * hop(kNet, kRing, p);
+    if (p == kSimple && nodes > 1 && all_reduce && bytes >= n / 16.0 * 65536) lat *= 1.9;  // ring plateau
+    consider(lat, bw * n / steps, "ring", p);
+    if (p == kSimple && all_reduce && g.nvls_busbw > 0) consider(lat, g.nvls_busbw * n / steps, "nvls", p);
+    if (!all_reduce) continue;
+    // Tree (all-reduce only): a chain inside each node, a double binary tree across nodes; algbw = busbw / 2.
+    double tbw = std::min(g.busbw * 0.9, nodes > 2 ? 80e9 : 110e9);
+    if (p == kLL) tbw /= 3.8;
+    if (p == kLL128) tbw *= nodes == 1 ? 7.0 / 9 : 0.915;
+    if (log_size < 22) tbw *= kNcclTreeCorrection[p][log_size];
+    const double tlat = kNcclBaseLatencyUs[kTree][p] +
+                        2 * ((ppn - 1) * hop(hw, kTree, p) + tree_levels * hop(kNet, kTree, p));
+    consider(tlat, tbw * 0.5, "tree", p);
+  }
+  return best;
+}
 
 double GroupBusBandwidth(const Cluster& c, const Efficiency& e, int n, int stride, Collective kind) {
   const bool in_switch = kind == Collective::kAllReduce && c.nvls && e.link_allreduce > 0;
@@ -313,6 +361,26 @@ double GroupBusBandwidth(const Cluster& c, const Efficiency& e, int n, int strid
 
 double GroupLatency(const Cluster& c, int n, int stride) {
   return n <= RanksPerNode(c, n, stride) ? c.intra_latency_s : c.inter_latency_s;
+}
+
+NcclGroup GroupNccl(const Cluster& c, const Efficiency& e, int n, int stride, Collective kind) {
+  NcclGroup g;
+  g.ranks = std::max(1, n);
+  const int k = RanksPerNode(c, g.ranks, stride);
+  g.nodes = (g.ranks + k - 1) / k;
+  g.nvlink = c.intra_nvlink;
+  g.busbw = GroupBusBandwidth(c, e, g.ranks, stride, Collective::kRing);
+  if (kind == Collective::kAllReduce) {
+    const double in_switch = GroupBusBandwidth(c, e, g.ranks, stride, Collective::kAllReduce);
+    if (in_switch > g.busbw) g.nvls_busbw = in_switch;
+  }
+  return g;
+}
+
+double GroupCollectiveTime(const Cluster& c, const Efficiency& e, NcclOp op, double bytes, int n, int stride) {
+  if (n <= 1 || !(bytes > 0)) return 0;
+  const auto kind = op == NcclOp::kAllReduce ? Collective::kAllReduce : Collective::kRing;
+  return NcclCollective(op, bytes, GroupNccl(c, e, n, stride, kind)).time_s;
 }
 
 double GroupAllToAllTime(const Cluster& c, const Efficiency& e, double bytes, int n, int stride) {
@@ -569,7 +637,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
         c.moe_layer && m.moe ? 1 : 2);  // norm-fed casts: QKV, and the dense MLP's up projection
     double amax_reduce = 0;  // per pass: two amax all-reduces (column-parallel inputs fwd, row-parallel grads bwd)
     if (c.fp8_recipe == Fp8Recipe::kCurrent && c.sp && c.tp > 1)
-      amax_reduce = 2 * AllReduceTime(4, c.tp, TpBusBw(c, c.tp), TpAlpha(c, c.tp));
+      amax_reduce = 2 * GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kAllReduce, 4, c.tp, 1);
     const double fwd_bytes = in_elems * kFp8CastBytesPerElement + cc.fwd_bytes;
     const double bwd_bytes = grad_elems * kFp8CastBytesPerElement + cc.bwd_bytes;
     p.fp8_cast_fwd = fwd_bytes / bw + (4 + cc.fwd_kernels) * c.eff->kernel_launch_s + amax_reduce;
@@ -612,14 +680,18 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   // with SP: the same bytes on a ring, without the in-switch reduction), 2 in backward.
   if (c.tp > 1) {
     const double bytes = T * h * 2;
-    const double one = AllReduceTime(bytes, c.tp, TpBusBw(c, c.tp, 1, c.sp ? Collective::kRing : Collective::kAllReduce),
-                                      TpAlpha(c, c.tp));
+    const auto tp_collective = [&](double b, int n) {
+      if (!c.sp) return GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kAllReduce, b, n, 1);
+      return GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kAllGather, b, n, 1) +
+             GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kReduceScatter, b, n, 1);
+    };
+    const double one = tp_collective(bytes, c.tp);
     // An MoE block with its experts not split over all of TP (ETP < TP) keeps its tokens on their sequence-
     // parallel shard: only attention's collective is left over TP, and the experts' over the ETP group.
     double moe_side = one;
     if (c.moe_layer && m.moe && c.etp < c.tp) {
       const double e_bytes = T * double(c.etp) / t * h * 2;
-      moe_side = c.etp > 1 ? AllReduceTime(e_bytes, c.etp, TpBusBw(c, c.etp, 1), TpAlpha(c, c.etp)) : 0.0;
+      moe_side = c.etp > 1 ? tp_collective(e_bytes, c.etp) : 0.0;
     }
     p.tp_comm = (one + moe_side) * 2;
     if (ops) ops->Add(c.sp ? "TP all-gather + reduce-scatter (x2)" : "TP all-reduce (x2)", "forward", 0, 2 * bytes,
@@ -954,15 +1026,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const int dp_group = par.dp * par.cp;
   // ZeRO-0 reduces gradients with an all-reduce; ZeRO-1/2 with a reduce-scatter and an all-gather of the updated
   // parameters (the same volume), and ZeRO-3 gathers and reduce-scatters: only the all-reduce can use NVLS.
-  const double dp_bw = GroupBusBandwidth(cl, eff, dp_group, par.tp);
-  const double dp_bw_grad =
-      par.zero == 0 ? GroupBusBandwidth(cl, eff, dp_group, par.tp, Collective::kAllReduce) : dp_bw;
-  const double dp_alpha = GroupLatency(cl, dp_group, par.tp);
+  const auto dp_collective = [&](NcclOp op, double bytes) {
+    return GroupCollectiveTime(cl, eff, op, bytes, dp_group, par.tp);
+  };
   double zero3_exposed_mb = 0, zero3_comm_mb = 0;
   if (par.zero == 3 && dp_group > 1) {
     const double pbytes = params_gpu * 2;
-    zero3_comm_mb = 2 * AllGatherTime(pbytes, dp_group, dp_bw, dp_alpha) +
-                    ReduceScatterTime(pbytes * (cfg.fit.fp32_grads ? 2 : 1), dp_group, dp_bw, dp_alpha);
+    zero3_comm_mb = 2 * dp_collective(NcclOp::kAllGather, pbytes) +
+                    dp_collective(NcclOp::kReduceScatter, pbytes * (cfg.fit.fp32_grads ? 2 : 1));
     zero3_exposed_mb = OverlapCost(stage_compute, zero3_comm_mb, eff.overlap_slowdown);
   }
   const double t_mb = stage_compute + stage_comm + p2p + zero3_exposed_mb + stage_host + offload_stall;
@@ -973,7 +1044,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   double dp_comm = 0, dp_exposed = 0;
   if (dp_group > 1 && par.zero < 3) {
     const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
-    dp_comm = AllReduceTime(gbytes, dp_group, dp_bw_grad, dp_alpha);
+    dp_comm = par.zero == 0 ? dp_collective(NcclOp::kAllReduce, gbytes)
+                            : dp_collective(NcclOp::kReduceScatter, gbytes) + dp_collective(NcclOp::kAllGather, gbytes);
     // Overlap window: the backward pass of the last micro-batch on this stage.
     const double window = cfg.dp_overlap ? max_stage_layers * (lb + lr) : 0;
     dp_exposed = OverlapCost(window, dp_comm, eff.overlap_slowdown);

@@ -122,15 +122,100 @@ TEST_F(Perf, SlowestPipelineStageSetsTheStep) {
   EXPECT_NEAR(counted->breakdown_s.compute, plain->breakdown_s.compute, 1e-9 * plain->breakdown_s.compute);
 }
 
-TEST(Collectives, RingFormulasAndBusBandwidthConvention) {
-  // Large message: all-reduce moves 2(n-1)/n x S per rank at the bus bandwidth.
-  const double S = 1e9, B = 100e9;
-  EXPECT_NEAR(AllReduceTime(S, 8, B, 0), 2.0 * 7 / 8 * S / B, 1e-12);
-  EXPECT_NEAR(AllGatherTime(S, 8, B, 0), 7.0 / 8 * S / B, 1e-12);
-  EXPECT_NEAR(ReduceScatterTime(S, 8, B, 0), 7.0 / 8 * S / B, 1e-12);
-  // Small message: latency-bound; the tree's 2*log2(n) steps beat the ring's 2(n-1).
-  EXPECT_NEAR(AllReduceTime(8, 8, B, 1e-6), 2.0 * 3 * 1e-6 + 2.0 * 7 / 8 * 8 / B, 1e-12);
-  EXPECT_EQ(AllReduceTime(S, 1, B, 1e-6), 0);
+// NCCL's tuning model (tuning.cc @01afd20a), hand-computed for one node of 8 NVLink GPUs at 370 GB/s busbw.
+TEST(Collectives, NcclModelPicksTheFastestAlgorithmAndProtocolPerSize) {
+  NcclGroup g;
+  g.ranks = 8;
+  g.busbw = 370e9;
+  const auto at = [&](NcclOp op, double bytes) { return NcclCollective(op, bytes, g); };
+  // Large: ring Simple, base 8.4 us + 14 NVLink hops x 3.4 us, then 2(n-1)/n x S at the bus bandwidth.
+  auto big = at(NcclOp::kAllReduce, 1e9);
+  EXPECT_STREQ(big.algorithm, "ring");
+  EXPECT_STREQ(big.protocol, "Simple");
+  EXPECT_NEAR(big.time_s, (8.4 + 14 * 3.4) * 1e-6 + 2.0 * 7 / 8 * 1e9 / 370e9, 1e-12);
+  // 16 MiB: LL128 (base 10 + 14 x 1.9 us) at 0.92 of the bus bandwidth.
+  const double mib16 = 16.0 * 1024 * 1024;
+  auto mid = at(NcclOp::kAllReduce, mib16);
+  EXPECT_STREQ(mid.protocol, "LL128");
+  EXPECT_NEAR(mid.time_s, (10.0 + 14 * 1.9) * 1e-6 + 2.0 * 7 / 8 * mib16 / (0.92 * 370e9), 1e-12);
+  // 8 KiB (a decode step's activation): LL (3.6 + 14 x 0.47 us) at a quarter of the bus bandwidth.
+  auto small = at(NcclOp::kAllReduce, 8192);
+  EXPECT_STREQ(small.protocol, "LL");
+  EXPECT_STREQ(small.algorithm, "ring");
+  EXPECT_NEAR(small.time_s, (3.6 + 14 * 0.47) * 1e-6 + 2.0 * 7 / 8 * 8192 / (370e9 / 4), 1e-12);
+  // All-gather: n-1 steps, and LL at a third of the bus bandwidth inside one node.
+  auto ag = at(NcclOp::kAllGather, 8192);
+  EXPECT_NEAR(ag.time_s, (3.6 + 7 * 0.47) * 1e-6 + 7.0 / 8 * 8192 / (370e9 / 3), 1e-12);
+  EXPECT_DOUBLE_EQ(at(NcclOp::kReduceScatter, 8192).time_s, ag.time_s);
+  // One rank, or nothing to move: no time.
+  g.ranks = 1;
+  EXPECT_EQ(at(NcclOp::kAllReduce, 1e9).time_s, 0);
+  g.ranks = 8;
+  EXPECT_EQ(at(NcclOp::kAllReduce, 0).time_s, 0);
+}
+
+TEST(Collectives, NcclModelOverPcieAndAcrossNodes) {
+  // PCIe: no LL128; 16 MiB over 8 GPUs runs Simple (8.4 + 14 x 5.7 us) at the bus bandwidth.
+  NcclGroup pci;
+  pci.ranks = 8;
+  pci.nvlink = false;
+  pci.busbw = 20e9;
+  const double mib16 = 16.0 * 1024 * 1024;
+  auto p = NcclCollective(NcclOp::kAllReduce, mib16, pci);
+  EXPECT_STREQ(p.protocol, "Simple");
+  EXPECT_NEAR(p.time_s, (8.4 + 14 * 5.7) * 1e-6 + 2.0 * 7 / 8 * mib16 / 20e9, 1e-12);
+  // 16 nodes x 8: a ring's 254 steps make a 1 MiB all-reduce latency-bound; the tree's chain inside the node and
+  // log2(16) network levels win. A 4 GiB one is bandwidth-bound: the ring at the full bus bandwidth wins (trees
+  // are capped at 80 GB/s beyond two nodes), and pays NCCL's 1.9x plateau on its latency.
+  NcclGroup nodes;
+  nodes.ranks = 128;
+  nodes.nodes = 16;
+  nodes.busbw = 170e9;
+  EXPECT_STREQ(NcclCollective(NcclOp::kAllReduce, 1 << 20, nodes).algorithm, "tree");
+  auto huge = NcclCollective(NcclOp::kAllReduce, 4.0 * (1ull << 30), nodes);
+  EXPECT_STREQ(huge.algorithm, "ring");
+  const double ring_lat = (8.4 + (254 - 30) * 3.4 + 30 * 9.6) * 1.9;
+  EXPECT_NEAR(huge.time_s, ring_lat * 1e-6 + 2.0 * 127 / 128 * 4.0 * (1ull << 30) / 170e9, 1e-9);
+}
+
+TEST(Collectives, NcclTimesGrowWithBytesAndShrinkWithBandwidth) {
+  // Properties over sizes 1 B .. 8 GiB and groups inside and across nodes, NVLink and PCIe, with NVLS or not.
+  for (int ranks : {2, 4, 8, 16, 64}) {
+    for (bool nvlink : {true, false}) {
+      for (double nvls : {0.0, 480e9}) {
+        NcclGroup g;
+        g.ranks = ranks;
+        g.nodes = ranks > 8 ? ranks / 8 : 1;
+        g.nvlink = nvlink;
+        g.busbw = 300e9;
+        g.nvls_busbw = ranks > 8 ? 0 : nvls;
+        NcclGroup faster = g;
+        faster.busbw = 400e9;
+        for (NcclOp op : {NcclOp::kAllReduce, NcclOp::kAllGather}) {
+          double prev = 0;
+          for (double bytes = 1; bytes <= 8.0 * (1ull << 30); bytes *= 2) {
+            const double t = NcclCollective(op, bytes, g).time_s;
+            EXPECT_GE(t, prev * (1 - 1e-12)) << ranks << " ranks, " << bytes << " B";
+            EXPECT_LE(NcclCollective(op, bytes, faster).time_s, t) << ranks << " ranks, " << bytes << " B";
+            prev = t;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Collectives, NvlsRunsLargeAllReducesThroughTheSwitch) {
+  NcclGroup g;
+  g.ranks = 8;
+  g.busbw = 370e9;
+  g.nvls_busbw = 480e9;
+  auto big = NcclCollective(NcclOp::kAllReduce, 1e9, g);
+  EXPECT_STREQ(big.algorithm, "nvls");
+  EXPECT_NEAR(big.time_s, (8.4 + 14 * 3.4) * 1e-6 + 2.0 * 7 / 8 * 1e9 / 480e9, 1e-12);
+  // Never for all-gather, and a small all-reduce still takes LL.
+  EXPECT_STREQ(NcclCollective(NcclOp::kAllGather, 1e9, g).algorithm, "ring");
+  EXPECT_STREQ(NcclCollective(NcclOp::kAllReduce, 8192, g).protocol, "LL");
 }
 
 TEST(Collectives, OverlapCostIsTheUnhiddenPartPlusTheContention) {

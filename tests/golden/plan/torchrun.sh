@@ -1,4 +1,4 @@
-# predicted: step 52.783 s, 79463 tokens/s (1242 per GPU), MFU 60.4%, 82.7 GB per GPU, 145.7 days to train (223723 GPU-hours)
+# predicted: step 53.186 s, 78861 tokens/s (1232 per GPU), MFU 60.0%, 82.7 GB per GPU, 146.8 days to train (225432 GPU-hours)
 torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
   --master-addr="${MASTER_ADDR:-localhost}" --master-port="${MASTER_PORT:-29500}" \
   pretrain_gpt.py \
