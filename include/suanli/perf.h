@@ -94,13 +94,14 @@ Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int g
 double AllToAllTime(double bytes, int n, double busbw, double alpha);
 double P2PTime(double bytes, double bw, double alpha);
 
-// NCCL's own cost model for its collectives (src/graph/tuning.cc @01afd20a; docs/methodology.md §4.1):
+// NCCL's own cost model for its collectives (src/graph/tuning.cc @01afd20a; docs/methodology.md §7):
 // time = latency(algorithm, protocol) + bytes / bandwidth(algorithm, protocol), the fastest of ring and
 // tree x LL, LL128 and Simple. The latency is a base per collective plus a per-hop latency for each step
 // over NVLink, PCIe or the network; LL moves data at 1/4 (all-reduce) to 1/3 of the bus bandwidth and LL128
 // at 0.92 of it; trees are capped (110 GB/s on up to 2 nodes, 80 beyond) and corrected by message size.
 // `busbw` is the large-message ring bus bandwidth (GroupBusBandwidth), `bytes` the full buffer. NVLS (the
 // in-switch reduction; `nvls_busbw` > 0) is newer than that model: it takes the ring Simple latency.
+// No time (0) for one rank or no bytes; without a positive bus bandwidth the collective cannot run: infinity.
 enum class NcclOp { kAllReduce, kAllGather, kReduceScatter };
 struct NcclGroup {
   int ranks = 1;

@@ -308,8 +308,9 @@ constexpr int kTree = 0, kRing = 1, kLL = 0, kLL128 = 1, kSimple = 2, kNet = 2;
 
 NcclChoice NcclCollective(NcclOp op, double bytes, const NcclGroup& g) {
   NcclChoice best;
-  if (g.ranks <= 1 || !(bytes > 0) || !(g.busbw > 0)) return best;
-  best.time_s = std::numeric_limits<double>::infinity();
+  if (g.ranks <= 1 || !(bytes > 0)) return best;
+  best.time_s = std::numeric_limits<double>::infinity();  // also the answer without a usable bus bandwidth
+  if (!(g.busbw > 0)) return best;
   const auto consider = [&](double latency_us, double algbw, const char* algorithm, int protocol) {
     const double t = latency_us * 1e-6 + bytes / algbw;
     if (t < best.time_s) best = NcclChoice{t, algorithm, kNcclProtocol[protocol]};
@@ -677,7 +678,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   }
 
   // Tensor-parallel communication: 2 all-reduces per layer forward (or all-gather + reduce-scatter
-  // with SP: the same bytes on a ring, without the in-switch reduction), 2 in backward.
+  // with SP: the same bytes on a ring, without the in-switch reduction, each with its own latency), 2 in backward.
   if (c.tp > 1) {
     const double bytes = T * h * 2;
     const auto tp_collective = [&](double b, int n) {

@@ -152,6 +152,9 @@ TEST(Collectives, NcclModelPicksTheFastestAlgorithmAndProtocolPerSize) {
   EXPECT_EQ(at(NcclOp::kAllReduce, 1e9).time_s, 0);
   g.ranks = 8;
   EXPECT_EQ(at(NcclOp::kAllReduce, 0).time_s, 0);
+  // No bus bandwidth: the collective cannot finish, never "free".
+  g.busbw = 0;
+  EXPECT_TRUE(std::isinf(at(NcclOp::kAllReduce, 8192).time_s));
 }
 
 TEST(Collectives, NcclModelOverPcieAndAcrossNodes) {
