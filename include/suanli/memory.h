@@ -160,6 +160,12 @@ int ExpertTpFor(const Parallelism& p, Mode mode);
 // Errors say what would be valid.
 Status ValidateRequest(const ModelSpec& m, const FitRequest& r);
 
+// A context of `context` tokens (inference: prompt + output; training: the sequence) past the model's
+// max_position_embeddings. With a learned absolute position table it cannot run: ValidateRequest rejects it.
+// With rotary or ALiBi positions it runs (a rope-scaled or long-context variant), with quality the model was not
+// trained for: this returns the note every estimate carries then; nullopt within the model's maximum.
+std::optional<std::string> ContextBeyondModelNote(const ModelSpec& m, int64_t context);
+
 // Memory per GPU. Does not judge fit; see CheckFit.
 Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& r);
 

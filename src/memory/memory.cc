@@ -182,6 +182,11 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
     return InvalidArgument(fmt::format("--batch must be between 1 and {}, got {}", kMaxBatch, r.batch));
   if (r.micro_batch < 1 || r.micro_batch > kMaxBatch)
     return InvalidArgument(fmt::format("--micro-batch must be at least 1, got {}", r.micro_batch));
+  if (m.learned_positions > 0 && m.max_positions > 0 && r.seq > m.max_positions)
+    return InvalidArgument(fmt::format(
+        "a context of {} tokens{} is longer than {}'s learned position table ({} positions): a learned absolute "
+        "position embedding has no row past it (valid: at most {} tokens)",
+        r.seq, r.mode == Mode::kInfer ? " (prompt + output)" : "", m.id, m.max_positions, m.max_positions));
   if (m.heads % p.tp != 0) {
     std::string valid;
     for (int t = 1; t <= std::min(m.heads, 64); ++t)
@@ -397,6 +402,13 @@ StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Paralleli
 
 }  // namespace
 
+std::optional<std::string> ContextBeyondModelNote(const ModelSpec& m, int64_t context) {
+  if (m.max_positions <= 0 || context <= m.max_positions || m.learned_positions > 0) return std::nullopt;
+  return fmt::format("a context of {} tokens is past {}'s max_position_embeddings ({}); the estimate takes the "
+                     "length as given, as for a rope-scaled or long-context variant (a config.json with a larger "
+                     "max_position_embeddings models one)", context, m.id, m.max_positions);
+}
+
 Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   FitRequest r = req;
   if (r.weights.id.empty()) r.weights = *ParseWeightFormat("bf16");
@@ -604,6 +616,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   } else {
     f.peak_moment = "prefill of a full batch with the KV cache filled to the whole context";
   }
+  if (auto beyond = ContextBeyondModelNote(m, r.seq)) f.notes.push_back(std::move(*beyond));
   if (r.flash_attention) f.notes.push_back("FlashAttention: no s^2 attention-score tensors are stored");
   if (training && r.offload_layers > 0)
     f.notes.push_back(fmt::format("CPU activation offloading: {} of {} layers' activations ({} per layer) move to pinned "

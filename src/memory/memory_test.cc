@@ -34,6 +34,34 @@ FitRequest Infer(const char* weights = "bf16", int64_t batch = 1, int64_t seq = 
   return r;
 }
 
+// A context past max_position_embeddings: an error where the positions are a learned table (OPT's 2048 rows have
+// nothing to look up past them), a note where they are rotary (LLaMA 3.1: a rope-scaled variant can run longer);
+// within the maximum, neither.
+TEST_F(Memory, ContextPastTheModelMaximumIsAnErrorForLearnedPositionsAndANoteForRotary) {
+  const ModelSpec opt = M("opt-13b");
+  ASSERT_GT(opt.learned_positions, 0);
+  EXPECT_TRUE(EstimateMemory(opt, Infer("bf16", 1, opt.max_positions)).ok());
+  auto past = EstimateMemory(opt, Infer("bf16", 1, opt.max_positions + 1));
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.status().message().find("learned position table (2048 positions)"), std::string::npos)
+      << past.status().message();
+  EXPECT_NE(past.status().message().find("prompt + output"), std::string::npos);
+  EXPECT_FALSE(EstimateMemory(opt, Train(4096, 8, 1, 1)).ok());
+
+  const ModelSpec llama = M("llama-3.1-8b");
+  ASSERT_EQ(llama.learned_positions, 0);
+  auto has_note = [](const FitResult& f) {
+    for (const auto& n : f.notes)
+      if (n.find("max_position_embeddings (131072)") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_FALSE(has_note(Est(llama, Infer("bf16", 1, 131072))));
+  EXPECT_TRUE(has_note(Est(llama, Infer("bf16", 1, 131073))));
+  EXPECT_TRUE(ContextBeyondModelNote(llama, 262144).has_value());
+  EXPECT_FALSE(ContextBeyondModelNote(llama, 8192).has_value());
+  EXPECT_FALSE(ContextBeyondModelNote(opt, 4096).has_value());  // learned positions: an error, not a note
+}
+
 // CPU activation offloading (Megatron-Core --cpu-offloading --cpu-offloading-num-layers N): at most layers - N layers'
 // activations are on the GPU; the offloaded ones are in pinned host memory. Megatron-Core's rules: PP 1, no
 // recompute, N below the layer count; and only for pretraining.

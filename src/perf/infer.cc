@@ -269,6 +269,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.decode_ops = decode.ops;
   if (!r.fits) r.notes.push_back(fmt::format("does not fit: peak {} per GPU", FormatBytes(r.per_gpu_peak_bytes)));
   r.notes.push_back("TTFT = prefill of the whole batch; TPOT = one decode step at context input + output/2");
+  if (auto beyond = ContextBeyondModelNote(m, cfg.fit.seq)) r.notes.push_back(std::move(*beyond));
   // Where held-out serving runs disagreed with the model (docs/validation.md section 5), say so.
   const bool hopper = cl.gpu->architecture == "hopper";
   const bool fp8 = cfg.compute == Precision::kFp8;

@@ -1044,9 +1044,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // Data-parallel gradient reduction (ZeRO 0-2: all-reduce volume; 1-2 as reduce-scatter + all-gather).
   double dp_comm = 0, dp_exposed = 0;
   if (dp_group > 1 && par.zero < 3) {
+    // Gradients move at their own width (4 B with --fp32-grads); the all-gather after the sharded optimizer step
+    // moves the updated 16-bit parameters (Megatron's distributed optimizer gathers the model's bf16/fp16 copy).
     const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
     dp_comm = par.zero == 0 ? dp_collective(NcclOp::kAllReduce, gbytes)
-                            : dp_collective(NcclOp::kReduceScatter, gbytes) + dp_collective(NcclOp::kAllGather, gbytes);
+                            : dp_collective(NcclOp::kReduceScatter, gbytes) + dp_collective(NcclOp::kAllGather, params_gpu * 2);
     // Overlap window: the backward pass of the last micro-batch on this stage.
     const double window = cfg.dp_overlap ? max_stage_layers * (lb + lr) : 0;
     dp_exposed = OverlapCost(window, dp_comm, eff.overlap_slowdown);
@@ -1133,6 +1135,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // An all-MoE model has no dense layer: its dense rows would all count zero.
   std::erase_if(ops.ops, [](const OpCost& o) { return o.phase == "forward" && o.count == 0; });
   res.ops = std::move(ops.ops);
+  if (cfg.detail)
+    if (auto beyond = ContextBeyondModelNote(m, cfg.fit.seq)) res.notes.push_back(std::move(*beyond));
   if (res.shortfall_bytes > 0)
     res.notes.push_back(fmt::format("does not fit: needs {} more per GPU", FormatBytes(res.shortfall_bytes)));
   if (res.host_shortfall_bytes > 0)

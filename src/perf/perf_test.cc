@@ -258,6 +258,53 @@ TEST_F(Perf, OverlappedDataParallelTrafficCostsTheMeasuredContention) {
   EXPECT_NEAR(with->step_time_s - without->step_time_s, 0.189 * dp_comm, 1e-9);
 }
 
+// perf infer and perf train say so when the context runs past the model's max_position_embeddings (rotary models;
+// learned position tables are an error, Memory.ContextPastTheModelMaximum...).
+TEST_F(Perf, EstimatesPastTheModelsMaximumContextCarryANote) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  auto noted = [](const std::vector<std::string>& notes) {
+    for (const auto& n : notes)
+      if (n.find("max_position_embeddings") != std::string::npos) return true;
+    return false;
+  };
+  InferConfig ic;
+  ic.input_len = 200000;
+  ic.output_len = 10;
+  auto in = EstimateInference(m, C(g), ic, E(g));
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_TRUE(noted(in->notes));
+  ic.input_len = 2000;
+  auto in_short = EstimateInference(m, C(g), ic, E(g));
+  ASSERT_TRUE(in_short.ok());
+  EXPECT_FALSE(noted(in_short->notes));
+  TrainConfig tc = Train(64, 8, 1, 64, 262144);
+  tc.fit.par.cp = 8;
+  tc.fit.par.dp = 1;
+  auto tr = EstimateTraining(m, C(g), tc, E(g));
+  ASSERT_TRUE(tr.ok()) << tr.status().message();
+  EXPECT_TRUE(noted(tr->notes));
+}
+
+// Regression: with --fp32-grads the distributed optimizer reduce-scatters 4-byte gradients but all-gathers the
+// updated 16-bit parameters; the all-gather used to be charged at the gradients' 4 bytes too.
+TEST_F(Perf, ZeroOneGathersSixteenBitParametersWhateverTheGradientWidth) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  const Cluster cl = C(g);
+  const Efficiency e = E(g);
+  for (bool fp32 : {false, true}) {
+    TrainConfig c = Train(16, 1, 1, 64, 4096, 2);  // DP 16 over two nodes; PP 1 and TP 1: only DP traffic
+    c.fit.fp32_grads = fp32;
+    auto r = EstimateTraining(m, cl, c, e);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const double p = r->memory.params_per_gpu;
+    const double expected = GroupCollectiveTime(cl, e, NcclOp::kReduceScatter, p * (fp32 ? 4 : 2), 16, 1) +
+                            GroupCollectiveTime(cl, e, NcclOp::kAllGather, p * 2, 16, 1);
+    EXPECT_NEAR(r->communication_total_s, expected, 1e-12 * expected) << "fp32 grads " << fp32;
+  }
+}
+
 TEST_F(Perf, AttentionKernelNamesAndFlashAttentionOneIsHalfAsFast) {
   EXPECT_EQ(*ParseAttentionImpl("flash"), AttentionImpl::kFlash);
   EXPECT_EQ(*ParseAttentionImpl("triton"), AttentionImpl::kFlash1);

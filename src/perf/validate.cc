@@ -64,7 +64,8 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"embedding_loss_in_split", KeyType::kBool},
               {"ep", KeyType::kInteger},
               {"etp", KeyType::kInteger},
-              {"moe_imbalance", KeyType::kNumber}});
+              {"moe_imbalance", KeyType::kNumber},
+              {"fp32_grads", KeyType::kBool}});
     return m;
   }();
   static const std::map<std::string, KeyType> infer_keys = [] {
@@ -175,6 +176,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.fit.batch = t["global_batch"].value_or(int64_t{1});
   c.fit.seq = t["seq"].value_or(int64_t{2048});
   c.fit.dropout = t["dropout"].value_or(false);
+  c.fit.fp32_grads = t["fp32_grads"].value_or(false);
   SUANLI_ASSIGN_OR_RETURN(c.attention, ParseAttentionImpl(t["attention"].value_or(std::string("flash"))));
   c.fit.flash_attention = c.attention != AttentionImpl::kUnfused;
   c.dp_overlap = t["dp_overlap"].value_or(true);
@@ -209,7 +211,11 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
     const double f = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
     return f / r.step_time_s / gpus_d / 1e12;
   }
-  return ParseError("unknown training metric '" + metric + "'");
+  // Model TFLOP/s per GPU by the 6N + 12·L·d_attn·s convention (PaLM appendix B; what Llama 3 reports).
+  if (metric == "model_tflops_6n")
+    return ModelFlopsPerToken(m, double(c.fit.seq), FlopConvention::k6N) * r.tokens_per_s_per_gpu / 1e12;
+  return ParseError("unknown training metric '" + metric +
+                    "' (valid: step_time_s, mfu_megatron, tokens_per_s_per_gpu, narayanan_tflops, model_tflops_6n)");
 }
 
 Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
