@@ -1176,7 +1176,7 @@ TEST_F(Perf, EagerElementwiseCountsTheUnfusedKernelsBytes) {
   };
   // GPT-3 style (LayerNorm, GELU, learned positions): eager costs the same as fused.
   auto gpt = ParseHfConfig(R"({"model_type": "gpt2", "n_embd": 2048, "n_layer": 24, "n_head": 16,
-                                "vocab_size": 50257, "n_positions": 2048})",
+                                "vocab_size": 50257, "n_positions": 4096})",
                            "gpt.json");
   ASSERT_TRUE(gpt.ok()) << gpt.status().message();
   eager_costs_the_same(*gpt);
