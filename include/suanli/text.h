@@ -18,5 +18,11 @@ std::vector<std::string> ClosestMatches(std::string_view name, const std::vector
 // " (did you mean 'a' or 'b'?)" or "" when there is no suggestion.
 std::string DidYouMean(std::string_view name, const std::vector<std::string>& candidates);
 
+// The same over names grouped by what they name (a catalog id and its aliases): at most one suggestion per group,
+// the group's name closest to `name`, so "llama-3.1-8" suggests LLaMA 3.1 8B once, not once per alias.
+std::vector<std::string> ClosestMatches(std::string_view name, const std::vector<std::vector<std::string>>& groups,
+                                        std::size_t max = 3);
+std::string DidYouMean(std::string_view name, const std::vector<std::vector<std::string>>& groups);
+
 std::string ToLower(std::string_view s);
 }  // namespace suanli

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
+#include <tuple>
 #include <utility>
 
 namespace suanli {
@@ -27,29 +29,51 @@ int EditDistance(std::string_view a_in, std::string_view b_in) {
   return prev[b.size()];
 }
 
-std::vector<std::string> ClosestMatches(std::string_view name, const std::vector<std::string>& candidates,
+std::vector<std::string> ClosestMatches(std::string_view name, const std::vector<std::vector<std::string>>& groups,
                                         std::size_t max) {
   const std::string lname = ToLower(name);
-  std::vector<std::pair<int, std::string>> scored;
-  for (const auto& c : candidates) {
-    const std::string lc = ToLower(c);
-    int d = EditDistance(lname, lc);
-    // A substring match (e.g. "4090" in "rtx-4090") is a strong hint whatever the distance.
-    if (!lname.empty() && lname.size() >= 3 && lc.find(lname) != std::string::npos) d = std::min(d, 1);
-    const int limit = std::max<int>(2, static_cast<int>(lname.size()) / 3);
-    if (d <= limit) scored.emplace_back(d, c);
+  struct Scored {
+    int d, raw, prefix;  // distance with the substring hint applied; then plain edit distance and the longer
+    std::string text;    // common prefix break ties ("h10": "h100" before "a10")
+    auto Key() const { return std::tuple{d, raw, -prefix}; }
+  };
+  std::vector<Scored> scored;
+  for (const auto& group : groups) {
+    std::optional<Scored> best;
+    for (const auto& c : group) {
+      const std::string lc = ToLower(c);
+      const int raw = EditDistance(lname, lc);
+      int d = raw;
+      // A substring match (e.g. "4090" in "rtx-4090") is a strong hint whatever the distance.
+      if (!lname.empty() && lname.size() >= 3 && lc.find(lname) != std::string::npos) d = std::min(d, 1);
+      const int limit = std::max<int>(2, static_cast<int>(lname.size()) / 3);
+      if (d > limit) continue;
+      int prefix = 0;
+      while (prefix < int(std::min(lc.size(), lname.size())) && lc[prefix] == lname[prefix]) ++prefix;
+      const Scored sc{d, raw, prefix, c};
+      if (!best || sc.Key() < best->Key()) best = sc;
+    }
+    if (best) scored.push_back(std::move(*best));
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& x, const Scored& y) { return x.Key() < y.Key(); });
   std::vector<std::string> out;
-  for (const auto& [d, c] : scored) {
+  for (const auto& s : scored) {
     if (out.size() >= max) break;
-    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+    if (std::find(out.begin(), out.end(), s.text) == out.end()) out.push_back(s.text);
   }
   return out;
 }
 
-std::string DidYouMean(std::string_view name, const std::vector<std::string>& candidates) {
-  auto m = ClosestMatches(name, candidates);
+std::vector<std::string> ClosestMatches(std::string_view name, const std::vector<std::string>& candidates,
+                                        std::size_t max) {
+  std::vector<std::vector<std::string>> groups;
+  groups.reserve(candidates.size());
+  for (const auto& c : candidates) groups.push_back({c});
+  return ClosestMatches(name, groups, max);
+}
+
+namespace {
+std::string Suggestion(const std::vector<std::string>& m) {
   if (m.empty()) return "";
   std::string s = " (did you mean ";
   for (std::size_t i = 0; i < m.size(); ++i) {
@@ -57,6 +81,15 @@ std::string DidYouMean(std::string_view name, const std::vector<std::string>& ca
     s += "'" + m[i] + "'";
   }
   return s + "?)";
+}
+}  // namespace
+
+std::string DidYouMean(std::string_view name, const std::vector<std::string>& candidates) {
+  return Suggestion(ClosestMatches(name, candidates));
+}
+
+std::string DidYouMean(std::string_view name, const std::vector<std::vector<std::string>>& groups) {
+  return Suggestion(ClosestMatches(name, groups));
 }
 
 }  // namespace suanli

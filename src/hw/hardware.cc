@@ -320,7 +320,12 @@ Result<const GpuSpec*> HardwareCatalog::FindGpu(std::string_view id_in) const {
     for (const auto& a : g.aliases)
       if (a == id) return &g;
   }
-  return NotFound(fmt::format("unknown GPU '{}'{}; `suanli gpus` lists the catalog", id_in, DidYouMean(id, GpuNames())));
+  std::vector<std::vector<std::string>> names;  // one group per GPU: its id and aliases, suggested once
+  for (const auto& g : gpus_) {
+    names.push_back({g.id});
+    names.back().insert(names.back().end(), g.aliases.begin(), g.aliases.end());
+  }
+  return NotFound(fmt::format("unknown GPU '{}'{}; `suanli gpus` lists the catalog", id_in, DidYouMean(id, names)));
 }
 
 Result<const Interconnect*> HardwareCatalog::FindInterconnect(std::string_view id_in) const {

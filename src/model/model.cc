@@ -577,9 +577,14 @@ Result<const CatalogModel*> ModelCatalog::Find(std::string_view id_in) const {
     for (const auto& a : m.aliases)
       if (a == id) return &m;
   }
+  std::vector<std::vector<std::string>> names;  // one group per model: its id and aliases, suggested once
+  for (const auto& m : models_) {
+    names.push_back({m.spec.id});
+    names.back().insert(names.back().end(), m.aliases.begin(), m.aliases.end());
+  }
   return NotFound(fmt::format("unknown model '{}'{}; `suanli models` lists the catalog, or pass a path to a "
                               "Hugging Face config.json",
-                              id_in, DidYouMean(id, Names())));
+                              id_in, DidYouMean(id, names)));
 }
 
 Result<ModelSpec> ModelCatalog::Resolve(std::string_view id) const {
