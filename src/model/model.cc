@@ -182,6 +182,19 @@ constexpr int64_t kMaxLayers = 10000;
 constexpr int64_t kMaxHeads = 1 << 16;
 constexpr int64_t kMaxVocab = int64_t(1) << 26;
 
+// The shape every multi-head architecture below states, each under its own key names: hidden size, layers and
+// attention heads; one KV head per query head (falcon overrides it) and a head dimension of hidden / heads.
+Status ReadMultiHeadShape(const JsonReader& r, ModelSpec& m, std::initializer_list<const char*> hidden,
+                          std::initializer_list<const char*> layers, std::initializer_list<const char*> heads) {
+  SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int(hidden, kMaxHidden));
+  SUANLI_ASSIGN_OR_RETURN(const int64_t l, r.Int(layers, kMaxLayers));
+  SUANLI_ASSIGN_OR_RETURN(const int64_t h, r.Int(heads, kMaxHeads));
+  m.layers = static_cast<int>(l);
+  m.heads = m.kv_heads = static_cast<int>(h);
+  m.head_dim = static_cast<int>(m.hidden / m.heads);
+  return Status::Ok();
+}
+
 Status ValidateSpec(const ModelSpec& m, const std::string& name) {
   if (m.kv_heads > m.heads)
     return ParseError(fmt::format("{}: num_key_value_heads ({}) exceeds num_attention_heads ({})", name, m.kv_heads, m.heads));
@@ -351,12 +364,9 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     // LayerNorm (ln_1), rotary on the first rotary_dim dimensions of each head (no position table), q/k/v/out
     // without bias, untied lm_head (its vocab-sized bias is not counted).
     const bool gptj = t == "gptj";
-    SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"n_embd", "hidden_size"}, kMaxHidden));
-    SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"n_layer", "num_hidden_layers"}, kMaxLayers));
-    SUANLI_ASSIGN_OR_RETURN(int64_t heads, r.Int({"n_head", "num_attention_heads"}, kMaxHeads));
-    m.layers = static_cast<int>(layers);
-    m.heads = m.kv_heads = static_cast<int>(heads);
-    m.head_dim = static_cast<int>(m.hidden / m.heads);
+    SUANLI_RETURN_IF_ERROR(
+        ReadMultiHeadShape(r, m, {"n_embd", "hidden_size"}, {"n_layer", "num_hidden_layers"},
+                           {"n_head", "num_attention_heads"}));
     SUANLI_ASSIGN_OR_RETURN(m.ffn, r.IntOr("n_inner", 4 * m.hidden, kMaxHidden * 16));
     if (m.ffn == 0) m.ffn = 4 * m.hidden;
     SUANLI_ASSIGN_OR_RETURN(m.vocab, r.Int({"vocab_size"}, kMaxVocab));
@@ -374,12 +384,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     }
     SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", !gptj));
   } else if (t == "gpt_neox") {
-    SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size"}, kMaxHidden));
-    SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"num_hidden_layers"}, kMaxLayers));
-    SUANLI_ASSIGN_OR_RETURN(int64_t heads, r.Int({"num_attention_heads"}, kMaxHeads));
-    m.layers = static_cast<int>(layers);
-    m.heads = m.kv_heads = static_cast<int>(heads);
-    m.head_dim = static_cast<int>(m.hidden / m.heads);
+    SUANLI_RETURN_IF_ERROR(ReadMultiHeadShape(r, m, {"hidden_size"}, {"num_hidden_layers"}, {"num_attention_heads"}));
     SUANLI_ASSIGN_OR_RETURN(m.ffn, r.Int({"intermediate_size"}, kMaxHidden * 16));
     SUANLI_ASSIGN_OR_RETURN(m.vocab, r.Int({"vocab_size"}, kMaxVocab));
     SUANLI_ASSIGN_OR_RETURN(m.max_positions, r.IntOr("max_position_embeddings", 0));
@@ -390,12 +395,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     m.mlp_bias = true;
     SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", false));
   } else if (t == "opt") {
-    SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size"}, kMaxHidden));
-    SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"num_hidden_layers"}, kMaxLayers));
-    SUANLI_ASSIGN_OR_RETURN(int64_t heads, r.Int({"num_attention_heads"}, kMaxHeads));
-    m.layers = static_cast<int>(layers);
-    m.heads = m.kv_heads = static_cast<int>(heads);
-    m.head_dim = static_cast<int>(m.hidden / m.heads);
+    SUANLI_RETURN_IF_ERROR(ReadMultiHeadShape(r, m, {"hidden_size"}, {"num_hidden_layers"}, {"num_attention_heads"}));
     SUANLI_ASSIGN_OR_RETURN(m.ffn, r.Int({"ffn_dim"}, kMaxHidden * 16));
     SUANLI_ASSIGN_OR_RETURN(m.vocab, r.Int({"vocab_size"}, kMaxVocab));
     SUANLI_ASSIGN_OR_RETURN(m.max_positions, r.Int({"max_position_embeddings"}, int64_t(1) << 24));
@@ -409,12 +409,9 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     if (proj != m.hidden) m.embed_proj_dim = proj;
     // The final LayerNorm only exists when do_layer_norm_before (all sizes except 350m).
   } else if (t == "bloom") {
-    SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size", "n_embed"}, kMaxHidden));
-    SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"n_layer", "num_hidden_layers"}, kMaxLayers));
-    SUANLI_ASSIGN_OR_RETURN(int64_t heads, r.Int({"n_head", "num_attention_heads"}, kMaxHeads));
-    m.layers = static_cast<int>(layers);
-    m.heads = m.kv_heads = static_cast<int>(heads);
-    m.head_dim = static_cast<int>(m.hidden / m.heads);
+    SUANLI_RETURN_IF_ERROR(
+        ReadMultiHeadShape(r, m, {"hidden_size", "n_embed"}, {"n_layer", "num_hidden_layers"},
+                           {"n_head", "num_attention_heads"}));
     m.ffn = 4 * m.hidden;
     SUANLI_ASSIGN_OR_RETURN(m.vocab, r.Int({"vocab_size"}, kMaxVocab));
     SUANLI_ASSIGN_OR_RETURN(m.max_positions, r.IntOr("seq_length", 2048));
@@ -426,12 +423,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
   } else if (t == "mpt") {
     // MosaicML MPT: plain GELU MLP of expansion_ratio x d_model; ALiBi (no position table) unless the config
     // turns ALiBi off and keeps llm-foundry's learned position table (learned_pos_emb, max_seq_len x d_model).
-    SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"d_model"}, kMaxHidden));
-    SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"n_layers"}, kMaxLayers));
-    SUANLI_ASSIGN_OR_RETURN(int64_t heads, r.Int({"n_heads"}, kMaxHeads));
-    m.layers = static_cast<int>(layers);
-    m.heads = m.kv_heads = static_cast<int>(heads);
-    m.head_dim = static_cast<int>(m.hidden / m.heads);
+    SUANLI_RETURN_IF_ERROR(ReadMultiHeadShape(r, m, {"d_model"}, {"n_layers"}, {"n_heads"}));
     SUANLI_ASSIGN_OR_RETURN(int64_t ratio, r.IntOr("expansion_ratio", 4, 64));
     m.ffn = ratio * m.hidden;
     SUANLI_ASSIGN_OR_RETURN(m.vocab, r.Int({"vocab_size"}, kMaxVocab));
@@ -451,12 +443,8 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     SUANLI_ASSIGN_OR_RETURN(bool learned, r.BoolOr("learned_pos_emb", false));
     if (learned && !alibi) m.learned_positions = m.max_positions;
   } else if (t == "falcon") {
-    SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size"}, kMaxHidden));
-    SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"num_hidden_layers", "n_layer"}, kMaxLayers));
-    SUANLI_ASSIGN_OR_RETURN(int64_t heads, r.Int({"num_attention_heads", "n_head"}, kMaxHeads));
-    m.layers = static_cast<int>(layers);
-    m.heads = static_cast<int>(heads);
-    m.head_dim = static_cast<int>(m.hidden / m.heads);
+    SUANLI_RETURN_IF_ERROR(
+        ReadMultiHeadShape(r, m, {"hidden_size"}, {"num_hidden_layers", "n_layer"}, {"num_attention_heads", "n_head"}));
     SUANLI_ASSIGN_OR_RETURN(bool new_arch, r.BoolOr("new_decoder_architecture", false));
     SUANLI_ASSIGN_OR_RETURN(bool mq, r.BoolOr("multi_query", true));
     if (new_arch) {
