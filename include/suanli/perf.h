@@ -276,6 +276,10 @@ struct ErrorBand {
   double p90_abs = 0;    // nine runs in ten were within this
   double worst_abs = 0;
   std::span<const char* const> gpus;  // the GPUs the group's runs were on (catalog ids)
+  // Which way the model erred: runs it predicted faster than measured, and the mean signed error, positive
+  // when faster (a rate's error, or minus a time's; ValidationCase::fast_error).
+  int fast_cases = 0;
+  double mean_fast = 0;
 };
 // Whether a band's runs include this GPU. Where they do not, the band is evidence for the model, not for
 // this GPU's efficiencies (data/efficiency.toml says where each of those comes from).
@@ -448,10 +452,10 @@ inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{6, 1.150, 0.2
 inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200", "h100-sxm"};
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
-inline constexpr ErrorBand kTrainingError{"training", 160, 0.0640, 0.1210, 0.3116, kTrainingGpus};
-inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0687, 0.1212, 0.3666, kDecodeGpus};
-inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1128, 0.2241, 0.3803, kServingGpus};
-inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0727, 0.1641, 0.2805, kServingGpus};
+inline constexpr ErrorBand kTrainingError{"training", 160, 0.0640, 0.1210, 0.3116, kTrainingGpus, 83, 0.0177};
+inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0687, 0.1212, 0.3666, kDecodeGpus, 17, 0.0092};
+inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1128, 0.2241, 0.3803, kServingGpus, 31, 0.0604};
+inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0727, 0.1641, 0.2805, kServingGpus, 59, 0.0346};
 }  // namespace evidence
 
 // Model FLOPs per token (forward + backward = 3x forward) under a convention, for sequence s.

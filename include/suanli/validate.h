@@ -24,6 +24,9 @@ struct ValidationCase {
   double published = 0;
   double predicted = 0;
   double error = 0;     // (predicted - published) / published
+  // The same error signed so that positive means the model was too fast: `error` for rates (tokens/s, TFLOP/s,
+  // MFU), -`error` for times (step_time_s, ttft_s, e2e_latency_s).
+  double fast_error() const;
   std::string failure;  // non-empty when the case could not be evaluated
   std::string detail;   // layout chosen etc.
 };

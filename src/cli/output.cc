@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -44,6 +45,8 @@ nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu) {
                         {"mean_abs_error", b.mean_abs},
                         {"p90_abs_error", b.p90_abs},
                         {"worst_abs_error", b.worst_abs},
+                        {"too_fast_cases", b.fast_cases},
+                        {"mean_bias_fast", b.mean_fast},
                         {"gpus", std::vector<std::string>(b.gpus.begin(), b.gpus.end())},
                         {"covers_gpu", BandCoversGpu(b, gpu.id)}};
 }
@@ -63,8 +66,10 @@ std::string BandWords(const char* what, const ErrorBand& b, const char* runs, co
     for (const char* g : b.gpus) where += (where.empty() ? "" : ", ") + std::string(g);
     where = fmt::format("; on {}, none on {}", where, gpu.id);
   }
-  return fmt::format("{}{}{:.1f}% mean error, 9 in 10 within {:.0f}% ({} {}{})", what, *what ? " " : "",
-                     100 * b.mean_abs, 100 * b.p90_abs, b.cases, runs, where);
+  return fmt::format("{}{}{:.1f}% mean error, 9 in 10 within {:.0f}% ({} {}{}; {} predicted too fast, on average "
+                     "{:.1f}% {})",
+                     what, *what ? " " : "", 100 * b.mean_abs, 100 * b.p90_abs, b.cases, runs, where, b.fast_cases,
+                     100 * std::fabs(b.mean_fast), b.mean_fast >= 0 ? "fast" : "slow");
 }
 
 nlohmann::json JsonEnvelope(const char* schema) {

@@ -287,6 +287,11 @@ Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, std::st
 
 }  // namespace
 
+double ValidationCase::fast_error() const {
+  const bool time = metric == "step_time_s" || metric == "ttft_s" || metric == "e2e_latency_s";
+  return time ? -error : error;
+}
+
 Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_view file_sv, const HardwareCatalog& hw,
                                            const ModelCatalog& models, const CaseFileReader& read) {
   const std::string file(file_sv);

@@ -247,10 +247,14 @@ TEST(PerfValidation, ErrorBandsMatchTheValidationData) {
   auto check = [&](const ErrorBand& want, bool dense_only) {
     std::vector<double> v;
     std::set<std::string> gpus;
+    int fast = 0;
+    double fast_sum = 0;
     for (const auto& c : rep->cases)
       if (c.group == want.group && !(dense_only && c.moe)) {
         v.push_back(std::fabs(c.error));
         gpus.insert(c.gpu);
+        fast += c.fast_error() > 0;
+        fast_sum += c.fast_error();
       }
     ASSERT_EQ(static_cast<int>(v.size()), want.cases) << want.group;
     EXPECT_EQ(gpus, std::set<std::string>(want.gpus.begin(), want.gpus.end())) << want.group;
@@ -261,6 +265,8 @@ TEST(PerfValidation, ErrorBandsMatchTheValidationData) {
     EXPECT_NEAR(sum / v.size(), want.mean_abs, 0.001) << want.group;
     EXPECT_NEAR(v[p90], want.p90_abs, 0.001) << want.group;
     EXPECT_NEAR(v.back(), want.worst_abs, 0.001) << want.group;
+    EXPECT_EQ(fast, want.fast_cases) << want.group;
+    EXPECT_NEAR(fast_sum / v.size(), want.mean_fast, 0.001) << want.group;
   };
   check(evidence::kTrainingError, true);
   check(evidence::kDecodeError, false);
