@@ -34,6 +34,9 @@ constexpr const char* kFp8CastOpName = "FP8 cast + transpose";
 constexpr const char* kEagerOpName = "eager element-wise (unfused)";
 // MoE token permutation and unpermutation: backward moves the same bytes once (not twice, as GEMMs).
 constexpr const char* kMoePermuteOpName = "token permute + unpermute";
+// Context parallelism's ring exchange of K and V blocks: once in the forward pass, twice in the backward (K, V and
+// their gradients).
+constexpr const char* kCpRingOpName = "CP K/V ring exchange";
 // Optimizer step traffic per locally-held parameter for Adam with FP32 master weights:
 // read master, m, v (12 B) and the gradient, write master, m, v (12 B) and the 16-bit weight.
 constexpr double kAdamStepBytesBase = 24;
@@ -703,6 +706,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     const double kv_bytes = T * 2 * sh.kv_dim / t * 2;
     const double ring = (c.cp - 1) * P2PTime(kv_bytes, TpBusBw(c, c.cp, c.tp), TpAlpha(c, c.cp, c.tp));
     p.cp_comm = std::max(0.0, ring - attn_time) + std::max(0.0, 2 * ring - attn_time * kFlashBackwardFactor);
+    if (ops) ops->Add(kCpRingOpName, "forward", 0, (c.cp - 1) * kv_bytes, ring, 1, Bound::kCommunication);
   }
 
   // Backward: GEMMs twice the forward (data and weight gradients), attention per its kernel,
@@ -1060,7 +1064,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double t_opt = opt_bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory) + 10 * eff.kernel_launch_s;
   if (opsp) {
     ops.Add("optimizer step (Adam)", "step", 0, opt_bytes, t_opt, 1, Bound::kMemory);
-    if (dp_comm > 0) ops.Add("DP gradient all-reduce", "step", 0, params_gpu * 2, dp_comm, 1, Bound::kCommunication);
+    if (dp_comm > 0) {
+      const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
+      if (par.zero == 0)
+        ops.Add("DP gradient all-reduce", "step", 0, gbytes, dp_comm, 1, Bound::kCommunication);
+      else
+        ops.Add("DP gradient reduce-scatter + parameter all-gather", "step", 0, gbytes + params_gpu * 2, dp_comm, 1,
+                Bound::kCommunication);
+    }
     if (stage_host > 0) ops.Add("host overhead (eager FSDP)", "step", 0, 0, mb_count * stage_host, 1, Bound::kLatency);
     if (cfg.fit.offload_layers > 0) {
       const double n = cfg.fit.offload_layers * double(mb_count);
@@ -1127,7 +1138,10 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     if (o.name.find(kEagerOpName) != std::string::npos && pt.eager_fwd > 0) bwd = pt.eager_bwd / pt.eager_fwd;
     if (o.name.find(kMoePermuteOpName) != std::string::npos) bwd = 1.0;
     const double layers_here = head_op ? 1.0 : double(max_stage_layers);
-    o.count = mb_count * layers_here * (comm ? (2 + passes_rc) : (1 + bwd + (head_op ? 0 : passes_rc)));
+    // Collectives: once forward and once backward (the CP ring twice: K and V, then their gradients), and again
+    // in a recomputed forward.
+    const double comm_bwd = o.name == kCpRingOpName ? 2.0 : 1.0;
+    o.count = mb_count * layers_here * (comm ? (1 + comm_bwd + passes_rc) : (1 + bwd + (head_op ? 0 : passes_rc)));
     // Dense and MoE layers each list all their operators; weight them by the share of layers of each kind.
     if (moe_op) o.count *= moe_frac;
     else if (!head_op) o.count *= 1 - moe_frac;

@@ -258,6 +258,31 @@ TEST_F(Perf, OverlappedDataParallelTrafficCostsTheMeasuredContention) {
   EXPECT_NEAR(with->step_time_s - without->step_time_s, 0.189 * dp_comm, 1e-9);
 }
 
+// --explain lists context parallelism's ring exchange (it was in the step but missing from the table): CP - 1 steps
+// of this rank's K and V block, at the full time whether hidden under attention or not, once forward and twice
+// backward per layer and micro-batch.
+TEST_F(Perf, ExplainListsTheContextParallelRing) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(16, 1, 1, 16, 32768);
+  c.fit.par.cp = 2;
+  c.fit.par.dp = 8;
+  c.detail = true;
+  auto r = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const OpCost* ring = FindOp(r->ops, "CP K/V ring exchange");
+  ASSERT_NE(ring, nullptr);
+  const double tokens = 32768 / 2, kv_dim = 8 * 128;
+  EXPECT_DOUBLE_EQ(ring->bytes, tokens * 2 * kv_dim * 2);  // K and V, 16-bit, one step (CP - 1 = 1)
+  EXPECT_EQ(ring->bound, Bound::kCommunication);
+  EXPECT_DOUBLE_EQ(ring->count, r->num_micro_batches * 32 * 3.0);
+  c.fit.par.cp = 1;
+  c.fit.par.dp = 16;
+  auto no_cp = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(no_cp.ok());
+  EXPECT_EQ(FindOp(no_cp->ops, "CP K/V ring exchange"), nullptr);
+}
+
 // perf infer and perf train say so when the context runs past the model's max_position_embeddings (rotary models;
 // learned position tables are an error, Memory.ContextPastTheModelMaximum...).
 TEST_F(Perf, EstimatesPastTheModelsMaximumContextCarryANote) {
