@@ -138,9 +138,11 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
       act_elems += (load.assignments * double(m.moe->expert_ffn) / etp + T * double(m.moe->shared_ffn) / t) * moe_frac;
   }
   const double ew_bytes = T * (m.norms_per_layer * 4 * h + 12 * h) + 6.0 * act_elems;
-  const double ew_time = ew_bytes / bw + 6 * eff.kernel_launch_s;
+  const double ew_stream = ew_bytes / bw, ew_launch = 6 * eff.kernel_launch_s;
+  const double ew_time = ew_stream + ew_launch;
+  // Bound by whichever part is larger: streaming the bytes (a long prefill) or the kernels' fixed cost (decode).
   p.ops.push_back(OpCost{"norms, residuals, activation", decode ? "decode" : "prefill", 0, ew_bytes, ew_time, 1,
-                         Bound::kLatency});
+                         ew_stream >= ew_launch ? Bound::kMemory : Bound::kLatency});
   p.time += ew_time;
   // Tensor parallelism: two all-reduces per layer.
   if (t > 1) {

@@ -258,6 +258,27 @@ TEST_F(Perf, OverlappedDataParallelTrafficCostsTheMeasuredContention) {
   EXPECT_NEAR(with->step_time_s - without->step_time_s, 0.189 * dp_comm, 1e-9);
 }
 
+// Regression: the serving element-wise row was always labelled latency-bound; a 32k-token prefill streams
+// gigabytes through it (memory-bound), a batch-1 decode step pays mostly its kernels' fixed cost (latency).
+TEST_F(Perf, ServingElementwiseRowIsMemoryBoundInALongPrefillAndLatencyBoundInDecode) {
+  const GpuSpec& g = G("h100-sxm");
+  InferConfig c;
+  c.fit.batch = 16;
+  c.input_len = 2048;
+  c.output_len = 16;
+  auto r = EstimateInference(M("llama-3.1-8b"), C(g), c, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const OpCost* pre = FindOp(r->prefill_ops, "norms, residuals, activation");
+  ASSERT_NE(pre, nullptr);
+  EXPECT_EQ(pre->bound, Bound::kMemory);
+  c.fit.batch = 1;
+  auto d = EstimateInference(M("llama-3.1-8b"), C(g), c, E(g));
+  ASSERT_TRUE(d.ok());
+  const OpCost* dec = FindOp(d->decode_ops, "norms, residuals, activation");
+  ASSERT_NE(dec, nullptr);
+  EXPECT_EQ(dec->bound, Bound::kLatency);
+}
+
 // --explain lists context parallelism's ring exchange (it was in the step but missing from the table): CP - 1 steps
 // of this rank's K and V block, at the full time whether hidden under attention or not, once forward and twice
 // backward per layer and micro-batch.
