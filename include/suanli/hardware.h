@@ -124,7 +124,7 @@ class HardwareCatalog {
   // Finds by canonical id or alias, case-insensitively. NotFound carries "did you mean".
   Result<const GpuSpec*> FindGpu(std::string_view id) const;
   Result<const Interconnect*> FindInterconnect(std::string_view id) const;
-  std::vector<std::string> GpuNames() const;  // ids and aliases
+  std::vector<std::vector<std::string>> GpuNames() const;  // per GPU: its id, then its aliases
 
  private:
   std::vector<GpuSpec> gpus_;

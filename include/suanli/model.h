@@ -126,7 +126,7 @@ class ModelCatalog {
   // holding config.json), imports it instead. NotFound carries "did you mean".
   Result<ModelSpec> Resolve(std::string_view id) const;
   Result<const CatalogModel*> Find(std::string_view id) const;
-  std::vector<std::string> Names() const;
+  std::vector<std::vector<std::string>> Names() const;  // per model: its id, then its aliases
 
  private:
   std::vector<CatalogModel> models_;

@@ -304,11 +304,11 @@ Result<HardwareCatalog> HardwareCatalog::Load(const CatalogOptions& options) {
   return FromSpecs(std::move(gpus), std::move(lv));
 }
 
-std::vector<std::string> HardwareCatalog::GpuNames() const {
-  std::vector<std::string> names;
+std::vector<std::vector<std::string>> HardwareCatalog::GpuNames() const {
+  std::vector<std::vector<std::string>> names;
   for (const auto& g : gpus_) {
-    names.push_back(g.id);
-    for (const auto& a : g.aliases) names.push_back(a);
+    names.push_back({g.id});
+    names.back().insert(names.back().end(), g.aliases.begin(), g.aliases.end());
   }
   return names;
 }
@@ -320,12 +320,7 @@ Result<const GpuSpec*> HardwareCatalog::FindGpu(std::string_view id_in) const {
     for (const auto& a : g.aliases)
       if (a == id) return &g;
   }
-  std::vector<std::vector<std::string>> names;  // one group per GPU: its id and aliases, suggested once
-  for (const auto& g : gpus_) {
-    names.push_back({g.id});
-    names.back().insert(names.back().end(), g.aliases.begin(), g.aliases.end());
-  }
-  return NotFound(fmt::format("unknown GPU '{}'{}; `suanli gpus` lists the catalog", id_in, DidYouMean(id, names)));
+  return NotFound(fmt::format("unknown GPU '{}'{}; `suanli gpus` lists the catalog", id_in, DidYouMean(id, GpuNames())));
 }
 
 Result<const Interconnect*> HardwareCatalog::FindInterconnect(std::string_view id_in) const {

@@ -549,11 +549,11 @@ Result<ModelCatalog> ModelCatalog::Load(const CatalogOptions& options) {
   return c;
 }
 
-std::vector<std::string> ModelCatalog::Names() const {
-  std::vector<std::string> n;
+std::vector<std::vector<std::string>> ModelCatalog::Names() const {
+  std::vector<std::vector<std::string>> n;
   for (const auto& m : models_) {
-    n.push_back(m.spec.id);
-    for (const auto& a : m.aliases) n.push_back(a);
+    n.push_back({m.spec.id});
+    n.back().insert(n.back().end(), m.aliases.begin(), m.aliases.end());
   }
   return n;
 }
@@ -565,14 +565,9 @@ Result<const CatalogModel*> ModelCatalog::Find(std::string_view id_in) const {
     for (const auto& a : m.aliases)
       if (a == id) return &m;
   }
-  std::vector<std::vector<std::string>> names;  // one group per model: its id and aliases, suggested once
-  for (const auto& m : models_) {
-    names.push_back({m.spec.id});
-    names.back().insert(names.back().end(), m.aliases.begin(), m.aliases.end());
-  }
   return NotFound(fmt::format("unknown model '{}'{}; `suanli models` lists the catalog, or pass a path to a "
                               "Hugging Face config.json",
-                              id_in, DidYouMean(id, names)));
+                              id_in, DidYouMean(id, Names())));
 }
 
 Result<ModelSpec> ModelCatalog::Resolve(std::string_view id) const {
