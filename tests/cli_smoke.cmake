@@ -33,13 +33,21 @@ string(JSON dense_decode GET "${out}" validation_error decode_tokens_per_s group
 if(NOT moe_band STREQUAL "NULL" OR NOT dense_decode STREQUAL "decode")
   message(FATAL_ERROR "perf infer --json bands: MoE TTFT ${moe_band}, decode ${dense_decode}")
 endif()
-# MoE training: no band, a note that the step time is a lower bound, and `select` never calls it validated.
+# MoE training: no band, notes with the calibrated MoE-layer overhead and the held-out runs' spread, and `select`
+# never calls it validated.
 run_suanli(0 out perf train --model qwen3-30b-a3b --gpus 8 --ep 8 --global-batch 64 --seq 4096 --json)
 string(JSON moe_train_band TYPE "${out}" validation_error step_time_s)
 if(NOT moe_train_band STREQUAL "NULL")
   message(FATAL_ERROR "perf train --json: MoE training band ${moe_train_band}, expected null")
 endif()
-expect_contains("${out}" "lower bound" "MoE training note")
+expect_contains("${out}" "calibrated: each MoE layer takes" "MoE training overhead note")
+expect_contains("${out}" "held-out Megatron-Core runs" "MoE training evidence note")
+expect_contains("${out}" "\"cuda_graphs\": \"none\"" "MoE training JSON names the CUDA-graph mode")
+expect_contains("${out}" "\"moe_dispatcher\": \"alltoall\"" "MoE training JSON names the dispatcher")
+run_suanli(2 out perf train --model qwen3-30b-a3b --gpus 8 --ep 8 --global-batch 64 --moe-dispatcher deepx)
+expect_contains("${out}" "did you mean 'deepep'" "dispatcher typo")
+run_suanli(2 out perf train --model llama-3.1-8b --gpus 8 --global-batch 64 --moe-dispatcher flex)
+expect_contains("${out}" "needs an MoE model" "dispatcher on a dense model")
 run_suanli(0 out select train --model qwen3-30b-a3b --tokens 1e11 --json)
 expect_contains("${out}" "\"validated_end_to_end\": false" "MoE select rows are not validated")
 expect_not_contains("${out}" "\"validated_end_to_end\": true" "no MoE select row is validated")

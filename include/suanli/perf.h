@@ -48,6 +48,11 @@ struct Efficiency {
   // value, not per GPU: on llm-foundry's runs the missing time is the same on A100 and H100 (docs/validation.md
   // §4). Fitted on the A100 rows; data/efficiency.toml [eager_fsdp].
   double eager_fsdp_host_per_layer_s = 5.5e-3;
+  // Megatron-Core MoE training: an MoE layer's forward, backward and recompute take this many times the sum of
+  // its operators' roofline times (communication apart), without CUDA graphs or with partial ones, and with the
+  // whole iteration captured in one graph (TrainConfig::cuda_graphs). Fitted on Megatron-LM's MoE recipe runs,
+  // checked on Megatron-Bridge's (docs/validation.md §4); data/efficiency.toml [moe_training].
+  double moe_layer_time_eager = 1.8, moe_layer_time_full_graph = 1.3;
   std::vector<std::string> sources;  // "field: citation" lines
 };
 
@@ -137,6 +142,29 @@ double GroupCollectiveTime(const Cluster& c, const Efficiency& e, NcclOp op, dou
 // There is no ring to spread one rank's traffic over the node's other NICs, unlike GroupBusBandwidth.
 double GroupAllToAllTime(const Cluster& c, const Efficiency& e, double bytes, int n, int stride);
 
+// How MoE tokens reach their experts (Megatron-Core --moe-token-dispatcher-type). kAllToAll: the tokens are
+// permuted into one row per (token, expert) pair and exchanged with an NCCL all-to-all, so a token routed to
+// k experts travels k times, also to the same GPU or node. kFlex: DeepEP or HybridEP (--moe-token-dispatcher-type
+// flex): a token travels once to each GPU that holds at least one of its experts, and across nodes once to each
+// node, over the NIC to the GPU with the same local index, which forwards it over NVLink (DeepSeek-V3 report,
+// arXiv 2412.19437 §3.2.2; DeepEP's normal kernels). Combine mirrors dispatch. docs/methodology.md §7.4.
+enum class MoeDispatcher { kAllToAll, kFlex };
+// "alltoall" (alias "a2a"), "flex" (alias "deepep", "hybridep"); an error lists them.
+Result<MoeDispatcher> ParseMoeDispatcher(std::string_view name);
+const char* MoeDispatcherName(MoeDispatcher d);
+inline constexpr const char* kMoeDispatcherHelp =
+    "alltoall (NCCL all-to-all, a copy per expert; default) | flex (DeepEP/HybridEP: a copy per GPU, across nodes "
+    "one per node)";
+// Probability that one token's `k` experts, drawn without replacement from `experts` spread evenly over
+// `groups` equal groups (GPUs or nodes), include at least one expert of a given group: 1 - C(E - E/g, k) / C(E, k).
+double ExpertGroupHitProbability(int experts, int k, int groups);
+// One flex dispatch (or combine) of `token_bytes` per rank (tokens x hidden x element bytes, before the k-fold
+// copy) over an EP group of `n` ranks `stride` apart whose `experts` experts take `k` per token: per token,
+// (nodes - 1) x P(node hit) copies over the network and (n - nodes) x P(GPU hit) over NVLink, the two at
+// the same time; the slower one and the group's latency set the time.
+double FlexDispatchTime(const Cluster& c, const Efficiency& e, double token_bytes, int experts, int k, int n,
+                        int stride);
+
 // Time of a kernel with compute time `t_compute` and memory time `t_memory` (both at achievable
 // rates): a smooth roofline, max() far from the ridge point, slower than max() near it.
 double RooflineTime(double t_compute, double t_memory);
@@ -147,7 +175,9 @@ double RooflineTime(double t_compute, double t_memory);
 double OverlapCost(double compute, double comm, double slowdown);
 
 // kIssue: bound by the SMs' instruction issue rate on CUDA cores, not by tensor-core FLOPs or bytes.
-enum class Bound { kCompute, kMemory, kLatency, kCommunication, kIssue };
+// kCalibrated: time the model adds from a calibrated multiple rather than from an operator's roofline (the
+// MoE-layer overhead).
+enum class Bound { kCompute, kMemory, kLatency, kCommunication, kIssue, kCalibrated };
 const char* BoundName(Bound b);
 
 // One row of the per-operator table (`--explain`).
@@ -217,6 +247,17 @@ Status CheckFp8Training(const GpuSpec& gpu, Fp8Recipe r);
 inline constexpr const char* kFp8RecipeHelp =
     "with --dtype fp8: delayed (default) | current (FP8-CS, Megatron tensorwise) | mxfp8 (Blackwell)";
 
+// CUDA graphs in training (Megatron-Core --cuda-graph-impl / --cuda-graph-scope). kPartial: per-layer graphs
+// of some modules (attention, MoE router and preprocessing); kFull: the whole iteration one graph
+// (--cuda-graph-scope full_iteration). Only MoE layers' time depends on it (Efficiency::moe_layer_time_*).
+enum class CudaGraphs { kNone, kPartial, kFull };
+// "none", "partial", "full" (alias "full_iteration"); an error lists them.
+Result<CudaGraphs> ParseCudaGraphs(std::string_view name);
+const char* CudaGraphsName(CudaGraphs g);
+inline constexpr const char* kCudaGraphsHelp =
+    "none (default) | partial (attention/router/preprocess scopes) | full (full_iteration); sets the calibrated "
+    "MoE-layer overhead";
+
 struct TrainConfig {
   FitRequest fit;             // model-state options; fit.par is the layout, fit.batch the global batch
   bool micro_batch_auto = false;   // choose the fastest micro-batch that fits
@@ -230,6 +271,8 @@ struct TrainConfig {
   // --overlap-moe-expert-parallel-comm with --delay-wgrad-compute: forward and backward of two micro-batches
   // interleaved). Off: the all-to-all is exposed.
   bool ep_overlap = false;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  CudaGraphs cuda_graphs = CudaGraphs::kNone;
   // Eager PyTorch (HF transformers, Composer/llm-foundry, torchtitan without torch.compile): element-wise work
   // as eager mode runs it (RMSNorm upcast to FP32 in separate kernels, RoPE and SwiGLU unfused) and, with
   // ZeRO-3/FSDP, Efficiency::eager_fsdp_host_per_layer_s per layer per micro-batch. Default: fused kernels and no
@@ -443,11 +486,14 @@ inline constexpr LatencyShortfall kShortPromptTtftShortfall{12, 1.06e-3, 0.11e-3
 // the evidence there is for these paths.
 inline constexpr ValidationEvidence kFp8TrainingMegatronCore{23, 0.078, -0.121, 0.238};
 inline constexpr ValidationEvidence kEagerFsdpTorchtitan{3, 0.077, 0.071, 0.082};
-// Mixture-of-experts pretraining, Megatron-Bridge (Qwen3 30B-A3B and 235B-A22B on H100, B200, GB200, GPT-OSS 120B
-// on GB200; all held out): the 7 runs of the 26.04.01, 26.06 and 26.08 containers, and the 6 Qwen3 runs of 25.11,
-// an older MoE stack.
-inline constexpr ValidationEvidence kMoeTrainingMegatronBridge{7, 0.329, -0.112, 0.815};
-inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{6, 1.150, 0.208, 2.535};
+// Mixture-of-experts pretraining with Megatron-Core (Qwen3 30B-A3B and 235B-A22B on H100, B200, GB200, GPT-OSS
+// 120B on GB200), with the MoE-layer overhead (Efficiency::moe_layer_time_*) fitted on Megatron-LM's recipe runs
+// (the 9 calibration runs: the fit's own spread): the 9 held-out runs of Megatron-Bridge's 26.04.01-26.08
+// containers, its Qwen3 30B-A3B model card and Megatron-MoE-ModelZoo, and the 6 held-out Qwen3 runs of
+// Megatron-Bridge 25.11, an older MoE stack.
+inline constexpr ValidationEvidence kMoeTrainingCalibration{9, 0.018, -0.179, 0.142};
+inline constexpr ValidationEvidence kMoeTrainingHoldout{9, 0.073, -0.190, 0.323};
+inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{6, 0.458, -0.190, 1.323};
 // Error bands per validation group (training, serving TTFT and throughput over dense models; decode over all).
 inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200", "h100-sxm"};
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};

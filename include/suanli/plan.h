@@ -36,6 +36,8 @@ struct PlanRequest {
   // layouts that can use them (TP overlap with sequence parallelism; EP overlap with EP > 1, an interleaved
   // schedule under PP, no full recompute) and written into the emitted launch flags.
   bool tp_overlap = false, ep_overlap = false;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // for MoE layouts with EP > 1; written into the flags
+  CudaGraphs cuda_graphs = CudaGraphs::kNone;                // sets the MoE-layer overhead; written into the flags
   // Also consider CPU activation offloading (Megatron-Core --cpu-offloading-num-layers) where nothing fits without
   // recompute on a PP 1 layout: the fewest layers that fit. Off by default: it needs pinned host memory, which the
   // catalog knows only where the CPU comes with the GPU (the plan reports how much).
@@ -59,6 +61,7 @@ struct PlanCandidate {
   int recompute_layers = 0;          // with full recompute: block recompute of this many layers per chunk (0: all)
   int offload_layers = 0;            // CPU activation offloading of this many layers (PlanRequest::allow_offload)
   bool tp_overlap = false, ep_overlap = false;  // the overlaps this candidate was estimated with
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   TrainResult result;                // full detail for the reported candidates
   double score = 0;                  // lower is better (seconds, USD, or USD per token)
   std::string why;                   // for a loser: which term it loses on against the winner
@@ -89,6 +92,7 @@ struct LaunchContext {
   int64_t global_batch = 0, seq = 0;
   double train_iters = 0;            // steps for --tokens (0 = unknown)
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // written as --fp8-recipe when the plan runs FP8
+  CudaGraphs cuda_graphs = CudaGraphs::kNone;  // written as --cuda-graph-impl / --cuda-graph-scope
   std::string job_name = "suanli-train";
   std::string image = "nvcr.io/nvidia/pytorch:24.05-py3";
 };

@@ -19,7 +19,8 @@ struct PerfFlags {
   int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0,
       recompute_layers = 0, offload_layers = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
-  std::string recompute, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n";
+  std::string recompute, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n",
+      moe_dispatcher, cuda_graphs;
   std::string decode_attention = "grouped", host_memory;
   bool no_nvls = false, embedding_loss_in_split = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
@@ -126,6 +127,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_flag("--ep-overlap", f->ep_overlap,
                   "Overlap the MoE all-to-all with another micro-batch's compute (Megatron-Core "
                   "--overlap-moe-expert-parallel-comm --delay-wgrad-compute)");
+  train->add_option("--moe-dispatcher", f->moe_dispatcher, kMoeDispatcherHelp);
+  train->add_option("--cuda-graphs", f->cuda_graphs, kCudaGraphsHelp);
   train->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients (18 B/param Adam)");
   train->add_flag("--dropout", f->dropout, "Dropout on (stores masks; unfused attention also streams them)");
   train->add_flag("--eager", f->eager,
@@ -240,6 +243,20 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       cfg.dp_overlap = !f->no_dp_overlap;
       cfg.tp_overlap = f->tp_overlap;
       cfg.ep_overlap = f->ep_overlap;
+      if (!f->moe_dispatcher.empty()) {
+        auto d = ParseMoeDispatcher(f->moe_dispatcher);
+        if (!d.ok()) return PrintError(d.status());
+        if (!model->moe || f->ep <= 1)
+          return PrintError(InvalidArgument(fmt::format(
+              "--moe-dispatcher sets how tokens reach experts on other GPUs: it needs an MoE model and --ep > 1{}",
+              model->moe ? "" : fmt::format(" ({} is dense)", model->id))));
+        cfg.moe_dispatcher = *d;
+      }
+      if (!f->cuda_graphs.empty()) {
+        auto g = ParseCudaGraphs(f->cuda_graphs);
+        if (!g.ok()) return PrintError(g.status());
+        cfg.cuda_graphs = *g;
+      }
       cfg.eager = f->eager;
       cfg.tokens = f->tokens;
       cfg.price_per_gpu_hour = f->price;
@@ -335,6 +352,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["attention"] = AttentionImplName(cfg.attention);
         j["dtype"] = PrecisionKey(cfg.dtype);
         if (cfg.dtype == Precision::kFp8) j["fp8_recipe"] = Fp8RecipeName(cfg.fp8_recipe);
+        if (model->moe && f->ep > 1) j["moe_dispatcher"] = MoeDispatcherName(cfg.moe_dispatcher);
+        j["cuda_graphs"] = CudaGraphsName(cfg.cuda_graphs);
         j["per_gpu_peak_bytes"] = r->memory.per_gpu_peak_bytes;
         j["breakdown_s"] = BreakdownJson(r->breakdown_s);
         j["communication_total_s"] = r->communication_total_s;
@@ -359,10 +378,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                    ? fmt::format("FP8 GEMMs ({} scaling)", Fp8RecipeName(cfg.fp8_recipe))
                                    : PrecisionKey(cfg.dtype));
       std::cout << fmt::format(
-          "micro-batch {} ({} per step per pipeline), recompute {}, attention {}, intra-node {}, inter-node {}\n\n",
+          "micro-batch {} ({} per step per pipeline), recompute {}, attention {}{}, intra-node {}, inter-node {}\n\n",
           r->micro_batch, r->num_micro_batches,
           RecomputeWords(r->recompute, r->recompute_layers),
           AttentionImplName(cfg.attention),
+          model->moe && f->ep > 1 ? fmt::format(", MoE dispatch {}", MoeDispatcherName(cfg.moe_dispatcher)) : "",
           cluster->intra_name, cluster->inter_name);
       if (!r->fits)
         std::cout << fmt::format("DOES NOT FIT: needs {} more per GPU (peak {}); the time below is what it would take\n\n",

@@ -58,6 +58,7 @@ std::string Layout(const PlanCandidate& c) {
   if (p.embedding_loss_in_split) s += " E+L";
   if (c.tp_overlap) s += " TPo";
   if (c.ep_overlap) s += " EPo";
+  if (c.par.ep > 1 && c.moe_dispatcher == MoeDispatcher::kFlex) s += " flex";
   if (c.offload_layers > 0) s += fmt::format(" off={}", c.offload_layers);
   return s;
 }
@@ -69,7 +70,8 @@ json CandidateJson(const PlanCandidate& c) {
                       {"zero", c.par.zero}, {"sequence_parallel", c.par.sequence_parallel},
                       {"interleave", c.par.interleave},
                       {"embedding_loss_in_split", c.par.embedding_loss_in_split},
-                      {"tp_overlap", c.tp_overlap}, {"ep_overlap", c.ep_overlap}}},
+                      {"tp_overlap", c.tp_overlap}, {"ep_overlap", c.ep_overlap},
+                      {"moe_dispatcher", MoeDispatcherName(c.moe_dispatcher)}}},
           {"micro_batch", c.micro_batch},
           {"recompute", RecomputeName(c.recompute)},
           {"recompute_layers", c.recompute_layers},
@@ -91,7 +93,7 @@ json CandidateJson(const PlanCandidate& c) {
 
 struct PlanFlags {
   std::string model = "gpt3-175b", gpu = "a100-sxm-80gb", gpus = "1024", inter_node = "ib-hdr", objective = "time";
-  std::string dtype = "bf16", fp8_recipe, attention = "flash", emit, out_dir, host_memory;
+  std::string dtype = "bf16", fp8_recipe, attention = "flash", emit, out_dir, host_memory, moe_dispatcher, cuda_graphs;
   int gpus_per_node = 8, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
   int64_t global_batch = 1024, seq = 2048;
   double tokens = 0, price = 0;
@@ -132,6 +134,8 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_flag("--ep-overlap", f->ep_overlap,
                 "Overlap the MoE all-to-all with another micro-batch where Megatron-Core allows it (EP > 1, "
                 "interleaved under PP, no full recompute; emits --overlap-moe-expert-parallel-comm)");
+  sub->add_option("--moe-dispatcher", f->moe_dispatcher, kMoeDispatcherHelp);
+  sub->add_option("--cuda-graphs", f->cuda_graphs, kCudaGraphsHelp);
   sub->add_flag("--offload", f->offload,
                 "Also consider CPU activation offloading on PP 1 layouts where nothing fits without recompute (needs "
                 "pinned host memory; emits --cpu-offloading-num-layers)");
@@ -167,6 +171,16 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     req.dp_overlap = !f->no_dp_overlap;
     req.tp_overlap = f->tp_overlap;
     req.ep_overlap = f->ep_overlap;
+    if (!f->moe_dispatcher.empty()) {
+      auto d = ParseMoeDispatcher(f->moe_dispatcher);
+      if (!d.ok()) return PrintError(d.status());
+      req.moe_dispatcher = *d;
+    }
+    if (!f->cuda_graphs.empty()) {
+      auto g = ParseCudaGraphs(f->cuda_graphs);
+      if (!g.ok()) return PrintError(g.status());
+      req.cuda_graphs = *g;
+    }
     req.allow_offload = f->offload;
     auto host = ParseHostMemoryFlag(f->host_memory);
     if (!host.ok()) return PrintError(host.status());
@@ -250,12 +264,11 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       std::cout << "\n";
     }
     if (model->moe) {
-      const auto& e = evidence::kMoeTrainingMegatronBridge;
+      const auto& e = evidence::kMoeTrainingHoldout;
       std::cout << fmt::format(
-          "uncertain: MoE training step times are likely lower bounds: against {} Megatron-Bridge 26.04-26.08 runs "
+          "uncertain: MoE step times carry a calibrated MoE-layer overhead; against {} held-out Megatron-Core runs "
           "the model's throughput was {:+.0f}% to {:+.0f}% off, positive meaning too fast (docs/validation.md section 5); "
-          "the ranking of layouts is less "
-          "certain too\n",
+          "the ranking of layouts is less certain too\n",
           e.cases, 100 * e.lo, 100 * e.hi);
     } else {
       std::cout << "step times validated against published runs (docs/validation.md): "
@@ -271,6 +284,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       lc.global_batch = f->global_batch;
       lc.seq = f->seq;
       lc.fp8_recipe = req.fp8_recipe;
+      lc.cuda_graphs = req.cuda_graphs;
       if (f->tokens > 0) lc.train_iters = f->tokens / (double(f->global_batch) * f->seq);
       std::vector<std::pair<std::string, std::string>> files;
       if (f->emit == "megatron" || f->emit == "all") files.push_back({"megatron_args.txt", MegatronArgs(w, lc)});

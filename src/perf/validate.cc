@@ -58,6 +58,8 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"fp8_recipe", KeyType::kString},
               {"tp_overlap", KeyType::kBool},
               {"ep_overlap", KeyType::kBool},
+              {"moe_dispatcher", KeyType::kString},
+              {"cuda_graphs", KeyType::kString},
               {"eager", KeyType::kBool},
               {"inter_node", KeyType::kString},
               {"gpus_per_node", KeyType::kInteger},
@@ -182,6 +184,16 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.dp_overlap = t["dp_overlap"].value_or(true);
   c.tp_overlap = t["tp_overlap"].value_or(false);
   c.ep_overlap = t["ep_overlap"].value_or(false);
+  if (auto d = t["moe_dispatcher"].value<std::string>()) {
+    auto v = ParseMoeDispatcher(*d);
+    if (!v.ok()) return ParseError("moe_dispatcher: " + std::string(v.status().message()));
+    c.moe_dispatcher = *v;
+  }
+  if (auto g = t["cuda_graphs"].value<std::string>()) {
+    auto v = ParseCudaGraphs(*g);
+    if (!v.ok()) return ParseError("cuda_graphs: " + std::string(v.status().message()));
+    c.cuda_graphs = *v;
+  }
   c.eager = t["eager"].value_or(false);
   SUANLI_ASSIGN_OR_RETURN(c.dtype, ParseTrainDtype(t["dtype"].value_or(std::string("bf16"))));
   if (auto recipe = t["fp8_recipe"].value<std::string>()) {

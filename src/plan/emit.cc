@@ -40,8 +40,25 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   if (m.moe) {
     a.push_back({"--num-experts", std::to_string(m.moe->num_experts)});
     a.push_back({"--moe-router-topk", std::to_string(m.moe->experts_per_token)});
-    if (p.ep > 1) a.push_back({"--expert-model-parallel-size", std::to_string(p.ep)});
+    if (p.ep > 1) {
+      a.push_back({"--expert-model-parallel-size", std::to_string(p.ep)});
+      // The dispatcher the estimate assumed (Megatron-Core's default, allgather, is neither). Only HybridEP
+      // reaches across a multi-node NVLink domain (GB200 NVL72); DeepEP elsewhere.
+      if (c.moe_dispatcher == MoeDispatcher::kFlex) {
+        a.push_back({"--moe-token-dispatcher-type", "flex"});
+        a.push_back({"--moe-flex-dispatcher-backend", x.gpus_per_node > 8 ? "hybridep" : "deepep"});
+      } else {
+        a.push_back({"--moe-token-dispatcher-type", "alltoall"});
+      }
+    }
     if (p.etp > 0 && p.etp != p.tp) a.push_back({"--expert-tensor-parallel-size", std::to_string(p.etp)});
+  }
+  if (x.cuda_graphs == CudaGraphs::kFull) {
+    a.push_back({"--cuda-graph-impl", "local"});
+    a.push_back({"--cuda-graph-scope", "full_iteration"});
+  } else if (x.cuda_graphs == CudaGraphs::kPartial) {
+    a.push_back({"--cuda-graph-impl", "transformer_engine"});
+    a.push_back({"--cuda-graph-scope", m.moe ? "attn moe_router moe_preprocess" : "attn"});
   }
   if (p.sequence_parallel) a.push_back({"--sequence-parallel", ""});
   if (c.tp_overlap) a.push_back({"--tp-comm-overlap", ""});

@@ -135,6 +135,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
     pc.offload_layers = r.offload_layers;
     pc.tp_overlap = c.tp_overlap;
     pc.ep_overlap = c.ep_overlap;
+    pc.moe_dispatcher = c.moe_dispatcher;
     pc.score = Score(r, sh.gpus, sh.price, req.objective, tokens_per_step);
     pc.result = std::move(r);
     Offer(out.top, req.top_k, std::move(pc));
@@ -168,6 +169,8 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.dp_overlap = req.dp_overlap;
               c.tp_overlap = req.tp_overlap && sp;
               c.ep_overlap = req.ep_overlap && CheckEpOverlap(m, c.fit.par, rc).ok();
+              c.moe_dispatcher = req.moe_dispatcher;
+              c.cuda_graphs = req.cuda_graphs;
               c.tokens = req.tokens;
               c.price_per_gpu_hour = sh.price;
               ++out.evaluated;
@@ -314,6 +317,8 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.dp_overlap = req.dp_overlap;
       tc.tp_overlap = c.tp_overlap;
       tc.ep_overlap = c.ep_overlap;
+      tc.moe_dispatcher = c.moe_dispatcher;
+      tc.cuda_graphs = req.cuda_graphs;
       tc.tokens = req.tokens;
       tc.price_per_gpu_hour = price;
       auto r = EstimateTraining(m, req.cluster, tc, req.eff);

@@ -95,6 +95,30 @@ TEST_F(Planner, ExpertOverlapGoesWhereMegatronCoreAllowsItAndIntoTheFlags) {
   for (const auto& c : off->counts[0].top) EXPECT_FALSE(c.ep_overlap);
 }
 
+// The launch flags name the token dispatcher the estimate assumed (Megatron-Core's default, allgather, is neither)
+// and the CUDA-graph mode; --moe-dispatcher flex is never slower than the all-to-all.
+TEST_F(Planner, MoeDispatcherAndCudaGraphsGoIntoTheFlags) {
+  const ModelSpec m = M("qwen3-30b-a3b");
+  PlanRequest req = Req(m, "h100-sxm", {16}, 1024, 4096, "ib-ndr");
+  req.fixed_ep = 16;
+  auto a2a = Plan(req);
+  req.moe_dispatcher = MoeDispatcher::kFlex;
+  req.cuda_graphs = CudaGraphs::kFull;
+  auto flex = Plan(req);
+  ASSERT_TRUE(a2a.ok() && flex.ok());
+  ASSERT_FALSE(a2a->counts[0].top.empty());
+  ASSERT_FALSE(flex->counts[0].top.empty());
+  EXPECT_LT(flex->counts[0].top[0].result.step_time_s, a2a->counts[0].top[0].result.step_time_s);
+  const std::string a = MegatronArgs(a2a->counts[0].top[0], Launch(req));
+  EXPECT_NE(a.find("--moe-token-dispatcher-type alltoall"), std::string::npos) << a;
+  LaunchContext lc = Launch(req);
+  lc.cuda_graphs = CudaGraphs::kFull;
+  const std::string f = MegatronArgs(flex->counts[0].top[0], lc);
+  EXPECT_NE(f.find("--moe-token-dispatcher-type flex"), std::string::npos) << f;
+  EXPECT_NE(f.find("--moe-flex-dispatcher-backend deepep"), std::string::npos) << f;
+  EXPECT_NE(f.find("--cuda-graph-scope full_iteration"), std::string::npos) << f;
+}
+
 // --fp8-recipe: the planner estimates with it (current scaling's amax pass is never free) and writes Megatron-Core's
 // name for it into the launch flags; delayed scaling is Megatron's default and is not written.
 TEST_F(Planner, Fp8RecipeIsEstimatedAndWrittenInMegatronTerms) {
