@@ -53,8 +53,8 @@ for c in rep["cases"]:
         src = f"{src} {gpu}".strip()
     elif src == "Azure":  # GEMM micro-benchmarks: per GPU and precision
         src = f"Azure cuBLASLt {words[2]} {words[3]}"
-    elif src == "Megatron-Bridge":  # dense LLaMA-3 and MoE Qwen3 runs, the 25.11 container and the 26.x ones
-        era = "25.11" if words[1] == "25.11" else "26.04.01-26.08"
+    elif src == "Megatron-Bridge":  # dense LLaMA-3 and MoE Qwen3 runs: the 25.11 container, the 26.x ones, a model card
+        era = {"25.11": "25.11", "model": "model card"}.get(words[1], "26.04.01-26.08")
         src = f"{src} {era} {'MoE' if c.get('moe') else 'dense'}"
     elif src == "TRT-LLM":
         model = words[2].split("-")[0]  # llama, mistral, mixtral, falcon

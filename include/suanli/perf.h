@@ -147,7 +147,7 @@ double GroupAllToAllTime(const Cluster& c, const Efficiency& e, double bytes, in
 // k experts travels k times, also to the same GPU or node. kFlex: DeepEP or HybridEP (--moe-token-dispatcher-type
 // flex): a token travels once to each GPU that holds at least one of its experts, and across nodes once to each
 // node, over the NIC to the GPU with the same local index, which forwards it over NVLink (DeepSeek-V3 report,
-// arXiv 2412.19437 §3.2.2; DeepEP's normal kernels). Combine mirrors dispatch. docs/methodology.md §7.4.
+// arXiv 2412.19437 §3.2.2; DeepEP's normal kernels). Combine mirrors dispatch. docs/methodology.md §7.
 enum class MoeDispatcher { kAllToAll, kFlex };
 // "alltoall" (alias "a2a"), "flex" (alias "deepep", "hybridep"); an error lists them.
 Result<MoeDispatcher> ParseMoeDispatcher(std::string_view name);
@@ -492,7 +492,7 @@ inline constexpr ValidationEvidence kEagerFsdpTorchtitan{3, 0.077, 0.071, 0.082}
 // containers, its Qwen3 30B-A3B model card and Megatron-MoE-ModelZoo, and the 6 held-out Qwen3 runs of
 // Megatron-Bridge 25.11, an older MoE stack.
 inline constexpr ValidationEvidence kMoeTrainingCalibration{9, 0.018, -0.179, 0.142};
-inline constexpr ValidationEvidence kMoeTrainingHoldout{9, 0.073, -0.190, 0.323};
+inline constexpr ValidationEvidence kMoeTrainingHoldout{9, 0.011, -0.242, 0.323};
 inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{6, 0.458, -0.190, 1.323};
 // Error bands per validation group (training, serving TTFT and throughput over dense models; decode over all).
 inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200", "h100-sxm"};
