@@ -259,3 +259,9 @@ string(JSON host_short GET "${out}" host_shortfall_bytes)
 if(host_short LESS_EQUAL 0)
   message(FATAL_ERROR "perf train: offload past --host-memory should report host_shortfall_bytes, got ${host_short}")
 endif()
+# plan says when the runners-up are closer to #1 than the model resolves (the same-job ratio evidence), in text and
+# JSON.
+run_suanli(0 out plan -m llama-3.1-405b -g h100-sxm --gpus 8192 --inter-node roce-400g --global-batch 2048 --seq 8192 --top 3)
+expect_contains("${out}" "closer than the model resolves" "plan: near-tie note")
+run_suanli(0 out plan -m llama-3.1-405b -g h100-sxm --gpus 8192 --inter-node roce-400g --global-batch 2048 --seq 8192 --top 3 --json)
+expect_contains("${out}" "\"within_resolution_of_best\": 3" "plan --json: near ties counted")

@@ -492,6 +492,10 @@ inline constexpr ValidationEvidence kEagerFsdpTorchtitan{3, 0.077, 0.071, 0.082}
 // containers, its Qwen3 30B-A3B model card and Megatron-MoE-ModelZoo, and the 6 held-out Qwen3 runs of
 // Megatron-Bridge 25.11, an older MoE stack.
 inline constexpr ValidationEvidence kMoeTrainingCalibration{9, 0.018, -0.179, 0.142};
+// One job run two ways: Korthikanti et al.'s four model sizes, each with selective and with full recompute on the
+// same layout. Error of the predicted step-time ratio (selective / full) against the published one. The only
+// published pairs of one job on one stack in the set, so the resolution `plan` can claim between close layouts.
+inline constexpr ValidationEvidence kSameJobRatio{4, -0.032, -0.049, -0.008};
 inline constexpr ValidationEvidence kMoeTrainingHoldout{9, 0.011, -0.242, 0.323};
 inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{6, 0.458, -0.190, 1.323};
 // Error bands per validation group (training, serving TTFT and throughput over dense models; decode over all).

@@ -63,6 +63,17 @@ std::string Layout(const PlanCandidate& c) {
   return s;
 }
 
+// The closest two layouts the model can rank: the worst error of a same-job step-time ratio in the validation set.
+const double kRankResolution =
+    std::max(std::fabs(evidence::kSameJobRatio.lo), std::fabs(evidence::kSameJobRatio.hi));
+// How many of the top candidates (counting #1) score within that resolution of #1.
+int WithinResolution(const std::vector<PlanCandidate>& top) {
+  int close = top.empty() ? 0 : 1;
+  for (size_t k = 1; k < top.size(); ++k)
+    if (top[k].score <= top[0].score * (1 + kRankResolution)) close = static_cast<int>(k) + 1;
+  return close;
+}
+
 json CandidateJson(const PlanCandidate& c) {
   const TrainResult& r = c.result;
   return {{"layout", {{"tp", c.par.tp}, {"pp", c.par.pp}, {"dp", c.par.dp}, {"cp", c.par.cp}, {"ep", c.par.ep},
@@ -224,7 +235,8 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       j["counts"] = json::array();
       for (const auto& c : res->counts) {
         json e = {{"gpus", c.gpus}, {"configs_evaluated", c.configs_evaluated}, {"configs_valid", c.configs_valid},
-                  {"scaling_efficiency", c.scaling_efficiency}, {"top", json::array()}};
+                  {"scaling_efficiency", c.scaling_efficiency}, {"top", json::array()},
+                  {"within_resolution_of_best", WithinResolution(c.top)}, {"rank_resolution", kRankResolution}};
         for (const auto& t : c.top) e["top"].push_back(CandidateJson(t));
         if (!c.nearest_miss.empty()) e["nearest_miss"] = c.nearest_miss;
         j["counts"].push_back(e);
@@ -256,6 +268,14 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
                x.why});
       }
       std::cout << t.Render();
+      const int close = WithinResolution(c.top);
+      if (close > 1)
+        std::cout << fmt::format(
+            "note: #2-#{} are within {:.0f}% of #1, closer than the model resolves: on the one job published "
+            "two ways ({} pairs, Korthikanti et al. 2022, selective against full recompute) its ratio of the two "
+            "step times was off by {:.1f}-{:.1f}%. Prefer the simplest of them, or measure.\n",
+            close, 100 * kRankResolution, evidence::kSameJobRatio.cases, 100 * std::fabs(evidence::kSameJobRatio.hi),
+            100 * std::fabs(evidence::kSameJobRatio.lo));
       if (c.top[0].result.train_time_s > 0)
         std::cout << fmt::format("time to train: {} ({:.0f} GPU-hours{})\n", FormatSeconds(c.top[0].result.train_time_s),
                                  c.top[0].result.gpu_hours,

@@ -231,6 +231,27 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         "Megatron-Core FP8 training");
   check(evidence::kEagerFsdpTorchtitan, [&](const ValidationCase& c) { return c.name.rfind("torchtitan", 0) == 0; },
         "torchtitan eager FSDP2");
+  {
+    int n = 0;
+    double sum = 0, lo = 1e9, hi = -1e9;
+    for (const char* size : {"22B", "175B", "530B", "1T"}) {
+      const ValidationCase *sel = nullptr, *full = nullptr;
+      for (const auto& c : rep->cases) {
+        if (c.name == std::string("Korthikanti ") + size + ", SP + selective") sel = &c;
+        if (c.name == std::string("Korthikanti ") + size + ", full recompute") full = &c;
+      }
+      ASSERT_TRUE(sel && full) << size;
+      const double r = (sel->predicted / full->predicted) / (sel->published / full->published) - 1;
+      n++;
+      sum += r;
+      lo = std::min(lo, r);
+      hi = std::max(hi, r);
+    }
+    EXPECT_EQ(n, evidence::kSameJobRatio.cases);
+    EXPECT_NEAR(sum / n, evidence::kSameJobRatio.mean, 0.005);
+    EXPECT_NEAR(lo, evidence::kSameJobRatio.lo, 0.005);
+    EXPECT_NEAR(hi, evidence::kSameJobRatio.hi, 0.005);
+  }
   check(evidence::kMoeTrainingCalibration,
         [&](const ValidationCase& c) { return c.group == "training" && c.moe && c.role == "calibration"; },
         "MoE training, calibration (Megatron-LM recipes)");
