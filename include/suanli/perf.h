@@ -292,6 +292,7 @@ struct TrainBreakdown {
   double optimizer = 0;
   double host = 0;                   // eager FSDP host-side time per layer that the GPU waits for
   double offload = 0;                // CPU activation offloading: compute waiting for copies to or from the host
+  double moe_overhead = 0;           // MoE layers' time beyond their operators (calibrated; not in `compute`)
 };
 // The breakdown's terms in one place: JSON key (under breakdown_s), words for tables and "dominant".
 struct BreakdownTerm {
@@ -305,7 +306,8 @@ inline constexpr BreakdownTerm kBreakdownTerms[] = {
     {"pipeline_bubble", "pipeline bubble", &TrainBreakdown::pipeline_bubble},
     {"optimizer", "optimizer step", &TrainBreakdown::optimizer},
     {"host", "host overhead (eager FSDP)", &TrainBreakdown::host},
-    {"offload", "activation offload wait", &TrainBreakdown::offload}};
+    {"offload", "activation offload wait", &TrainBreakdown::offload},
+    {"moe_overhead", "MoE-layer overhead (calibrated)", &TrainBreakdown::moe_overhead}};
 
 // How far the model has been from the published measurements of one validation group (docs/validation.md
 // §3): absolute relative error over the group's runs. Every estimate carries the band of the group its figure

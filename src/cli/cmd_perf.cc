@@ -391,7 +391,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       t.Row({"step time", FormatSeconds(r->step_time_s)});
       for (const auto& term : kBreakdownTerms) {
         const double v = r->breakdown_s.*term.value;
-        if (term.value == &TrainBreakdown::host && v <= 0) continue;  // only eager FSDP stacks have it
+        // Only eager FSDP stacks have a host term, only MoE models the calibrated overhead.
+        if ((term.value == &TrainBreakdown::host || term.value == &TrainBreakdown::moe_overhead) && v <= 0) continue;
         t.Row({std::string("  ") + term.words, FormatSeconds(v)});
       }
       t.Row({"tokens/s", fmt::format("{:.0f} ({:.0f} per GPU)", r->tokens_per_s, r->tokens_per_s_per_gpu)});

@@ -1094,6 +1094,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     offload_stall = OffloadStallSeconds(m.layers, cfg.fit.offload_layers, lf, lb, head_time, offload_d2h, offload_h2d);
   }
   double stage_compute = 0, stage_comm = 0, stage_host = 0;
+  int stage_ls = max_stage_layers;  // layers of the stage that sets the pace
   // The slowest stage sets the pace: the first holds the most layers of an uneven split, the last adds the head,
   // and with the embedding and loss counted as layers the middle ones hold one layer more than both.
   for (int st = 0; st < par.pp; ++st) {
@@ -1109,8 +1110,12 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       stage_compute = comp;
       stage_comm = comm;
       stage_host = host;
+      stage_ls = ls;
     }
   }
+  // The calibrated MoE-layer overhead inside the pacing stage's compute, per micro-batch.
+  const double moe_overhead_mb =
+      moe_overhead > 1 ? stage_ls * moe_frac * (1 - 1 / moe_overhead) * (moe.fwd + moe.bwd + moe.recompute) : 0;
   // Pipeline point-to-point: activations forward, gradients backward, per micro-batch per boundary
   // (Megatron's scatter-gather optimisation sends 1/TP of the tensor per rank).
   double p2p = 0;
@@ -1172,9 +1177,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     if (moe_overhead > 1)
       ops.Add(fmt::format("MoE layers beyond their operators (calibrated x{:.2f}, CUDA graphs {})", moe_overhead,
                           CudaGraphsName(cfg.cuda_graphs)),
-              "step", 0, 0,
-              mb_count * max_stage_layers * moe_frac * (1 - 1 / moe_overhead) * (moe.fwd + moe.bwd + moe.recompute), 1,
-              Bound::kCalibrated);
+              "step", 0, 0, mb_count * moe_overhead_mb, 1, Bound::kCalibrated);
     if (cfg.fit.offload_layers > 0) {
       const double n = cfg.fit.offload_layers * double(mb_count);
       ops.Add("activation offload to host (D2H)", "step", 0, n * res.memory.offload_layer_bytes, n * offload_d2h, 1,
@@ -1185,7 +1188,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   }
 
   res.step_time_s = pipeline + dp_exposed + t_opt;
-  res.breakdown_s.compute = mb_count * stage_compute;
+  res.breakdown_s.moe_overhead = mb_count * moe_overhead_mb;
+  res.breakdown_s.compute = mb_count * stage_compute - res.breakdown_s.moe_overhead;
   res.breakdown_s.communication_exposed = mb_count * (stage_comm + p2p + zero3_exposed_mb) + dp_exposed;
   res.breakdown_s.pipeline_bubble = bubble;
   res.breakdown_s.optimizer = t_opt;
