@@ -1286,9 +1286,10 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     res.notes.push_back(fmt::format(
         "calibrated: each MoE layer takes {:.2f}x the time its operators add up to (CUDA graphs {}; {:.2f}x "
         "without a full-iteration graph, {:.2f}x with one), a multiple fitted on {} Megatron-LM recipe runs "
-        "({:+.0f}% to {:+.0f}% off after the fit); what fills the time is not identified (docs/validation.md section 4)",
+        "({:+.0f}% to {:+.0f}% off after the fit); what fills the time is not identified (docs/validation.md section 4){}",
         moe_overhead, CudaGraphsName(cfg.cuda_graphs), eff.moe_layer_time_eager, eff.moe_layer_time_full_graph,
-        cal.cases, 100 * cal.lo, 100 * cal.hi));
+        cal.cases, 100 * cal.lo, 100 * cal.hi,
+        cfg.eager ? "; it was measured on Megatron-Core, and no eager-PyTorch MoE run (torchtitan, HF) checks it" : ""));
     res.notes.push_back(fmt::format(
         "uncertain: MoE training is checked against {} held-out Megatron-Core runs (Qwen3 30B-A3B and 235B-A22B on "
         "H100, B200 and GB200, GPT-OSS 120B on GB200), where its throughput was {:+.0f}% to {:+.0f}% off (mean "

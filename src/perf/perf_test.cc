@@ -423,6 +423,12 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto graphed = EstimateTraining(M("qwen3-30b-a3b"), C(h100), moe, E(h100));
   ASSERT_TRUE(graphed.ok());
   EXPECT_TRUE(note_with(graphed->notes, "each MoE layer takes 1.30x the time its operators add up to (CUDA graphs full"));
+  EXPECT_FALSE(note_with(graphed->notes, "no eager-PyTorch MoE run"));
+  moe.eager = true;
+  moe.fit.par.zero = 3;
+  auto eager_moe = EstimateTraining(M("qwen3-30b-a3b"), C(h100), moe, E(h100));
+  ASSERT_TRUE(eager_moe.ok()) << eager_moe.status().message();
+  EXPECT_TRUE(note_with(eager_moe->notes, "no eager-PyTorch MoE run (torchtitan, HF) checks it"));
   // Inference: MoE anywhere; FP8 on Hopper at short prompts; a GQA model at large batch and long context gets
   // the per-head alternative.
   InferConfig ic;
