@@ -457,19 +457,31 @@ double ExpertGroupHitProbability(int experts, int k, int groups) {
   return 1 - miss;
 }
 
+namespace {
+// Copies of one token under the flex dispatcher: over NVLink to each other GPU of the group holding one of its
+// experts (directly or, for a remote node, forwarded from the GPU that received it there), and over the network
+// to each other node holding one.
+struct FlexCopies {
+  int nodes = 1;
+  double nvlink = 0, network = 0;
+};
+FlexCopies FlexDispatchCopies(const Cluster& c, int experts, int k, int n, int stride) {
+  FlexCopies f;
+  const int r = RanksPerNode(c, n, stride);
+  f.nodes = (n + r - 1) / r;
+  f.nvlink = double(n - f.nodes) * ExpertGroupHitProbability(experts, k, n);
+  f.network = double(f.nodes - 1) * ExpertGroupHitProbability(experts, k, f.nodes);
+  return f;
+}
+}  // namespace
+
 double FlexDispatchTime(const Cluster& c, const Efficiency& e, double token_bytes, int experts, int k, int n,
                         int stride) {
   if (n <= 1 || token_bytes <= 0) return 0;
-  const double intra = c.intra_bw_per_dir * e.link;
-  const int r = RanksPerNode(c, n, stride);
-  const int nodes = (n + r - 1) / r;
-  // Copies of one token: to each other GPU of the group holding one of its experts (directly or, for a remote
-  // node, forwarded from the GPU that received it there), and over the network to each other node holding one.
-  const double gpu_copies = double(n - nodes) * ExpertGroupHitProbability(experts, k, n);
-  const double on_node = token_bytes * gpu_copies / intra;
-  if (nodes == 1) return on_node + (n - 1) * c.intra_latency_s;
-  const double node_copies = double(nodes - 1) * ExpertGroupHitProbability(experts, k, nodes);
-  const double off_node = token_bytes * node_copies / (c.inter_bw_per_gpu * e.network);
+  const FlexCopies f = FlexDispatchCopies(c, experts, k, n, stride);
+  const double on_node = token_bytes * f.nvlink / (c.intra_bw_per_dir * e.link);
+  if (f.nodes == 1) return on_node + (n - 1) * c.intra_latency_s;
+  const double off_node = token_bytes * f.network / (c.inter_bw_per_gpu * e.network);
   return std::max(off_node, on_node) + (n - 1) * c.inter_latency_s;
 }
 
@@ -695,10 +707,8 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
         a2a = 2 * FlexDispatchTime(*c.cluster, *c.eff, expert_tokens * h * 2, e.num_experts, e.experts_per_token,
                                    c.ep, stride);
         // Bytes each GPU sends per dispatch, for the table: its NVLink and its network copies.
-        const int r = RanksPerNode(*c.cluster, c.ep, stride), nodes = (c.ep + r - 1) / r;
-        bytes = expert_tokens * h * 2 *
-                ((c.ep - nodes) * ExpertGroupHitProbability(e.num_experts, e.experts_per_token, c.ep) +
-                 (nodes - 1) * ExpertGroupHitProbability(e.num_experts, e.experts_per_token, nodes));
+        const FlexCopies f = FlexDispatchCopies(*c.cluster, e.num_experts, e.experts_per_token, c.ep, stride);
+        bytes = expert_tokens * h * 2 * (f.nvlink + f.network);
       } else {
         a2a = 2 * GroupAllToAllTime(*c.cluster, *c.eff, bytes, c.ep, stride);
       }

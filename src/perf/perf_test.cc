@@ -718,11 +718,8 @@ TEST_F(Perf, FlexDispatcherOnlyChangesTheExpertExchange) {
   ASSERT_TRUE(a2a.ok() && flex.ok());
   EXPECT_LT(flex->step_time_s, a2a->step_time_s);
   EXPECT_DOUBLE_EQ(flex->breakdown_s.compute, a2a->breakdown_s.compute);
-  auto has_op = [](const TrainResult& r, const std::string& name) {
-    return std::any_of(r.ops.begin(), r.ops.end(), [&](const OpCost& o) { return o.name == name; });
-  };
-  EXPECT_TRUE(has_op(*flex, "[moe] expert dispatch + combine (flex)"));
-  EXPECT_TRUE(has_op(*a2a, "[moe] expert all-to-all (x2)"));
+  EXPECT_NE(FindOp(flex->ops, "[moe] expert dispatch + combine (flex)"), nullptr);
+  EXPECT_NE(FindOp(a2a->ops, "[moe] expert all-to-all (x2)"), nullptr);
   TrainConfig d = Train(8, 1, 1, 64, 4096);
   auto dense = EstimateTraining(M("llama-3.1-8b"), C(g), d, E(g));
   d.moe_dispatcher = MoeDispatcher::kFlex;
@@ -763,10 +760,8 @@ TEST_F(Perf, MoeLayerOverheadScalesOnlyMoeComputation) {
   EXPECT_DOUBLE_EQ(partial->step_time_s, eager->step_time_s);
   EXPECT_DOUBLE_EQ(full->step_time_s, bare->step_time_s);
   EXPECT_DOUBLE_EQ(eager->model_flops_per_step, bare->model_flops_per_step);
-  const auto row = std::find_if(eager->ops.begin(), eager->ops.end(), [](const OpCost& o) {
-    return o.name.rfind("MoE layers beyond their operators (calibrated x2.00, CUDA graphs none)", 0) == 0;
-  });
-  ASSERT_NE(row, eager->ops.end());
+  const OpCost* row = FindOp(eager->ops, "MoE layers beyond their operators (calibrated x2.00, CUDA graphs none)");
+  ASSERT_NE(row, nullptr);
   EXPECT_NEAR(row->time_s * row->count, eager->breakdown_s.moe_overhead, 1e-9 * eager->breakdown_s.moe_overhead);
   TrainConfig d = Train(8, 1, 1, 64, 4096);
   auto dense = EstimateTraining(M("llama-3.1-8b"), C(g), d, e);
