@@ -6,6 +6,7 @@
 #include "suanli/bench.h"
 #include "suanli/perf.h"
 #include "suanli/units.h"
+#include "internal.h"
 
 namespace suanli {
 
@@ -41,7 +42,7 @@ Result<Efficiency> ApplyCalibration(const Efficiency& base, const Calibration& c
     const double f = *cal.memory_bandwidth_bytes_per_s / gpu.memory_bandwidth_bytes_per_s.value;
     SUANLI_RETURN_IF_ERROR(CheckFraction("memory bandwidth", f, 1.05));
     e.memory = std::min(f, 1.0);
-    e.sources.push_back(fmt::format("memory = {:.3g}: {} triad {} ({})", e.memory, "bench", 
+    perf_detail::RecordSource(e.sources, "memory", fmt::format("memory = {:.3g}: {} triad {} ({})", e.memory, "bench", 
                                     FormatBandwidth(*cal.memory_bandwidth_bytes_per_s), where));
   }
   for (Precision p : {Precision::kBf16, Precision::kFp16, Precision::kFp8}) {
@@ -59,7 +60,8 @@ Result<Efficiency> ApplyCalibration(const Efficiency& base, const Calibration& c
     } else {
       continue;
     }
-    e.sources.push_back(fmt::format("gemm{} = {:.3g}: bench {} GEMM {} ({})", p == Precision::kFp8 ? "_fp8" : "",
+    perf_detail::RecordSource(e.sources, p == Precision::kFp8 ? "gemm_fp8" : "gemm",
+                              fmt::format("gemm{} = {:.3g}: bench {} GEMM {} ({})", p == Precision::kFp8 ? "_fp8" : "",
                                     std::min(f, 1.0), PrecisionKey(p), FormatFlops(*best), where));
   }
   if (auto it = cal.link_bandwidth_bytes_per_s.find("allreduce_busbw");
@@ -70,11 +72,11 @@ Result<Efficiency> ApplyCalibration(const Efficiency& base, const Calibration& c
     // (NVLS), which says nothing about the ring collectives, so `link` keeps its value; at or below it the
     // all-reduce ran as a ring, and the ring figure is the measurement too.
     e.link_allreduce = f;
-    e.sources.push_back(fmt::format("link_allreduce = {:.3g}: bench NCCL all-reduce busbw {} ({})", f,
+    perf_detail::RecordSource(e.sources, "link_allreduce", fmt::format("link_allreduce = {:.3g}: bench NCCL all-reduce busbw {} ({})", f,
                                     FormatBandwidth(it->second), where));
     if (f <= 1.0) {
       e.link = f;
-      e.sources.push_back(fmt::format("link = {:.3g}: the same all-reduce, at or below the wire rate: a ring", f));
+      perf_detail::RecordSource(e.sources, "link", fmt::format("link = {:.3g}: the same all-reduce, at or below the wire rate: a ring", f));
     }
   }
   // Pinned host copies set the offload copy efficiencies, against the host link (NVLink-C2C, else PCIe).
@@ -86,7 +88,7 @@ Result<Efficiency> ApplyCalibration(const Efficiency& base, const Calibration& c
       const double f = it->second / host->value;
       SUANLI_RETURN_IF_ERROR(CheckFraction(fmt::format("pinned {} copy", key).c_str(), f, 1.05));
       *out = std::min(f, 1.0);
-      e.sources.push_back(fmt::format("{} = {:.3g}: bench pinned copy {} of {} ({})", name, *out,
+      perf_detail::RecordSource(e.sources, name, fmt::format("{} = {:.3g}: bench pinned copy {} of {} ({})", name, *out,
                                       FormatBandwidth(it->second), FormatBandwidth(host->value), where));
     }
   }
@@ -94,7 +96,7 @@ Result<Efficiency> ApplyCalibration(const Efficiency& base, const Calibration& c
     if (!(*cal.launch_latency_s > 0 && *cal.launch_latency_s < 1e-3))
       return InvalidArgument("calibration: launch latency must be between 0 and 1 ms");
     e.kernel_launch_s = *cal.launch_latency_s;
-    e.sources.push_back(fmt::format("kernel_launch = {}: bench launch latency ({})", FormatSeconds(e.kernel_launch_s), where));
+    perf_detail::RecordSource(e.sources, "kernel_launch", fmt::format("kernel_launch = {}: bench launch latency ({})", FormatSeconds(e.kernel_launch_s), where));
   }
   return e;
 }

@@ -3,12 +3,24 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "suanli/hardware.h"
 #include "suanli/model.h"
 #include "suanli/perf.h"
 
 namespace suanli::perf_detail {
+
+// Records where an efficiency value came from as "key = value: source" in `sources`, replacing the line of an
+// earlier value of the same key (a GPU's entry over the defaults, a calibration file over the data file), so the
+// list names only the values in use.
+inline void RecordSource(std::vector<std::string>& sources, std::string_view key, std::string line) {
+  const std::string prefix = std::string(key) + " = ";
+  std::erase_if(sources, [&](const std::string& s) { return s.starts_with(prefix); });
+  sources.push_back(std::move(line));
+}
 
 struct LayerShape {
   double attn_proj_params;  // everything in attention except the output projection

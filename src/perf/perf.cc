@@ -188,6 +188,13 @@ const char* BoundName(Bound b) {
 // ---------------------------------------------------------------------------------------
 // Efficiency data.
 
+namespace {
+template <typename T>
+std::string Note(const Sourced<T>& v) {
+  return v.note.empty() ? "" : " (" + v.note + ")";
+}
+}  // namespace
+
 Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view file_sv, std::string_view gpu_id) {
   const std::string file(file_sv);
   SUANLI_ASSIGN_OR_RETURN(toml::table doc, detail::ParseTomlText(text, file));
@@ -206,8 +213,7 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
         if (v->value < lo || v->value > hi)
           return ParseError(fmt::format("{}: {} is outside {}..{}{}", r.Where(key), v->value, lo, hi, hint));
         *out = v->value;
-        e.sources.push_back(fmt::format("{} = {:.3g}: {}{}", key, v->value, v->source,
-                                        v->note.empty() ? "" : " (" + v->note + ")"));
+        perf_detail::RecordSource(e.sources, key, fmt::format("{} = {:.3g}: {}{}", key, v->value, v->source, Note(*v)));
       }
       return Status::Ok();
     };
@@ -227,6 +233,8 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     if (kl) {
       if (kl->value > 1e-3) return ParseError(r.Where("kernel_launch") + " must be below 1 ms");
       e.kernel_launch_s = kl->value;
+      perf_detail::RecordSource(e.sources, "kernel_launch", fmt::format("kernel_launch = {}: {}{}",
+                                                                        FormatSeconds(kl->value), kl->source, Note(*kl)));
     }
     return r.CheckNoUnknownKeys();
   };
@@ -241,6 +249,9 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
       if (v->value < 1 || v->value > 100)
         return ParseError(fmt::format("{}: {} is outside 1..100", r.Where("per_head_instructions"), v->value));
       e.per_head_decode_instructions = v->value;
+      perf_detail::RecordSource(e.sources, "decode_attention.per_head_instructions",
+                                fmt::format("decode_attention.per_head_instructions = {:.3g}: {}{}", v->value,
+                                            v->source, Note(*v)));
     }
     SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   }
@@ -251,8 +262,8 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
       if (v->value < 0 || v->value > 0.1)
         return ParseError(fmt::format("{}: {} s is outside 0..0.1 s", r.Where("host_per_layer"), v->value));
       e.eager_fsdp_host_per_layer_s = v->value;
-      e.sources.push_back(fmt::format("eager_fsdp.host_per_layer = {:.3g} s: {}{}", v->value, v->source,
-                                      v->note.empty() ? "" : " (" + v->note + ")"));
+      perf_detail::RecordSource(e.sources, "eager_fsdp.host_per_layer",
+                                fmt::format("eager_fsdp.host_per_layer = {:.3g} s: {}{}", v->value, v->source, Note(*v)));
     }
     SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   }
@@ -265,8 +276,8 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
       if (v->value < 1 || v->value > 5)
         return ParseError(fmt::format("{}: {} is outside 1..5 (a multiple of the operators' time)", r.Where(key), v->value));
       *field = v->value;
-      e.sources.push_back(fmt::format("moe_training.{} = {:.3g}: {}{}", key, v->value, v->source,
-                                      v->note.empty() ? "" : " (" + v->note + ")"));
+      perf_detail::RecordSource(e.sources, fmt::format("moe_training.{}", key),
+                                fmt::format("moe_training.{} = {:.3g}: {}{}", key, v->value, v->source, Note(*v)));
     }
     SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   }
@@ -275,7 +286,11 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     for (auto [key, out] : {std::pair{"int8", &e.dequant_ops_int8}, {"int4", &e.dequant_ops_int4},
                             {"nf4", &e.dequant_ops_nf4}, {"gguf", &e.dequant_ops_gguf}}) {
       SUANLI_ASSIGN_OR_RETURN(auto v, r.OptSourcedNumber(key));
-      if (v) *out = v->value;
+      if (!v) continue;
+      *out = v->value;
+      perf_detail::RecordSource(e.sources, fmt::format("dequant.{}", key),
+                                fmt::format("dequant.{} = {:.3g} instructions per weight: {}{}", key, v->value,
+                                            v->source, Note(*v)));
     }
     SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   }

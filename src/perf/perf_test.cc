@@ -1431,6 +1431,23 @@ TEST(EfficiencyData, LinkAboveTheWireRateBelongsToTheAllReduceFigure) {
   EXPECT_DOUBLE_EQ(nvls->link_allreduce, 1.064);
 }
 
+// A GPU's entry replaces the default's value and its source line: `sources` lists the values in use, once each.
+TEST(EfficiencyData, SourcesListOnlyTheValuesInUse) {
+  const char* toml = "[sources]\nd = \"default source\"\ng = \"gpu source\"\n"
+                     "[default]\ngemm = { value = 0.7, source = \"d\" }\nmemory = { value = 0.8, source = \"d\" }\n"
+                     "[gpu.h100-sxm]\ngemm = { value = 0.76, source = \"g\" }\n";
+  auto e = ParseEfficiencyToml(toml, "e.toml", "h100-sxm");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_DOUBLE_EQ(e->gemm, 0.76);
+  const std::vector<std::string> want = {"memory = 0.8: default source", "gemm = 0.76: gpu source"};
+  EXPECT_EQ(e->sources, want);
+  // Another GPU keeps the default's line.
+  auto other = ParseEfficiencyToml(toml, "e.toml", "a100-sxm-80gb");
+  ASSERT_TRUE(other.ok());
+  const std::vector<std::string> want_default = {"gemm = 0.7: default source", "memory = 0.8: default source"};
+  EXPECT_EQ(other->sources, want_default);
+}
+
 // Weight-only quantised MoE decode dequantises only the experts the step reads: at batch 1, Mixtral's 2 of 8.
 TEST_F(Perf, QuantisedMoeDecodeDequantisesOnlyTheTouchedExperts) {
   const ModelSpec m = M("mixtral-8x7b");
@@ -1545,6 +1562,14 @@ TEST_F(Perf, CalibrationFromBenchReplacesTheEfficiencies) {
   EXPECT_NEAR(er->link, 360.0 / 450.0, 1e-9);
   EXPECT_NEAR(er->link_allreduce, 360.0 / 450.0, 1e-9);
   EXPECT_DOUBLE_EQ(e->kernel_launch_s, 3e-6);
+  // The sources name the measured values only: one line per key, the bench's, none of the data file's it replaced.
+  for (const char* key : {"memory = ", "gemm = ", "link_allreduce = ", "kernel_launch = ", "host_d2h = "}) {
+    const auto n = std::count_if(e->sources.begin(), e->sources.end(),
+                                 [&](const std::string& s) { return s.starts_with(key); });
+    EXPECT_EQ(n, 1) << key;
+    for (const auto& s : e->sources)
+      if (s.starts_with(key)) EXPECT_NE(s.find("bench"), std::string::npos) << s;
+  }
   // Pinned host copies against the host link (PCIe Gen5 x16 on this H100: 63.0 GB/s per direction).
   const double pcie5 = 16 * 32e9 * 128 / 130 / 8;
   EXPECT_NEAR(e->host_d2h, 50e9 / pcie5, 1e-9);
