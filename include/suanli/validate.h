@@ -51,10 +51,23 @@ struct ValidationReport {
 // Reads a file referenced by the cases file (model configs), relative to it.
 using CaseFileReader = std::function<Result<std::string>(const std::string& relative_path)>;
 
+// An efficiency table in data/efficiency.toml's format that replaces the bundled one for a validation run
+// (`suanli validate --efficiency FILE`): how a fitted constant is scanned and cross-validated without a rebuild
+// (scripts/fit_scan.py, docs/validation.md §4).
+struct EfficiencyTable {
+  std::string text;
+  std::string file;  // for error messages
+};
+
+// Checks `table` for every GPU of the catalog (each GPU's entry over the defaults), so a bad value is reported
+// once, with its file and key, before any case runs.
+Status CheckEfficiencyTable(const EfficiencyTable& table, const HardwareCatalog& hw);
+
 Result<ValidationReport> RunPerfValidation(std::string_view cases_toml, std::string_view file,
                                            const HardwareCatalog& hw, const ModelCatalog& models,
-                                           const CaseFileReader& read);
+                                           const CaseFileReader& read, const EfficiencyTable* efficiency = nullptr);
 // The bundled cases (tests/validation/perf_cases.toml, embedded at build time).
-Result<ValidationReport> RunBundledPerfValidation(const HardwareCatalog& hw, const ModelCatalog& models);
+Result<ValidationReport> RunBundledPerfValidation(const HardwareCatalog& hw, const ModelCatalog& models,
+                                                  const EfficiencyTable* efficiency = nullptr);
 
 }  // namespace suanli

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli/cli.h"
 #include "core/files.h"
@@ -18,20 +19,32 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
   auto group = std::make_shared<std::string>();
   sub->add_option("--cases", *cases, "A cases file (default: the bundled tests/validation/perf_cases.toml)");
   sub->add_option("--group", *group, "Only this group: training | decode | ttft | throughput | latency | gemm");
-  return [ctx, cases, group]() -> int {
+  auto efficiency = std::make_shared<std::string>();
+  sub->add_option("--efficiency", *efficiency,
+                  "An efficiency table in data/efficiency.toml's format instead of the bundled one (to scan a fitted "
+                  "constant; scripts/fit_scan.py)");
+  return [ctx, cases, group, efficiency]() -> int {
     auto hw = ctx->hardware();
     if (!hw.ok()) return PrintError(hw.status());
     auto mc = ctx->models();
     if (!mc.ok()) return PrintError(mc.status());
+    std::optional<EfficiencyTable> table;
+    if (!efficiency->empty()) {
+      auto text = detail::ReadFile(*efficiency, 16u << 20);
+      if (!text.ok()) return PrintError(text.status());
+      table = EfficiencyTable{*text, *efficiency};
+      if (Status st = CheckEfficiencyTable(*table, **hw); !st.ok()) return PrintError(st);
+    }
+    const EfficiencyTable* eff = table ? &*table : nullptr;
     Result<ValidationReport> rep = Internal("not run");
     if (cases->empty()) {
-      rep = RunBundledPerfValidation(**hw, **mc);
+      rep = RunBundledPerfValidation(**hw, **mc, eff);
     } else {
       auto text = detail::ReadFile(*cases);
       if (!text.ok()) return PrintError(text.status());
       const std::filesystem::path base = std::filesystem::path(*cases).parent_path();
       auto read = [base](const std::string& rel) { return detail::ReadFile((base / rel).string(), 16u << 20); };
-      rep = RunPerfValidation(*text, *cases, **hw, **mc, read);
+      rep = RunPerfValidation(*text, *cases, **hw, **mc, read, eff);
     }
     if (!rep.ok()) return PrintError(rep.status());
     // --group keeps that group's cases, summary row and verdict; a name no case has is an error, not an empty table.

@@ -148,15 +148,20 @@ Result<ModelSpec> LoadModel(const toml::table& t, const ModelCatalog& models, co
   return models.Resolve(*id);
 }
 
+Result<Efficiency> CaseEfficiency(const GpuSpec& gpu, const EfficiencyTable* table) {
+  if (!table) return LoadEfficiency(gpu.id);
+  return ParseEfficiencyToml(table->text, table->file, gpu.id);
+}
+
 Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
-                         const CaseFileReader& read, std::string* detail, bool* moe) {
+                         const CaseFileReader& read, const EfficiencyTable* table, std::string* detail, bool* moe) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   *moe = m.moe.has_value();
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(const int gpus_per_node, IntKey(t, "gpus_per_node", 8));
   SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, gpus_per_node, t["inter_node"].value_or(std::string("ib-ndr"))));
   cl.nvls = t["nvls"].value_or(true);
-  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
+  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
   TrainConfig c;
   SUANLI_ASSIGN_OR_RETURN(const int gpus, IntKey(t, "gpus", 1));
   SUANLI_ASSIGN_OR_RETURN(c.fit.par.tp, IntKey(t, "tp", 1));
@@ -231,13 +236,13 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
 }
 
 Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
-                         const CaseFileReader& read, std::string* detail, bool* moe) {
+                         const CaseFileReader& read, const EfficiencyTable* table, std::string* detail, bool* moe) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   *moe = m.moe.has_value();
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, 8, "ib-ndr"));
   cl.nvls = t["nvls"].value_or(true);
-  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
+  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
   InferConfig c;
   SUANLI_ASSIGN_OR_RETURN(c.fit.weights, ParseWeightFormat(t["weights"].value_or(std::string("bf16"))));
   if (c.fit.weights.id == "fp8") c.compute = Precision::kFp8;
@@ -271,9 +276,10 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
 
 // One GEMM micro-benchmark (a published TFLOP/s at a stated M x N x K) against EstimateGemm, the shape model
 // every operator of the training and serving estimates goes through (docs/methodology.md §6.2).
-Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, std::string* detail) {
+Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, const EfficiencyTable* table,
+                        std::string* detail) {
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
-  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu->id));
+  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
   const std::string dtype = t["dtype"].value_or(std::string("bf16"));
   Precision p;
   if (dtype == "fp8") p = Precision::kFp8;
@@ -304,8 +310,15 @@ double ValidationCase::fast_error() const {
   return time ? -error : error;
 }
 
+Status CheckEfficiencyTable(const EfficiencyTable& table, const HardwareCatalog& hw) {
+  for (const GpuSpec& g : hw.gpus()) SUANLI_RETURN_IF_ERROR(ParseEfficiencyToml(table.text, table.file, g.id).status());
+  return Status::Ok();
+}
+
 Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_view file_sv, const HardwareCatalog& hw,
-                                           const ModelCatalog& models, const CaseFileReader& read) {
+                                           const ModelCatalog& models, const CaseFileReader& read,
+                                           const EfficiencyTable* efficiency) {
+  if (efficiency) SUANLI_RETURN_IF_ERROR(CheckEfficiencyTable(*efficiency, hw));
   const std::string file(file_sv);
   SUANLI_ASSIGN_OR_RETURN(toml::table doc, detail::ParseTomlText(text, file));
   ValidationReport rep;
@@ -331,9 +344,9 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       vc.metric = (*t)["metric"].value_or(std::string());
       vc.published = (*t)["published"].value_or(0.0);
       if (vc.published <= 0) return ParseError(fmt::format("{}: case '{}' has no positive 'published'", file, vc.name));
-      auto v = ck == CaseKind::kTrain   ? EvalTrain(*t, hw, models, read, &vc.detail, &vc.moe)
-               : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, &vc.detail, &vc.moe)
-                                        : EvalGemm(*t, hw, &vc.detail);
+      auto v = ck == CaseKind::kTrain   ? EvalTrain(*t, hw, models, read, efficiency, &vc.detail, &vc.moe)
+               : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, efficiency, &vc.detail, &vc.moe)
+                                        : EvalGemm(*t, hw, efficiency, &vc.detail);
       if (!v.ok()) {
         vc.failure = v.status().message();
       } else {
@@ -373,7 +386,8 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
   return rep;
 }
 
-Result<ValidationReport> RunBundledPerfValidation(const HardwareCatalog& hw, const ModelCatalog& models) {
+Result<ValidationReport> RunBundledPerfValidation(const HardwareCatalog& hw, const ModelCatalog& models,
+                                                  const EfficiencyTable* efficiency) {
   const auto* f = detail::FindEmbeddedFile("tests/validation/perf_cases.toml");
   if (!f) return Internal("tests/validation/perf_cases.toml is not embedded");
   auto read = [](const std::string& rel) -> Result<std::string> {
@@ -381,7 +395,7 @@ Result<ValidationReport> RunBundledPerfValidation(const HardwareCatalog& hw, con
     if (!e) return NotFound("tests/validation/" + rel + " is not embedded");
     return std::string(e->content);
   };
-  return RunPerfValidation(f->content, "embedded:tests/validation/perf_cases.toml", hw, models, read);
+  return RunPerfValidation(f->content, "embedded:tests/validation/perf_cases.toml", hw, models, read, efficiency);
 }
 
 }  // namespace suanli

@@ -452,6 +452,52 @@ published = 10000
   EXPECT_NE(graphs.find("cuda_graphs: unknown CUDA graph setting 'ful'"), std::string::npos) << graphs;
 }
 
+// `suanli validate --efficiency FILE`: the cases run with the given table instead of the bundled one. The bundled
+// table given as a file reproduces the bundled figures exactly; an edited constant moves only the rows it belongs
+// to (the MoE-layer multiple: MoE rows, not dense ones); a bad value is refused before any case runs, naming it.
+TEST(PerfValidation, AnEfficiencyTableReplacesTheBundledOne) {
+  const std::string path = std::string(SUANLI_SOURCE_DIR) + "/data/efficiency.toml";
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(f, nullptr) << path;
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  ASSERT_TRUE(Bundled().ok());
+  const EfficiencyTable same{text, "efficiency.toml"};
+  auto again = RunBundledPerfValidation(Hw(), Models(), &same);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  ASSERT_EQ(again->cases.size(), Bundled()->cases.size());
+  for (size_t i = 0; i < again->cases.size(); ++i)
+    EXPECT_EQ(again->cases[i].predicted, Bundled()->cases[i].predicted) << again->cases[i].name;
+
+  const std::string key = "layer_time_eager = { value = 1.8,";
+  ASSERT_NE(text.find(key), std::string::npos);
+  std::string edited = text;
+  edited.replace(edited.find(key), key.size(), "layer_time_eager = { value = 1.2,");
+  const EfficiencyTable lower{edited, "edited.toml"};
+  auto moved = RunBundledPerfValidation(Hw(), Models(), &lower);
+  ASSERT_TRUE(moved.ok()) << moved.status().message();
+  int moe_faster = 0;
+  for (size_t i = 0; i < moved->cases.size(); ++i) {
+    const auto& before = Bundled()->cases[i];
+    const auto& after = moved->cases[i];
+    if (before.group != "training") continue;
+    if (!before.moe) EXPECT_EQ(after.predicted, before.predicted) << before.name;
+    if (before.moe && after.fast_error() > before.fast_error()) ++moe_faster;
+  }
+  EXPECT_GE(moe_faster, 7);  // at least the seven calibration runs the eager multiple was fitted on
+
+  std::string bad = text;
+  bad.replace(bad.find(key), key.size(), "layer_time_eager = { value = 0.5,");
+  const EfficiencyTable wrong{bad, "bad.toml"};
+  auto refused = RunBundledPerfValidation(Hw(), Models(), &wrong);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("bad.toml: key 'moe_training.layer_time_eager': 0.5 is outside 1..5"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 // A user's serving row can carry their engine's host costs (request_overhead_ms, step_overhead_ms): the TTFT grows
 // by exactly both, and an out-of-range value is reported on the case, naming the flag it mirrors.
 TEST(PerfValidation, InferCasesTakeHostOverheads) {
