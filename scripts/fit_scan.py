@@ -67,6 +67,8 @@ def scan(name, key, fmt_value, values, rows):
         cases = run(pattern.sub(lambda m: m.group(1) + fmt_value(v), base))
         errors[v] = {c["name"]: abs(c["error"]) for c in cases if rows(c) and "failure" not in c}
     names = sorted(errors[values[0]])
+    if len(names) < 2:
+        sys.exit(f"{name}: {len(names)} calibration rows matched; the row selection in FITS is out of date")
     mean = {v: sum(errors[v].values()) / len(names) for v in values}
     worst = {v: max(errors[v].values()) for v in values}
     best = min(values, key=lambda v: (mean[v], v))
