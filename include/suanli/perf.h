@@ -494,6 +494,14 @@ inline constexpr ValidationEvidence kEagerFsdpTorchtitan{3, 0.077, 0.071, 0.082}
 // containers, its Qwen3 30B-A3B model card and Megatron-MoE-ModelZoo, and the 6 held-out Qwen3 runs of
 // Megatron-Bridge 25.11, an older MoE stack.
 inline constexpr ValidationEvidence kMoeTrainingCalibration{9, 0.018, -0.179, 0.142};
+// The same multiples cross-validated on their calibration runs: each run's absolute error with the multiple refitted
+// (best 0.05 step) on the others, eager runs and full-iteration-graph runs apart (scripts/fit_scan.py,
+// docs/validation.md §4). What the fit is worth on a run of the same stack it has not seen.
+struct LeaveOneOut {
+  int cases;
+  double mean_abs, worst_abs;
+};
+inline constexpr LeaveOneOut kMoeLayerMultipleLeaveOneOut{9, 0.162, 0.274};
 // One job run two ways: Korthikanti et al.'s four model sizes, each with selective and with full recompute on the
 // same layout. Error of the predicted step-time ratio (selective / full) against the published one. The only
 // published pairs of one job on one stack in the set, so the resolution `plan` can claim between close layouts.

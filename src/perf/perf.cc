@@ -1306,14 +1306,16 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   }
   if (cfg.detail && m.moe) {
     const auto& cal = evidence::kMoeTrainingCalibration;
+    const auto& loo = evidence::kMoeLayerMultipleLeaveOneOut;
     const auto& e = evidence::kMoeTrainingHoldout;
     const auto& old = evidence::kMoeTrainingMegatronBridge2511;
     res.notes.push_back(fmt::format(
         "calibrated: each MoE layer takes {:.2f}x the time its operators add up to (CUDA graphs {}; {:.2f}x "
         "without a full-iteration graph, {:.2f}x with one), a multiple fitted on {} Megatron-LM recipe runs "
-        "({:+.0f}% to {:+.0f}% off after the fit); what fills the time is not identified (docs/validation.md section 4){}",
+        "({:+.0f}% to {:+.0f}% off after the fit; a run left out of the fit is {:.0f}% off on average, {:.0f}% at "
+        "worst); what fills the time is not identified (docs/validation.md section 4){}",
         moe_overhead, CudaGraphsName(cfg.cuda_graphs), eff.moe_layer_time_eager, eff.moe_layer_time_full_graph,
-        cal.cases, 100 * cal.lo, 100 * cal.hi,
+        cal.cases, 100 * cal.lo, 100 * cal.hi, 100 * loo.mean_abs, 100 * loo.worst_abs,
         cfg.eager ? "; it was measured on Megatron-Core, and no eager-PyTorch MoE run (torchtitan, HF) checks it" : ""));
     res.notes.push_back(fmt::format(
         "uncertain: MoE training is checked against {} held-out Megatron-Core runs (Qwen3 30B-A3B and 235B-A22B on "

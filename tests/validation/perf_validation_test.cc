@@ -4,6 +4,7 @@
 // training, gpt-fast decode), and Calculon's figures on Korthikanti's cases. Every other group is
 // ratcheted at the errors documented in docs/validation.md: a change that makes it worse fails here.
 // Where a target is not met, the ratchet value is the honest current figure, not the target.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +12,9 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "suanli/perf.h"
 #include "suanli/validate.h"
@@ -452,17 +455,24 @@ published = 10000
   EXPECT_NE(graphs.find("cuda_graphs: unknown CUDA graph setting 'ful'"), std::string::npos) << graphs;
 }
 
+// A file of the source tree (empty when it cannot be read).
+std::string ReadSourceFile(const std::string& rel) {
+  const std::string path = std::string(SUANLI_SOURCE_DIR) + "/" + rel;
+  std::string text;
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+    std::fclose(f);
+  }
+  return text;
+}
+
 // `suanli validate --efficiency FILE`: the cases run with the given table instead of the bundled one. The bundled
 // table given as a file reproduces the bundled figures exactly; an edited constant moves only the rows it belongs
 // to (the MoE-layer multiple: MoE rows, not dense ones); a bad value is refused before any case runs, naming it.
 TEST(PerfValidation, AnEfficiencyTableReplacesTheBundledOne) {
-  const std::string path = std::string(SUANLI_SOURCE_DIR) + "/data/efficiency.toml";
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  ASSERT_NE(f, nullptr) << path;
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-  std::fclose(f);
+  const std::string text = ReadSourceFile("data/efficiency.toml");
+  ASSERT_FALSE(text.empty());
   ASSERT_TRUE(Bundled().ok());
   const EfficiencyTable same{text, "efficiency.toml"};
   auto again = RunBundledPerfValidation(Hw(), Models(), &same);
@@ -496,6 +506,71 @@ TEST(PerfValidation, AnEfficiencyTableReplacesTheBundledOne) {
   EXPECT_NE(refused.status().message().find("bad.toml: key 'moe_training.layer_time_eager': 0.5 is outside 1..5"),
             std::string::npos)
       << refused.status().message();
+}
+
+// The leave-one-out figure `perf train` quotes for the MoE-layer multiples (evidence::kMoeLayerMultipleLeaveOneOut)
+// is recomputed here the way scripts/fit_scan.py computes it: the calibration runs alone, each multiple scanned in
+// 0.05 steps (eager 1.0-3.0 on the runs without a full-iteration graph, full-graph 1.0-2.5 on those with one), and
+// every run's error at the value that is best (lowest mean absolute error, then lowest value) on the others.
+TEST(PerfValidation, MoeLayerMultipleLeaveOneOutMatchesTheQuotedFigure) {
+  const std::string cases = ReadSourceFile("tests/validation/perf_cases.toml");
+  const std::string eff = ReadSourceFile("data/efficiency.toml");
+  ASSERT_FALSE(cases.empty());
+  ASSERT_FALSE(eff.empty());
+  std::string eager_rows, graph_rows;
+  for (size_t at = cases.find("[[train]]"); at != std::string::npos;) {
+    const size_t next = cases.find("\n[[", at + 1);
+    const std::string block = cases.substr(at, next == std::string::npos ? std::string::npos : next + 1 - at);
+    if (block.find("name = \"Megatron-LM recipe") != std::string::npos &&
+        block.find("role = \"calibration\"") != std::string::npos)
+      (block.find("cuda_graphs = \"full\"") != std::string::npos ? graph_rows : eager_rows) += block;
+    at = next == std::string::npos ? next : next + 1;
+  }
+  auto no_files = [](const std::string& rel) -> Result<std::string> { return NotFound(rel); };
+  // Absolute error per run, per grid value.
+  auto scan = [&](const std::string& rows, const std::string& key, double lo, double hi) {
+    std::vector<std::vector<double>> err;  // [value][run]
+    for (int i = 0; lo + 0.05 * i <= hi + 1e-9; ++i) {
+      const std::string at = key + " = { value = ";
+      std::string table = eff;
+      const size_t p = table.find(at);
+      EXPECT_NE(p, std::string::npos) << key;
+      if (p == std::string::npos) return err;
+      const size_t end = table.find(',', p);
+      table.replace(p + at.size(), end - p - at.size(), fmt::format("{:.2f}", lo + 0.05 * i));
+      const EfficiencyTable t{table, "scan.toml"};
+      auto rep = RunPerfValidation(rows, "calibration.toml", Hw(), Models(), no_files, &t);
+      EXPECT_TRUE(rep.ok()) << rep.status().message();
+      if (!rep.ok()) return err;
+      std::vector<double> e;
+      for (const auto& c : rep->cases) e.push_back(std::fabs(c.error));
+      err.push_back(e);
+    }
+    return err;
+  };
+  std::vector<double> loo;
+  for (const auto& err : {scan(eager_rows, "layer_time_eager", 1.0, 3.0), scan(graph_rows, "layer_time_full_graph", 1.0, 2.5)}) {
+    ASSERT_FALSE(err.empty());
+    const size_t runs = err[0].size();
+    ASSERT_GE(runs, 2u);
+    for (size_t left = 0; left < runs; ++left) {
+      size_t best = 0;
+      double best_mean = 1e9;
+      for (size_t v = 0; v < err.size(); ++v) {
+        double sum = 0;
+        for (size_t r = 0; r < runs; ++r)
+          if (r != left) sum += err[v][r];
+        if (sum / (runs - 1) < best_mean - 1e-12) best_mean = sum / (runs - 1), best = v;
+      }
+      loo.push_back(err[best][left]);
+    }
+  }
+  const auto& want = evidence::kMoeLayerMultipleLeaveOneOut;
+  ASSERT_EQ(static_cast<int>(loo.size()), want.cases);
+  double sum = 0, worst = 0;
+  for (double e : loo) sum += e, worst = std::max(worst, e);
+  EXPECT_NEAR(sum / loo.size(), want.mean_abs, 0.005);
+  EXPECT_NEAR(worst, want.worst_abs, 0.005);
 }
 
 // A user's serving row can carry their engine's host costs (request_overhead_ms, step_overhead_ms): the TTFT grows
