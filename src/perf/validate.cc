@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "core/data_registry.h"
 #include "core/toml_reader.h"
@@ -54,6 +55,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"dp_overlap", KeyType::kBool},
               {"cp", KeyType::kInteger},
               {"interleave", KeyType::kInteger},
+              {"interleave_auto", KeyType::kBool},
               {"dtype", KeyType::kString},
               {"fp8_recipe", KeyType::kString},
               {"tp_overlap", KeyType::kBool},
@@ -215,8 +217,30 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   SUANLI_ASSIGN_OR_RETURN(c.fit.offload_layers, IntKey(t, "offload_layers", 0));
   const std::string metric = t["metric"].value_or(std::string());
   c.convention = FlopConvention::kMegatron;
-  SUANLI_ASSIGN_OR_RETURN(TrainResult r, EstimateTraining(m, cl, c, eff));
-  *detail = fmt::format("micro-batch {}, step {:.3f} s, MFU {:.1f}%, memory {:.0f}%{}", r.micro_batch, r.step_time_s,
+  // interleave_auto: a run whose interleaving was not published takes the fastest depth that fits among those
+  // that divide the layers per stage (as an unpublished micro-batch takes the fastest that fits).
+  const bool interleave_auto = t["interleave_auto"].value_or(false);
+  if (interleave_auto && t.contains("interleave")) return ParseError("interleave_auto and interleave are both set");
+  if (interleave_auto && c.fit.par.pp < 2) return ParseError("interleave_auto needs pp > 1");
+  std::optional<TrainResult> best;
+  Status last = Status::Ok();
+  for (int v = 1; v <= (interleave_auto ? m.layers : 1); ++v) {
+    TrainConfig cv = c;
+    if (interleave_auto) cv.fit.par.interleave = v;
+    auto r = EstimateTraining(m, cl, cv, eff);
+    if (!r.ok()) {
+      last = r.status();
+      continue;
+    }
+    if (!best || (r->fits && !best->fits) || (r->fits == best->fits && r->step_time_s < best->step_time_s)) {
+      best = std::move(r).value();
+      c.fit.par.interleave = cv.fit.par.interleave;
+    }
+  }
+  if (!best) return last;
+  const TrainResult& r = *best;
+  *detail = fmt::format("micro-batch {}{}, step {:.3f} s, MFU {:.1f}%, memory {:.0f}%{}", r.micro_batch,
+                        interleave_auto ? fmt::format(", interleave {}", c.fit.par.interleave) : "", r.step_time_s,
                         100 * r.mfu, 100 * r.memory.per_gpu_peak_bytes / gpu->memory_bytes.value,
                         r.fits ? "" : ", DOES NOT FIT");
   const double gpus_d = gpus;
@@ -231,8 +255,12 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   // Model TFLOP/s per GPU by the 6N + 12·L·d_attn·s convention (PaLM appendix B; what Llama 3 reports).
   if (metric == "model_tflops_6n")
     return ModelFlopsPerToken(m, double(c.fit.seq), FlopConvention::k6N) * r.tokens_per_s_per_gpu / 1e12;
+  // Model TFLOP/s per GPU by Korthikanti et al.'s formula, which Megatron-LM's own throughput log uses for MHA models.
+  if (metric == "model_tflops_megatron")
+    return ModelFlopsPerToken(m, double(c.fit.seq), FlopConvention::kMegatron) * r.tokens_per_s_per_gpu / 1e12;
   return ParseError("unknown training metric '" + metric +
-                    "' (valid: step_time_s, mfu_megatron, tokens_per_s_per_gpu, narayanan_tflops, model_tflops_6n)");
+                    "' (valid: step_time_s, mfu_megatron, tokens_per_s_per_gpu, narayanan_tflops, model_tflops_6n, "
+                    "model_tflops_megatron)");
 }
 
 Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
