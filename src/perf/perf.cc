@@ -1304,6 +1304,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "off (mean {:+.0f}%; positive: too fast); other FP8 stacks are unmeasured (docs/validation.md)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
   }
+  if (cfg.detail && !m.moe && !cfg.eager && cfg.dtype != Precision::kFp8 && gpu.id.rfind("h100", 0) == 0) {
+    const auto& e = evidence::kH100Bf16FusedTraining;
+    res.notes.push_back(fmt::format(
+        "uncertain: on {} published 16-bit runs of fused stacks on H100 (Megatron-Core r0.8.0 GPT 1.7B-462B, the Llama 3 "
+        "paper's 405B) this model was {:+.0f}% to {:+.0f}% too fast (mean {:+.0f}%), though it matches H100 GEMM "
+        "micro-benchmarks and eager-FSDP H100 runs; expect the step to take longer (docs/validation.md section 5)",
+        e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
+  }
   if (cfg.detail && m.moe) {
     const auto& cal = evidence::kMoeTrainingCalibration;
     const auto& loo = evidence::kMoeLayerMultipleLeaveOneOut;
