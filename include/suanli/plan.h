@@ -61,6 +61,7 @@ struct PlanCandidate {
   int recompute_layers = 0;          // with full recompute: block recompute of this many layers per chunk (0: all)
   int offload_layers = 0;            // CPU activation offloading of this many layers (PlanRequest::allow_offload)
   bool tp_overlap = false, ep_overlap = false;  // the overlaps this candidate was estimated with
+  bool dp_overlap = true;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   TrainResult result;                // full detail for the reported candidates
   double score = 0;                  // lower is better (seconds, USD, or USD per token)

@@ -1177,11 +1177,16 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     // Gradients move at their own width (4 B with --fp32-grads); the all-gather after the sharded optimizer step
     // moves the updated 16-bit parameters (Megatron's distributed optimizer gathers the model's bf16/fp16 copy).
     const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
-    dp_comm = par.zero == 0 ? dp_collective(NcclOp::kAllReduce, gbytes)
-                            : dp_collective(NcclOp::kReduceScatter, gbytes) + dp_collective(NcclOp::kAllGather, params_gpu * 2);
-    // Overlap window: the backward pass of the last micro-batch on this stage.
-    const double window = cfg.dp_overlap ? max_stage_layers * (lb + lr) : 0;
-    dp_exposed = OverlapCost(window, dp_comm, eff.overlap_slowdown);
+    const double reduce = par.zero == 0 ? dp_collective(NcclOp::kAllReduce, gbytes)
+                                        : dp_collective(NcclOp::kReduceScatter, gbytes);
+    const double gather = par.zero == 0 ? 0.0 : dp_collective(NcclOp::kAllGather, params_gpu * 2);
+    dp_comm = reduce + gather;
+    // Overlap windows: the gradients are reduced during the backward pass of the last micro-batch on this stage;
+    // the updated parameters are gathered during the forward pass of the next step's first micro-batch (Megatron-Core
+    // --overlap-param-gather: each module's forward pre-hook waits for its bucket; FSDP's forward prefetch).
+    const double bwd_window = cfg.dp_overlap ? max_stage_layers * (lb + lr) : 0;
+    const double fwd_window = cfg.dp_overlap ? max_stage_layers * lf : 0;
+    dp_exposed = OverlapCost(bwd_window, reduce, eff.overlap_slowdown) + OverlapCost(fwd_window, gather, eff.overlap_slowdown);
   }
   // Optimizer step over the locally held (sharded) parameters.
   const double local_params = par.zero >= 1 ? params_gpu / dp_group : params_gpu;

@@ -67,6 +67,13 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
     a.push_back({"--delay-wgrad-compute", ""});
   }
   if (p.zero == 1 || p.zero == 2) a.push_back({"--use-distributed-optimizer", ""});
+  // The data-parallel overlap the estimate assumed (Megatron-LM's default is none): gradients reduced during the
+  // last micro-batch's backward, and with the distributed optimizer the parameters gathered during the next
+  // forward (docs/methodology.md §8).
+  if (c.dp_overlap && p.dp > 1 && p.zero < 3) {
+    a.push_back({"--overlap-grad-reduce", ""});
+    if (p.zero >= 1) a.push_back({"--overlap-param-gather", ""});
+  }
   if (p.zero == 3) a.push_back({"--use-torch-fsdp2", ""});
   if (c.recompute == Recompute::kSelective) a.push_back({"--recompute-granularity", "selective"});
   if (c.recompute == Recompute::kFull) {

@@ -135,6 +135,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
     pc.offload_layers = r.offload_layers;
     pc.tp_overlap = c.tp_overlap;
     pc.ep_overlap = c.ep_overlap;
+    pc.dp_overlap = c.dp_overlap;
     pc.moe_dispatcher = c.moe_dispatcher;
     pc.score = Score(r, sh.gpus, sh.price, req.objective, tokens_per_step);
     pc.result = std::move(r);
