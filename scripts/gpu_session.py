@@ -38,6 +38,12 @@ The JSON holds, each with its method:
    block (one torch.mm per expert), not Megatron's fused kernels, so it bounds the host share rather than
    reproducing it.
 
+6. sustained_gemm (eighteenth session): a BF16 8192^3 torch.mm back to back for 45 s, its TFLOP/s per second of
+   wall time, with the SM clock, power and temperature nvidia-smi reports each second. Against
+   docs/validation.md section 5: eleven 16-bit training runs of fused stacks on H100 are 14-35% slower than the
+   model, whose GEMM rate comes from short benchmark loops; whether the rate falls once the GPU sits at its power
+   limit is the first thing to rule in or out.
+
 Times are the median of CUDA-event timings after warm-up. Nothing here needs the network.
 
 To compare with the model: `suanli perf infer -m llama-2-7b -g h200-sxm --weights fp8 --batch 1 --input-len 128
@@ -342,6 +348,52 @@ def moe_block(results):
         "rows": rows}
 
 
+def sustained_gemm(results, seconds=45.0):
+    import subprocess
+
+    import torch
+
+    dev = torch.device("cuda")
+    n = 8192
+    a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+    flops = 2.0 * n * n * n
+    for _ in range(5):
+        torch.mm(a, b)
+    torch.cuda.synchronize()
+    rows, t_start = [], time.perf_counter()
+    while time.perf_counter() - t_start < seconds:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        reps = 0
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 1.0:
+            for _ in range(20):
+                torch.mm(a, b)
+            reps += 20
+            torch.cuda.synchronize()
+        end.record()
+        torch.cuda.synchronize()
+        gpu_s = start.elapsed_time(end) * 1e-3
+        row = {"t_s": round(time.perf_counter() - t_start, 2), "tflops": reps * flops / gpu_s / 1e12}
+        try:
+            q = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
+                                "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=5)
+            clk, pwr, temp = (x.strip() for x in q.stdout.strip().split(","))
+            row.update({"sm_clock_mhz": float(clk), "power_w": float(pwr), "temperature_c": float(temp)})
+        except Exception as e:  # the rate alone still answers the question
+            row["nvidia_smi_error"] = repr(e)
+        rows.append(row)
+    first = statistics.median(r["tflops"] for r in rows[:3])
+    last = statistics.median(r["tflops"] for r in rows[-10:])
+    print(f"sustained BF16 8192^3: {first:.0f} TFLOP/s in the first 3 s, {last:.0f} in the last 10 s "
+          f"({100 * (last / first - 1):+.1f}%)", flush=True)
+    results["sustained_gemm"] = {
+        "method": "BF16 torch.mm 8192^3 back to back for 45 s; TFLOP/s per second of wall time from CUDA events; "
+                  "nvidia-smi clocks.sm, power.draw, temperature.gpu sampled after each second",
+        "first_3s_tflops": first, "last_10s_tflops": last, "rows": rows}
+
+
 def catalog_gpu(name):
     """The suanli catalog id for a CUDA device name, or None (then edit the written cases by hand)."""
     n = name.lower()
@@ -397,7 +449,7 @@ def main():
     prop = torch.cuda.get_device_properties(0)
     results["device"] = {"name": prop.name, "sms": prop.multi_processor_count,
                          "memory_bytes": prop.total_memory, "cc": f"{prop.major}.{prop.minor}"}
-    for part in (fp8_gemms, amax_pass, decode_stream, eager_layer, moe_block):
+    for part in (fp8_gemms, amax_pass, decode_stream, eager_layer, moe_block, sustained_gemm):
         try:
             part(results)
         except Exception as e:  # keep what the other part measured
