@@ -579,6 +579,44 @@ TEST(PerfValidation, MoeLayerMultipleLeaveOneOutMatchesTheQuotedFigure) {
   EXPECT_NEAR(worst, want.worst_abs, 0.005);
 }
 
+// interleave_auto: a run that did not publish its interleaving takes the fastest depth that fits, said in the detail;
+// it needs pp > 1 and excludes interleave. model_tflops_megatron is Korthikanti's model FLOPs per second per GPU, the
+// MFU by the same formula times the 16-bit peak.
+TEST(PerfValidation, InterleaveAutoPicksTheFastestDepthThatFits) {
+  const std::string row = R"([[train]]
+group = "training"
+name = "auto row"
+source = "test"
+model = "llama-3.1-70b"
+gpu = "h100-sxm"
+gpus = 64
+tp = 8
+pp = 4
+interleave_auto = true
+micro_batch = 1
+global_batch = 64
+seq = 4096
+sequence_parallel = true
+metric = "model_tflops_megatron"
+published = 400
+)";
+  const ValidationCase autoc = EvaluatedCase(row);
+  EXPECT_NE(autoc.detail.find(", interleave "), std::string::npos) << autoc.detail;
+  // No fixed depth that divides the 20 layers per stage beats it.
+  for (int v : {1, 2, 4, 5, 10, 20}) {
+    std::string fixed = row;
+    fixed.replace(fixed.find("interleave_auto = true"), 22, fmt::format("interleave = {}", v));
+    EXPECT_LE(EvaluatedCase(fixed).predicted, autoc.predicted * (1 + 1e-12)) << v;
+  }
+  std::string mfu = row;
+  mfu.replace(mfu.find("model_tflops_megatron"), 21, "mfu_megatron");
+  EXPECT_NEAR(autoc.predicted, EvaluatedCase(mfu).predicted * 989.4, 1e-6 * autoc.predicted);
+  EXPECT_NE(FailureWith(row, "pp = 4", "pp = 1").find("interleave_auto needs pp > 1"), std::string::npos);
+  EXPECT_NE(FailureWith(row, "interleave_auto = true", "interleave_auto = true\ninterleave = 2")
+                .find("interleave_auto and interleave are both set"),
+            std::string::npos);
+}
+
 // A user's serving row can carry their engine's host costs (request_overhead_ms, step_overhead_ms): the TTFT grows
 // by exactly both, and an out-of-range value is reported on the case, naming the flag it mirrors.
 TEST(PerfValidation, InferCasesTakeHostOverheads) {
