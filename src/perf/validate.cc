@@ -224,7 +224,9 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   if (interleave_auto && c.fit.par.pp < 2) return ParseError("interleave_auto needs pp > 1");
   std::optional<TrainResult> best;
   Status last = Status::Ok();
+  const int64_t units = m.layers + (c.fit.par.embedding_loss_in_split ? 2 : 0);
   for (int v = 1; v <= (interleave_auto ? m.layers : 1); ++v) {
+    if (interleave_auto && units % (int64_t{c.fit.par.pp} * v) != 0) continue;  // only depths that divide the stage
     TrainConfig cv = c;
     if (interleave_auto) cv.fit.par.interleave = v;
     auto r = EstimateTraining(m, cl, cv, eff);
