@@ -114,9 +114,12 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
     int v;
     bool embedding_loss_in_split;
   };
+  // Every depth that divides a stage is tried, down to one layer per virtual stage: deep pipelines need deep
+  // interleaving (the Megatron-LM README's 462B ran PP 16 with 7 layers per stage), and the model charges each extra
+  // chunk boundary its point-to-point transfer.
   std::vector<Interleave> vs = {{1, false}};
   if (o.pp > 1)
-    for (int v : {2, 4}) {
+    for (int v = 2; v <= (m.layers + 2) / o.pp; ++v) {
       if (m.layers % (o.pp * v) == 0) vs.push_back({v, false});
       else if ((m.layers + 2) % (o.pp * v) == 0) vs.push_back({v, true});
     }

@@ -468,6 +468,23 @@ TEST_F(Planner, InterleavingA126LayerModelCountsTheEmbeddingAndLoss) {
   EXPECT_EQ(args.find("--num-layers-per-virtual-pipeline-stage"), std::string::npos) << args;
 }
 
+// Every interleaving depth that divides a stage is searched, not only 2 and 4: LLaMA-3.1 70B's 80 layers on 16
+// stages leave 5 per stage, which only v = 5 divides, and the deep pipeline wins with it (its bubble is 1/5).
+TEST_F(Planner, EveryInterleavingDepthThatDividesAStageIsSearched) {
+  const ModelSpec m = M("llama-3.1-70b");
+  PlanRequest req = Req(m, "h100-sxm", {512}, 512, 4096, "ib-ndr");
+  req.fixed_tp = 8;
+  req.fixed_pp = 16;
+  auto r = Plan(req);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_FALSE(r->counts[0].top.empty());
+  const PlanCandidate& best = r->counts[0].top[0];
+  EXPECT_EQ(best.par.interleave, 5);
+  EXPECT_FALSE(best.par.embedding_loss_in_split);
+  const std::string args = MegatronArgs(best, Launch(req));
+  EXPECT_NE(args.find("--num-layers-per-virtual-pipeline-stage 1"), std::string::npos) << args;
+}
+
 // ---- selection ----
 
 // scenarios.md's field case: a 60 GB model. Four A100-40GB in plain data parallelism would each need a full
