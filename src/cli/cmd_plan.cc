@@ -293,6 +293,10 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     } else {
       std::cout << "step times validated against published runs (docs/validation.md): "
                 << BandWords("", evidence::kTrainingError, "dense-model training runs", **gpu) << "\n";
+      // The winner's caveats for its class of configuration (FP8, 16-bit on H100, eager FSDP), as `perf train` gives them.
+      if (best_count)
+        for (const auto& n : best_count->top[0].result.notes)
+          if (n.rfind("uncertain:", 0) == 0) std::cout << "note: " << n << "\n";
     }
     if (!best_count) return kExitNoFit;
     if (!f->emit.empty()) {
