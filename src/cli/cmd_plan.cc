@@ -2,6 +2,8 @@
 // (which GPU, how many).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -499,6 +501,17 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
           "others are estimated with the same model from micro-benchmark fractions or stated assumptions "
           "(data/efficiency.toml), untested end to end.\n",
           serving ? "serving" : "training");
+    // Training in 16-bit on an H100: the held-out runs of fused stacks came out slower than the model, so those rows'
+    // times and costs are likely low and they may rank too high (perf train's note).
+    if (!serving && !moe &&
+        std::any_of(rows->begin(), rows->end(), [](const SelectRow& r) { return r.eligible && r.gpu.rfind("h100", 0) == 0; })) {
+      const auto& e = evidence::kH100Bf16FusedTraining;
+      std::cout << fmt::format(
+          "uncertain: on {} published 16-bit training runs of fused stacks on H100 the model was {:+.0f}% to {:+.0f}% "
+          "too fast (mean {:+.0f}%; docs/validation.md section 5): the H100 rows' times and costs are likely low, and "
+          "they may rank higher than they should.\n",
+          e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean);
+    }
     bool any = false;
     for (const auto& r : *rows) {
       if (r.eligible) continue;
