@@ -70,7 +70,7 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   // The data-parallel overlap the estimate assumed (Megatron-LM's default is none): gradients reduced during the
   // last micro-batch's backward, and with the distributed optimizer the parameters gathered during the next
   // forward (docs/methodology.md §8).
-  if (c.dp_overlap && p.dp > 1 && p.zero < 3) {
+  if (c.dp_overlap && p.dp * p.cp > 1 && p.zero < 3) {  // gradients are reduced over DP x CP
     a.push_back({"--overlap-grad-reduce", ""});
     if (p.zero >= 1) a.push_back({"--overlap-param-gather", ""});
   }
