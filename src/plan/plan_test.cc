@@ -485,6 +485,25 @@ TEST_F(Planner, EveryInterleavingDepthThatDividesAStageIsSearched) {
   EXPECT_NE(args.find("--num-layers-per-virtual-pipeline-stage 1"), std::string::npos) << args;
 }
 
+// The data-parallel overlap the estimate assumed reaches the Megatron flags (Megatron-LM's default is none), and a
+// plan made without it (--no-dp-overlap) does not ask for it.
+TEST_F(Planner, DataParallelOverlapIsWrittenAsMegatronFlags) {
+  const ModelSpec m = M("llama-3.1-8b");
+  PlanRequest req = Req(m, "h100-sxm", {16}, 256, 4096, "ib-ndr");
+  req.fixed_zero = 1;
+  auto r = Plan(req);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::string on = MegatronArgs(r->counts[0].top[0], Launch(req));
+  EXPECT_NE(on.find("--overlap-grad-reduce"), std::string::npos) << on;
+  EXPECT_NE(on.find("--overlap-param-gather"), std::string::npos) << on;
+  req.dp_overlap = false;
+  auto off = Plan(req);
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  const std::string args = MegatronArgs(off->counts[0].top[0], Launch(req));
+  EXPECT_EQ(args.find("--overlap-grad-reduce"), std::string::npos) << args;
+  EXPECT_EQ(args.find("--overlap-param-gather"), std::string::npos) << args;
+}
+
 // ---- selection ----
 
 // scenarios.md's field case: a 60 GB model. Four A100-40GB in plain data parallelism would each need a full
