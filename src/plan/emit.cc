@@ -70,6 +70,9 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   // The data-parallel overlap the estimate assumed (Megatron-LM's default is none): gradients reduced during the
   // last micro-batch's backward, and with the distributed optimizer the parameters gathered during the next
   // forward (docs/methodology.md §8).
+  // The gradients are reduced at 16 bits in the estimate (perf train without --fp32-grads); with --bf16 Megatron-LM
+  // accumulates and reduces them in FP32 unless told otherwise, which moves twice the bytes.
+  if (p.dp * p.cp > 1 && p.zero < 3) a.push_back({"--grad-reduce-in-bf16", ""});
   if (c.dp_overlap && p.dp * p.cp > 1 && p.zero < 3) {  // gradients are reduced over DP x CP
     a.push_back({"--overlap-grad-reduce", ""});
     if (p.zero >= 1) a.push_back({"--overlap-param-gather", ""});

@@ -496,6 +496,8 @@ TEST_F(Planner, DataParallelOverlapIsWrittenAsMegatronFlags) {
   const std::string on = MegatronArgs(r->counts[0].top[0], Launch(req));
   EXPECT_NE(on.find("--overlap-grad-reduce"), std::string::npos) << on;
   EXPECT_NE(on.find("--overlap-param-gather"), std::string::npos) << on;
+  // 16-bit gradient reduction, as estimated; Megatron-LM's default with --bf16 is FP32.
+  EXPECT_NE(on.find("--grad-reduce-in-bf16"), std::string::npos) << on;
   req.dp_overlap = false;
   auto off = Plan(req);
   ASSERT_TRUE(off.ok()) << off.status().message();

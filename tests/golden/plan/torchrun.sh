@@ -16,6 +16,7 @@ torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
     --context-parallel-size 4 \
     --sequence-parallel \
     --use-distributed-optimizer \
+    --grad-reduce-in-bf16 \
     --overlap-grad-reduce \
     --overlap-param-gather \
     --group-query-attention \
