@@ -186,6 +186,33 @@ endif()
 run_suanli(2 out perf train -m llama-3.1-8b -g a100 --gpus 8 --global-batch 64
            --calibration ${CMAKE_CURRENT_LIST_DIR}/data/calibration-h100-example.toml)
 expect_contains("${out}" "measured on 'h100-sxm'" "perf --calibration on another GPU")
+# --efficiency: the bundled table given as a file changes nothing; a what-if with a lower H100 GEMM rate gives a longer
+# step and says the validation figures are the bundled table's; a broken table is an input error naming its file.
+run_suanli(0 out perf train -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --micro-batch 1 --recompute none --json
+           --efficiency ${CMAKE_CURRENT_LIST_DIR}/../data/efficiency.toml)
+string(JSON same GET "${out}" step_time_s)
+if(NOT same EQUAL base)
+  message(FATAL_ERROR "perf --efficiency with the bundled table: step ${same} s, expected ${base} s")
+endif()
+file(READ ${CMAKE_CURRENT_LIST_DIR}/../data/efficiency.toml eff_text)
+string(REPLACE "gemm = { value = 0.759, source = \"mamf\", note = \"0.803 x 0.945 (MAMF 794.5 of 989)\" }"
+       "gemm = { value = 0.62, source = \"assumed\", note = \"what-if\" }" whatif "${eff_text}")
+if(whatif STREQUAL eff_text)
+  message(FATAL_ERROR "perf --efficiency: the H100 gemm line of data/efficiency.toml changed; update this test")
+endif()
+file(WRITE cli_smoke_whatif.toml "${whatif}")
+run_suanli(0 out perf train -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --micro-batch 1 --recompute none --json
+           --efficiency cli_smoke_whatif.toml)
+string(JSON slow GET "${out}" step_time_s)
+if(NOT slow GREATER base)
+  message(FATAL_ERROR "perf --efficiency: step ${slow} s at GEMM 0.62 should exceed ${base} s at 0.759")
+endif()
+run_suanli(0 out perf train -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --micro-batch 1 --recompute none
+           --efficiency cli_smoke_whatif.toml)
+expect_contains("${out}" "efficiencies from cli_smoke_whatif.toml instead of the bundled" "perf --efficiency note")
+file(WRITE cli_smoke_bad_eff.toml "[default]\ngemm = 0.5\n")
+run_suanli(2 out validate --efficiency cli_smoke_bad_eff.toml)
+expect_contains("${out}" "cli_smoke_bad_eff.toml: missing [sources]" "validate --efficiency: bad table")
 # validate: a case that cannot be evaluated is an input error (exit 2) that says why, not a silent 100% error.
 run_suanli(2 out validate --cases ${CMAKE_CURRENT_LIST_DIR}/data/validate-unevaluable-case.toml)
 expect_contains("${out}" "not a multiple of tp x pp x cp = 8" "validate: unevaluable case says why")

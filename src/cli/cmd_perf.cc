@@ -21,7 +21,7 @@ struct PerfFlags {
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n",
       moe_dispatcher, cuda_graphs;
-  std::string decode_attention = "grouped", host_memory;
+  std::string decode_attention = "grouped", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
   double tokens = 0, price = 0, moe_imbalance = 1.1, serve_moe_imbalance = 1.0;
@@ -59,7 +59,20 @@ void PrintOps(const std::vector<OpCost>& ops, const RidgePoint& ridge, double to
                            ridge.precision, ridge.achievable_flops_per_byte, ridge.datasheet_flops_per_byte);
 }
 
-Result<Efficiency> EfficiencyFor(const PerfFlags& f, const Efficiency& e, const GpuSpec& gpu) {
+std::string WhatIfNote(const PerfFlags& f) {
+  return fmt::format("efficiencies from {} instead of the bundled data/efficiency.toml: the validation figures above "
+                     "are the bundled table's",
+                     f.efficiency);
+}
+
+// The efficiencies an estimate uses: the bundled table, or --efficiency's (a what-if, e.g. a lower GEMM rate), then a
+// bench calibration over either.
+Result<Efficiency> EfficiencyFor(const PerfFlags& f, const Efficiency& bundled, const GpuSpec& gpu) {
+  Efficiency e = bundled;
+  if (!f.efficiency.empty()) {
+    SUANLI_ASSIGN_OR_RETURN(std::string text, detail::ReadFile(f.efficiency, 16u << 20));
+    SUANLI_ASSIGN_OR_RETURN(e, ParseEfficiencyToml(text, f.efficiency, gpu.id));
+  }
   if (f.calibration.empty()) return e;
   SUANLI_ASSIGN_OR_RETURN(std::string text, detail::ReadFile(f.calibration, 16u << 20));
   SUANLI_ASSIGN_OR_RETURN(Calibration cal, ParseCalibrationToml(text, f.calibration));
@@ -83,6 +96,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     a->add_flag("--no-nvls", f->no_nvls,
                 "All-reduce as a ring, without NVLink SHARP's in-switch reduction (as NCCL_NVLS_ENABLE=0)");
     a->add_option("--calibration", f->calibration, "Efficiency file from `suanli bench export-calibration`");
+    a->add_option("--efficiency", f->efficiency,
+                  "An efficiency table in data/efficiency.toml's format instead of the bundled one (a what-if)");
   };
   auto* train = sub->add_subcommand("train", "Training step time, throughput, MFU, time and cost to train");
   common(train);
@@ -412,6 +427,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       else
         std::cout << "validated against published runs (docs/validation.md): no band for MoE training (see the note)\n";
       for (const auto& n : r->notes) std::cout << "note: " << n << "\n";
+      if (!f->efficiency.empty()) std::cout << "note: " << WhatIfNote(*f) << "\n";
       if (f->explain) {
         std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "
                      "equivalents per step on the critical stage):\n";
@@ -509,6 +525,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       for (const auto& b : bands) std::cout << "  " << b << "\n";
     }
     for (const auto& n : r->notes) std::cout << "note: " << n << "\n";
+    if (!f->efficiency.empty()) std::cout << "note: " << WhatIfNote(*f) << "\n";
     if (f->explain) {
       std::cout << "\nprefill operators:\n";
       PrintOps(r->prefill_ops, ridge, r->ttft_s);
