@@ -12,14 +12,15 @@ Nothing is written to the repository; the bundled value is reported beside the s
 Usage: python3 scripts/fit_scan.py build/suanli [--markdown]
 """
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
 
-exe = sys.argv[1] if len(sys.argv) > 1 else "build/suanli"
+exe = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/suanli")
 markdown = "--markdown" in sys.argv
-base = open("data/efficiency.toml").read()
+base = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "efficiency.toml")).read()
 
 
 def grid(lo, hi, step):
