@@ -343,6 +343,7 @@ struct TrainResult {
   Recompute recompute = Recompute::kNone;
   int recompute_layers = 0;   // with full recompute: layers per model chunk that recompute (0: all)
   int offload_layers = 0;     // CPU activation offloading: layers whose activations go to host memory
+  int interleave = 1;         // virtual pipeline stages per GPU the step was estimated with
   int num_micro_batches = 1;
   TrainBreakdown breakdown_s;
   double communication_total_s = 0;    // before overlap
@@ -384,6 +385,12 @@ std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, cons
 // by a binary search over 1 .. layers - 1; nullopt when none fits or the layout cannot offload.
 std::optional<TrainResult> FewestOffloadLayersThatFit(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,
                                                       const Efficiency& eff, int64_t* evaluated = nullptr);
+
+// The fastest interleaving that fits memory (PP > 1): every number of virtual stages that divides a pipeline stage's
+// layers (with the embedding and the loss counted when cfg.fit.par.embedding_loss_in_split), estimated with the rest
+// of cfg as given; a fitting depth beats a non-fitting one. Errors: PP 1, or what EstimateTraining says when no depth
+// gives an estimate.
+Result<TrainResult> FastestInterleave(const ModelSpec& m, const Cluster& cl, TrainConfig cfg, const Efficiency& eff);
 
 // --tokens and --price-per-gpu-hour: finite and at least 0 (0 = not given). NaN fails too. EstimateTraining and
 // Plan both check them, the planner before its search so that it does not report "no layout fits" instead.

@@ -879,6 +879,26 @@ std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, cons
   return best;
 }
 
+Result<TrainResult> FastestInterleave(const ModelSpec& m, const Cluster& cl, TrainConfig cfg, const Efficiency& eff) {
+  if (cfg.fit.par.pp < 2) return InvalidArgument("choosing the interleaving needs PP > 1");
+  const int64_t units = m.layers + (cfg.fit.par.embedding_loss_in_split ? 2 : 0);
+  std::optional<TrainResult> best;
+  Status last = Status::Ok();
+  for (int v = 1; int64_t{cfg.fit.par.pp} * v <= units; ++v) {
+    if (units % (int64_t{cfg.fit.par.pp} * v) != 0) continue;  // only depths that divide the stage
+    cfg.fit.par.interleave = v;
+    auto r = EstimateTraining(m, cl, cfg, eff);
+    if (!r.ok()) {
+      last = r.status();
+      continue;
+    }
+    if (!best || (r->fits && !best->fits) || (r->fits == best->fits && r->step_time_s < best->step_time_s))
+      best = std::move(r).value();
+  }
+  if (!best) return last;
+  return *std::move(best);
+}
+
 std::optional<TrainResult> FewestOffloadLayersThatFit(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,
                                                       const Efficiency& eff, int64_t* evaluated) {
   cfg.micro_batch_auto = cfg.recompute_auto = false;
@@ -1023,6 +1043,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.recompute = cfg.fit.recompute;
   res.recompute_layers = cfg.fit.recompute == Recompute::kFull ? cfg.fit.recompute_layers : 0;
   res.offload_layers = cfg.fit.offload_layers;
+  res.interleave = par.interleave;
   const int n_gpus = par.gpus();
   const double s = double(cfg.fit.seq);
   const double b = double(cfg.fit.micro_batch);
@@ -1363,6 +1384,27 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "(Composer, torchtitan, HF Trainer without torch.compile) pass --eager, which adds {:.1f} ms per layer per "
         "micro-batch fitted on llm-foundry's A100 runs (docs/validation.md section 4)",
         1e3 * eff.eager_fsdp_host_per_layer_s));
+  }
+  // A pipeline without interleaving that spends a noticeable share of the step in its bubble: the fastest depth that
+  // fits, at the same micro-batch and recompute (estimated without detail, so this does not recurse).
+  if (cfg.detail && par.pp > 1 && par.interleave == 1 && res.breakdown_s.pipeline_bubble > 0.05 * res.step_time_s) {
+    TrainConfig alt = cfg;
+    alt.detail = false;
+    alt.micro_batch_auto = alt.recompute_auto = false;
+    alt.fit.micro_batch = res.micro_batch;
+    alt.fit.recompute = res.recompute;
+    alt.fit.recompute_layers = res.recompute_layers;
+    auto best = FastestInterleave(m, cl, alt, eff);
+    if (best.ok() && best->fits && best->interleave > 1 && best->step_time_s < 0.98 * res.step_time_s) {
+      const int units = m.layers + (par.embedding_loss_in_split ? 2 : 0);
+      res.notes.push_back(fmt::format(
+          "hint: --interleave {} ({} layer{} per virtual stage) would take the step from {} to {}: the bubble falls "
+          "from {} to {}, at the cost of {}x the pipeline's point-to-point transfers",
+          best->interleave, units / (par.pp * best->interleave), units / (par.pp * best->interleave) == 1 ? "" : "s",
+          FormatSeconds(res.step_time_s),
+          FormatSeconds(best->step_time_s), FormatSeconds(res.breakdown_s.pipeline_bubble),
+          FormatSeconds(best->breakdown_s.pipeline_bubble), best->interleave));
+    }
   }
   return res;
 }

@@ -1157,6 +1157,40 @@ TEST_F(Perf, Fp8RecipesOrderAndCurrentScalingAmaxReduction) {
 
 // Block recompute: N layers of 32 rerun their forward, so the step grows linearly in N from no extra forward to
 // full recompute's one, and each layer operator counts (1 forward + 2 backward + N/32 recomputed) per layer.
+// A deep pipeline without interleaving gets a hint with the fastest depth that fits (LLaMA-3.1 70B, 80 layers on 16
+// stages: only v = 5 divides); FastestInterleave finds that depth and reports it; an interleaved or shallow pipeline
+// gets no hint, and PP 1 cannot choose one.
+TEST_F(Perf, DeepPipelinesWithoutInterleavingGetTheFastestDepth) {
+  const ModelSpec m = M("llama-3.1-70b");
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(512, 8, 16, 512, 4096);
+  c.fit.par.sequence_parallel = true;
+  c.fit.micro_batch = 1;
+  c.fit.recompute = Recompute::kNone;
+  auto plain = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  auto best = FastestInterleave(m, C(g), c, E(g));
+  ASSERT_TRUE(best.ok()) << best.status().message();
+  EXPECT_EQ(best->interleave, 5);
+  EXPECT_LT(best->step_time_s, plain->step_time_s);
+  EXPECT_LT(best->breakdown_s.pipeline_bubble, plain->breakdown_s.pipeline_bubble);
+  auto has_hint = [](const TrainResult& r) {
+    for (const auto& n : r.notes)
+      if (n.rfind("hint: --interleave 5 (1 layer per virtual stage)", 0) == 0) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_hint(*plain));
+  TrainConfig interleaved = c;
+  interleaved.fit.par.interleave = 5;
+  auto r5 = EstimateTraining(m, C(g), interleaved, E(g));
+  ASSERT_TRUE(r5.ok());
+  EXPECT_EQ(r5->interleave, 5);
+  EXPECT_DOUBLE_EQ(r5->step_time_s, best->step_time_s);
+  EXPECT_FALSE(has_hint(*r5));
+  TrainConfig flat = Train(512, 8, 1, 512, 4096);
+  EXPECT_FALSE(FastestInterleave(m, C(g), flat, E(g)).ok());
+}
+
 TEST_F(Perf, BlockRecomputeCostsItsShareOfAForward) {
   const ModelSpec m = M("llama-2-7b");
   const GpuSpec& g = G("h100-sxm");

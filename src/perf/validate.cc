@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <optional>
 
 #include "core/data_registry.h"
 #include "core/toml_reader.h"
@@ -222,27 +221,10 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   const bool interleave_auto = t["interleave_auto"].value_or(false);
   if (interleave_auto && t.contains("interleave")) return ParseError("interleave_auto and interleave are both set");
   if (interleave_auto && c.fit.par.pp < 2) return ParseError("interleave_auto needs pp > 1");
-  std::optional<TrainResult> best;
-  Status last = Status::Ok();
-  const int64_t units = m.layers + (c.fit.par.embedding_loss_in_split ? 2 : 0);
-  for (int v = 1; v <= (interleave_auto ? m.layers : 1); ++v) {
-    if (interleave_auto && units % (int64_t{c.fit.par.pp} * v) != 0) continue;  // only depths that divide the stage
-    TrainConfig cv = c;
-    if (interleave_auto) cv.fit.par.interleave = v;
-    auto r = EstimateTraining(m, cl, cv, eff);
-    if (!r.ok()) {
-      last = r.status();
-      continue;
-    }
-    if (!best || (r->fits && !best->fits) || (r->fits == best->fits && r->step_time_s < best->step_time_s)) {
-      best = std::move(r).value();
-      c.fit.par.interleave = cv.fit.par.interleave;
-    }
-  }
-  if (!best) return last;
-  const TrainResult& r = *best;
+  SUANLI_ASSIGN_OR_RETURN(const TrainResult r,
+                          interleave_auto ? FastestInterleave(m, cl, c, eff) : EstimateTraining(m, cl, c, eff));
   *detail = fmt::format("micro-batch {}{}, step {:.3f} s, MFU {:.1f}%, memory {:.0f}%{}", r.micro_batch,
-                        interleave_auto ? fmt::format(", interleave {}", c.fit.par.interleave) : "", r.step_time_s,
+                        interleave_auto ? fmt::format(", interleave {}", r.interleave) : "", r.step_time_s,
                         100 * r.mfu, 100 * r.memory.per_gpu_peak_bytes / gpu->memory_bytes.value,
                         r.fits ? "" : ", DOES NOT FIT");
   const double gpus_d = gpus;
