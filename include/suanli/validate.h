@@ -59,10 +59,6 @@ struct EfficiencyTable {
   std::string file;  // for error messages
 };
 
-// Checks `table` for every GPU of the catalog (each GPU's entry over the defaults), so a bad value is reported
-// once, with its file and key, before any case runs.
-Status CheckEfficiencyTable(const EfficiencyTable& table, const HardwareCatalog& hw);
-
 Result<ValidationReport> RunPerfValidation(std::string_view cases_toml, std::string_view file,
                                            const HardwareCatalog& hw, const ModelCatalog& models,
                                            const CaseFileReader& read, const EfficiencyTable* efficiency = nullptr);

@@ -884,8 +884,10 @@ Result<TrainResult> FastestInterleave(const ModelSpec& m, const Cluster& cl, Tra
   const int64_t units = m.layers + (cfg.fit.par.embedding_loss_in_split ? 2 : 0);
   std::optional<TrainResult> best;
   Status last = Status::Ok();
-  for (int v = 1; int64_t{cfg.fit.par.pp} * v <= units; ++v) {
-    if (units % (int64_t{cfg.fit.par.pp} * v) != 0) continue;  // only depths that divide the stage
+  // No interleaving is always tried (EstimateTraining judges the layout, so `last` holds its error if nothing
+  // estimates); deeper interleaving only where the depth divides the stage.
+  for (int v = 1; v == 1 || int64_t{cfg.fit.par.pp} * v <= units; ++v) {
+    if (v > 1 && units % (int64_t{cfg.fit.par.pp} * v) != 0) continue;
     cfg.fit.par.interleave = v;
     auto r = EstimateTraining(m, cl, cfg, eff);
     if (!r.ok()) {

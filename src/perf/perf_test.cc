@@ -1189,6 +1189,18 @@ TEST_F(Perf, DeepPipelinesWithoutInterleavingGetTheFastestDepth) {
   EXPECT_FALSE(has_hint(*r5));
   TrainConfig flat = Train(512, 8, 1, 512, 4096);
   EXPECT_FALSE(FastestInterleave(m, C(g), flat, E(g)).ok());
+  // A stage count that divides no depth still gets the plain schedule's estimate, and one past the layer count the
+  // layout's own error, never an error without a message.
+  TrainConfig uneven = Train(24, 8, 3, 24, 4096);
+  uneven.fit.recompute = Recompute::kNone;
+  auto u = FastestInterleave(m, C(g), uneven, E(g));
+  auto u1 = EstimateTraining(m, C(g), uneven, E(g));
+  ASSERT_EQ(u.ok(), u1.ok());
+  if (u.ok()) EXPECT_EQ(u->interleave, 1);
+  TrainConfig deep = Train(8 * 128, 8, 128, 128, 4096);
+  auto too_deep = FastestInterleave(m, C(g), deep, E(g));
+  ASSERT_FALSE(too_deep.ok());
+  EXPECT_FALSE(too_deep.status().message().empty());
 }
 
 TEST_F(Perf, BlockRecomputeCostsItsShareOfAForward) {
