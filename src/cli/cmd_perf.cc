@@ -20,7 +20,7 @@ struct PerfFlags {
       recompute_layers = 0, offload_layers = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n",
-      moe_dispatcher, cuda_graphs;
+      moe_dispatcher, cuda_graphs, cross_entropy = "fused";
   std::string decode_attention = "grouped", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
@@ -136,6 +136,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--dtype", f->dtype, "bf16 | fp16 | fp8")->capture_default_str();
   train->add_option("--fp8-recipe", f->fp8_recipe, kFp8RecipeHelp);
   train->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
+  train->add_option("--cross-entropy", f->cross_entropy, kCrossEntropyHelp)->capture_default_str();
   train->add_option("--flops", f->convention, "MFU convention: 6n (PaLM) | megatron")->capture_default_str();
   train->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward instead of overlapped");
   train->add_flag("--tp-overlap", f->tp_overlap, "Overlap tensor-parallel communication with GEMMs");
@@ -203,6 +204,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       auto attn = ParseAttentionImpl(f->attention);
       if (!attn.ok()) return PrintError(attn.status());
       cfg.attention = *attn;
+      auto ce = ParseCrossEntropyImpl(f->cross_entropy);
+      if (!ce.ok()) return PrintError(ce.status());
+      cfg.cross_entropy = *ce;
       if (f->convention == "6n") cfg.convention = FlopConvention::k6N;
       else if (f->convention == "megatron") cfg.convention = FlopConvention::kMegatron;
       else return PrintError(InvalidArgument("--flops must be 6n or megatron"));
@@ -365,6 +369,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           j["host_capacity_bytes"] = r->host_capacity_bytes;
         }
         j["attention"] = AttentionImplName(cfg.attention);
+        j["cross_entropy"] = CrossEntropyImplName(cfg.cross_entropy);
         j["dtype"] = PrecisionKey(cfg.dtype);
         if (cfg.dtype == Precision::kFp8) j["fp8_recipe"] = Fp8RecipeName(cfg.fp8_recipe);
         if (model->moe && f->ep > 1) j["moe_dispatcher"] = MoeDispatcherName(cfg.moe_dispatcher);
@@ -393,10 +398,13 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                    ? fmt::format("FP8 GEMMs ({} scaling)", Fp8RecipeName(cfg.fp8_recipe))
                                    : PrecisionKey(cfg.dtype));
       std::cout << fmt::format(
-          "micro-batch {} ({} per step per pipeline), recompute {}, attention {}{}, intra-node {}, inter-node {}\n\n",
+          "micro-batch {} ({} per step per pipeline), recompute {}, attention {}{}{}, intra-node {}, inter-node {}\n\n",
           r->micro_batch, r->num_micro_batches,
           RecomputeWords(r->recompute, r->recompute_layers),
           AttentionImplName(cfg.attention),
+          cfg.cross_entropy != CrossEntropyImpl::kFused
+              ? fmt::format(", cross-entropy {}", CrossEntropyImplName(cfg.cross_entropy))
+              : "",
           model->moe && f->ep > 1 ? fmt::format(", MoE dispatch {}", MoeDispatcherName(cfg.moe_dispatcher)) : "",
           cluster->intra_name, cluster->inter_name);
       if (!r->fits)

@@ -32,6 +32,7 @@ constexpr double kFp8CastBytesPerElement = 4;
 constexpr const char* kFp8CastOpName = "FP8 cast + transpose";
 // Eager PyTorch element-wise work beyond fused kernels.
 constexpr const char* kEagerOpName = "eager element-wise (unfused)";
+constexpr const char* kCrossEntropyOpName = "cross-entropy";
 // MoE token permutation and unpermutation: backward moves the same bytes once (not twice, as GEMMs).
 constexpr const char* kMoePermuteOpName = "token permute + unpermute";
 // Context parallelism's ring exchange of K and V blocks: once in the forward pass, twice in the backward (K, V and
@@ -40,8 +41,26 @@ constexpr const char* kCpRingOpName = "CP K/V ring exchange";
 // Optimizer step traffic per locally-held parameter for Adam with FP32 master weights:
 // read master, m, v (12 B) and the gradient, write master, m, v (12 B) and the 16-bit weight.
 constexpr double kAdamStepBytesBase = 24;
-// Cross-entropy over the vocabulary: read logits (2 B), write/read FP32 softmax (4+4), write grad (2).
-constexpr double kLossBytesPerLogit = 12;
+// Cross-entropy over the vocabulary, per logit on this GPU (CrossEntropyImpl; docs/methodology.md §6.4): bytes
+// and kernels of the forward and of the backward pass.
+struct LossTraffic {
+  double fwd_bytes, bwd_bytes;
+  int fwd_kernels, bwd_kernels;
+};
+LossTraffic LossTrafficOf(CrossEntropyImpl c) {
+  switch (c) {
+    // Megatron-Core fused_cross_entropy.py: FP32 copy + max (read 2, write 4), subtract + exp + sum in place
+    // (read 4, write 4), divide in place (read 4, write 4); backward: scale and cast to 16-bit (read 4, write 2).
+    case CrossEntropyImpl::kFused: return {22, 6, 3, 1};
+    // Megatron-LM cross_entropy.py without fusion: .float() (read 2, write 4), max (read 4), sub_ (8), exp in
+    // place (8), sum (read 4), div_ (8); backward: mul_ (8) and the cast back to 16-bit (read 4, write 2).
+    case CrossEntropyImpl::kUnfused: return {38, 14, 8, 3};
+    // Transformer Engine's Triton cross-entropy: the forward reads the logits once (online max and sum); the
+    // backward reads them and writes the gradient in their place.
+    case CrossEntropyImpl::kOnline: return {2, 4, 2, 1};
+  }
+  return {22, 6, 3, 1};
+}
 
 }  // namespace
 
@@ -89,6 +108,26 @@ Result<MoeDispatcher> ParseMoeDispatcher(std::string_view name) {
       "unknown MoE token dispatcher '{}'{}: use alltoall (NCCL all-to-all; alias a2a) or flex (DeepEP or HybridEP; "
       "aliases deepep, hybridep)",
       name, DidYouMean(name, {"alltoall", "a2a", "flex", "deepep", "hybridep"})));
+}
+
+Result<CrossEntropyImpl> ParseCrossEntropyImpl(std::string_view name) {
+  if (name == "fused" || name == "native") return CrossEntropyImpl::kFused;
+  if (name == "unfused") return CrossEntropyImpl::kUnfused;
+  if (name == "online" || name == "te") return CrossEntropyImpl::kOnline;
+  return InvalidArgument(fmt::format(
+      "unknown cross-entropy implementation '{}'{}: use fused (Megatron-Core --cross-entropy-loss-fusion; alias "
+      "native), unfused (Megatron-LM's default FP32 path) or online (single-pass kernels: "
+      "--cross-entropy-fusion-impl te, Liger; alias te)",
+      name, DidYouMean(name, {"fused", "native", "unfused", "online", "te"})));
+}
+
+const char* CrossEntropyImplName(CrossEntropyImpl c) {
+  switch (c) {
+    case CrossEntropyImpl::kFused: return "fused";
+    case CrossEntropyImpl::kUnfused: return "unfused";
+    case CrossEntropyImpl::kOnline: return "online";
+  }
+  return "?";
 }
 
 const char* MoeDispatcherName(MoeDispatcher d) {
@@ -1116,13 +1155,16 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const GemmTime head = cfg.dtype == Precision::kFp8
                             ? EstimateGemm(T, double(m.vocab) / par.tp, double(m.hidden), 1, 2, peak16, eff.gemm, gpu, eff)
                             : EstimateGemm(T, double(m.vocab) / par.tp, double(m.hidden), 1, elem, peak, gemm_eff, gpu, eff);
-  const double loss_bytes = T * double(m.vocab) / par.tp * kLossBytesPerLogit;
-  const double loss_t = loss_bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory) + 3 * eff.kernel_launch_s;
+  const double logits_here = T * double(m.vocab) / par.tp;
+  const LossTraffic lt = LossTrafficOf(cfg.cross_entropy);
+  const double hbm = gpu.memory_bandwidth_bytes_per_s.value * eff.memory;
+  const double loss_fwd_t = logits_here * lt.fwd_bytes / hbm + lt.fwd_kernels * eff.kernel_launch_s;
+  const double loss_bwd_t = logits_here * lt.bwd_bytes / hbm + lt.bwd_kernels * eff.kernel_launch_s;
   if (opsp) {
     ops.Add("logits (output head)", "forward", head.flops, head.bytes, head.time_s, 1, head.bound);
-    ops.Add("cross-entropy", "forward", 0, loss_bytes, loss_t, 1, Bound::kMemory);
+    ops.Add(kCrossEntropyOpName, "forward", 0, logits_here * lt.fwd_bytes, loss_fwd_t, 1, Bound::kMemory);
   }
-  const double head_time = 3 * head.time_s + 2 * loss_t;  // forward + data and weight gradients
+  const double head_time = 3 * head.time_s + loss_fwd_t + loss_bwd_t;  // forward + data and weight gradients
 
   // Eager PyTorch FSDP: host-side time per layer per micro-batch that the GPU waits for (forward and backward;
   // a recomputed forward adds half the backward's share again, i.e. passes / 3 of forward + backward + forward).
@@ -1287,10 +1329,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double passes_rc = rc_share;
   for (auto& o : ops.ops) {
     if (o.phase != "forward") continue;
-    const bool head_op = o.name == "logits (output head)" || o.name == "cross-entropy";
+    const bool head_op = o.name == "logits (output head)" || o.name == kCrossEntropyOpName;
     const bool comm = o.bound == Bound::kCommunication;
     const bool flash_op = o.name == "attention (flash)" || o.name == "attention (flash1)";
-    double bwd = flash_op ? kFlashBackwardFactor : (head_op && o.name == "cross-entropy" ? 1.0 : 2.0);
+    double bwd = flash_op ? kFlashBackwardFactor : 2.0;
+    if (o.name == kCrossEntropyOpName && o.time_s > 0) bwd = loss_bwd_t / o.time_s;
     const bool moe_op = o.name.rfind("[moe]", 0) == 0;
     const PassTimes& pt = moe_op ? moe : dense;
     if (o.name.find(kFp8CastOpName) != std::string::npos && pt.fp8_cast_fwd > 0) bwd = pt.fp8_cast_bwd / pt.fp8_cast_fwd;

@@ -50,6 +50,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"offload_layers", KeyType::kInteger},
               {"sequence_parallel", KeyType::kBool},
               {"attention", KeyType::kString},
+              {"cross_entropy", KeyType::kString},
               {"dropout", KeyType::kBool},
               {"dp_overlap", KeyType::kBool},
               {"cp", KeyType::kInteger},
@@ -187,6 +188,11 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.fit.fp32_grads = t["fp32_grads"].value_or(false);
   SUANLI_ASSIGN_OR_RETURN(c.attention, ParseAttentionImpl(t["attention"].value_or(std::string("flash"))));
   c.fit.flash_attention = c.attention != AttentionImpl::kUnfused;
+  if (auto ce = t["cross_entropy"].value<std::string>()) {
+    auto v = ParseCrossEntropyImpl(*ce);
+    if (!v.ok()) return ParseError("cross_entropy: " + std::string(v.status().message()));
+    c.cross_entropy = *v;
+  }
   c.dp_overlap = t["dp_overlap"].value_or(true);
   c.tp_overlap = t["tp_overlap"].value_or(false);
   c.ep_overlap = t["ep_overlap"].value_or(false);

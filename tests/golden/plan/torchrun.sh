@@ -1,4 +1,4 @@
-# predicted: step 53.161 s, 78897 tokens/s (1233 per GPU), MFU 60.0%, 82.7 GB per GPU, 146.7 days to train (225328 GPU-hours)
+# predicted: step 53.183 s, 78866 tokens/s (1232 per GPU), MFU 60.0%, 82.7 GB per GPU, 146.8 days to train (225419 GPU-hours)
 torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
   --master-addr="${MASTER_ADDR:-localhost}" --master-port="${MASTER_PORT:-29500}" \
   pretrain_gpt.py \
@@ -19,6 +19,7 @@ torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
     --grad-reduce-in-bf16 \
     --overlap-grad-reduce \
     --overlap-param-gather \
+    --cross-entropy-loss-fusion \
     --group-query-attention \
     --num-query-groups 8 \
     --swiglu \
