@@ -114,6 +114,11 @@ struct FitRequest {
   bool flash_attention = true;    // no s^2 score tensors stored
   bool dropout = false;           // store dropout masks (Korthikanti's GPT setting)
   bool fp8_activations = false;   // FP8 training (Transformer Engine): GEMM inputs saved for backward in FP8
+  // Bytes per logit the loss holds on the last stage: 16-bit logits and their FP32 softmax (6; Megatron's fused and
+  // unfused losses), or 4 for single-pass kernels, which keep no FP32 copy: the 16-bit logits and their 16-bit
+  // gradient (TrainConfig::cross_entropy = online; docs/methodology.md §6.4; a kernel that writes the gradient in
+  // place, as Transformer Engine's does, needs 2).
+  double loss_bytes_per_logit = 6;
   int lora_rank = 16;
   std::vector<std::string> lora_targets;  // q k v o gate up down | all; empty = q k v o (attention)
   bool gradient_checkpointing = true;  // fine-tuning default (recompute=full)

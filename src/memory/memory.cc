@@ -19,9 +19,6 @@ constexpr int kMaxDegree = 1 << 16;
 constexpr double kPrefillChunkTokens = 8192;
 // NCCL communicator buffers when any collective is used (approximate, docs/methodology.md §5).
 constexpr double kNcclBufferBytes = 0.25 * kGiB;
-// Bytes per (token x vocab entry) for the loss: bf16 logits (2) + their FP32 copy for
-// cross-entropy (4); the FP32 gradient reuses the copy in Megatron's vocab-parallel loss.
-constexpr double kLogitBytesPerElem = 6;
 
 struct FormatDef {
   const char* id;
@@ -564,7 +561,8 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
       if (rc == Recompute::kFull) act += act_layer_full;  // one layer recomputed during backward
       b.activations += act;
       if (stage == p.pp - 1) {
-        b.logits = s_local * static_cast<double>(r.micro_batch) * static_cast<double>(m.vocab) * kLogitBytesPerElem / p.tp;
+        b.logits =
+            s_local * static_cast<double>(r.micro_batch) * static_cast<double>(m.vocab) * r.loss_bytes_per_logit / p.tp;
       }
     } else {
       // Inference forward workspace: one layer's transient tensors for one prefill chunk, plus logits of the

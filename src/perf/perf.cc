@@ -1091,8 +1091,10 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const int mb_count = static_cast<int>(cfg.fit.batch / (par.dp * cfg.fit.micro_batch));
   res.num_micro_batches = mb_count;
 
-  // Memory.
-  auto mem = EstimateMemory(m, cfg.fit);
+  // Memory (a single-pass loss keeps no FP32 copy of the logits).
+  FitRequest fit = cfg.fit;
+  if (cfg.cross_entropy == CrossEntropyImpl::kOnline) fit.loss_bytes_per_logit = 4;
+  auto mem = EstimateMemory(m, fit);
   if (!mem.ok()) return mem.status();
   res.memory = *mem;
   const FitVerdict fv = CheckFit(*mem, gpu);

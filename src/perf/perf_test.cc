@@ -1114,7 +1114,8 @@ TEST(CrossEntropyImpls, NamesAliasesAndErrors) {
 
 // The loss's bytes per logit by implementation (docs/methodology.md §6.4): fused 22 + 6, unfused 38 + 14, online
 // 2 + 4. On one GPU with one micro-batch the step differs from the fused one by exactly those bytes over the
-// vocabulary at the achievable bandwidth, plus the kernels' launch floor; the operator table says the same.
+// vocabulary at the achievable bandwidth, plus the kernels' launch floor; the operator table says the same, and the
+// memory the loss holds follows the implementation.
 TEST_F(Perf, CrossEntropyImplementationsMoveTheirBytesPerLogit) {
   const GpuSpec& g = G("h100-sxm");
   const ModelSpec m = M("llama-3.1-8b");
@@ -1141,6 +1142,11 @@ TEST_F(Perf, CrossEntropyImplementationsMoveTheirBytesPerLogit) {
   EXPECT_DOUBLE_EQ(ce->bytes, logits * 38);
   const double fwd_t = logits * 38 / bw + 8 * e.kernel_launch_s, bwd_t = logits * 14 / bw + 3 * e.kernel_launch_s;
   EXPECT_NEAR(ce->time_s * ce->count, fwd_t + bwd_t, 1e-12);
+  // Memory: Megatron's losses hold the 16-bit logits and their FP32 softmax (6 B per logit), a single-pass kernel
+  // the logits and their 16-bit gradient (4 B).
+  EXPECT_DOUBLE_EQ(fused.memory.breakdown.logits, logits * 6);
+  EXPECT_DOUBLE_EQ(unfused.memory.breakdown.logits, logits * 6);
+  EXPECT_DOUBLE_EQ(online.memory.breakdown.logits, logits * 4);
 }
 
 // On LLaMA-2 7B, one 4096-token micro-batch per rank: current scaling's extra bytes are exactly the proj and
