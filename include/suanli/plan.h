@@ -30,6 +30,7 @@ struct PlanRequest {
   Precision dtype = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with dtype fp8
   AttentionImpl attention = AttentionImpl::kFlash;
+  CrossEntropyImpl cross_entropy = CrossEntropyImpl::kFused;  // the loss; written into the Megatron-LM flags
   bool eager = false;                // eager PyTorch element-wise kernels (TrainConfig::eager)
   bool dp_overlap = true;
   // Overlaps the stack runs (Megatron-Core --tp-comm-overlap, --overlap-moe-expert-parallel-comm): applied to the
@@ -94,6 +95,7 @@ struct LaunchContext {
   double train_iters = 0;            // steps for --tokens (0 = unknown)
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // written as --fp8-recipe when the plan runs FP8
   CudaGraphs cuda_graphs = CudaGraphs::kNone;  // written as --cuda-graph-impl / --cuda-graph-scope
+  CrossEntropyImpl cross_entropy = CrossEntropyImpl::kFused;  // written as --cross-entropy-loss-fusion [-impl te]
   std::string job_name = "suanli-train";
   std::string image = "nvcr.io/nvidia/pytorch:24.05-py3";
 };

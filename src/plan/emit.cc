@@ -78,9 +78,10 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
     if (p.zero >= 1) a.push_back({"--overlap-param-gather", ""});
   }
   if (p.zero == 3) a.push_back({"--use-torch-fsdp2", ""});
-  // The estimate's loss is Megatron-Core's fused cross-entropy; without this flag Megatron-LM runs its unfused FP32
-  // path, which moves 52 B per logit against 28 (docs/methodology.md §6.4).
-  a.push_back({"--cross-entropy-loss-fusion", ""});
+  // The loss the estimate assumed (docs/methodology.md §6.4): without the flag Megatron-LM runs its unfused FP32 path,
+  // which moves 52 B per logit against the fused 28 and the single-pass kernel's 6.
+  if (x.cross_entropy != CrossEntropyImpl::kUnfused) a.push_back({"--cross-entropy-loss-fusion", ""});
+  if (x.cross_entropy == CrossEntropyImpl::kOnline) a.push_back({"--cross-entropy-fusion-impl", "te"});
   if (c.recompute == Recompute::kSelective) a.push_back({"--recompute-granularity", "selective"});
   if (c.recompute == Recompute::kFull) {
     a.push_back({"--recompute-granularity", "full"});

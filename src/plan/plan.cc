@@ -169,6 +169,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.dtype = req.dtype;
               c.fp8_recipe = req.fp8_recipe;
               c.attention = req.attention;
+              c.cross_entropy = req.cross_entropy;
               c.eager = req.eager;
               c.dp_overlap = req.dp_overlap;
               c.tp_overlap = req.tp_overlap && sp;
@@ -317,6 +318,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.dtype = req.dtype;
       tc.fp8_recipe = req.fp8_recipe;
       tc.attention = req.attention;
+      tc.cross_entropy = req.cross_entropy;
       tc.eager = req.eager;
       tc.dp_overlap = req.dp_overlap;
       tc.tp_overlap = c.tp_overlap;

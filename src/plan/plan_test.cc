@@ -45,6 +45,7 @@ class Planner : public testing::CatalogTest {
     lc.seq = req.seq;
     lc.train_iters = train_iters;
     lc.fp8_recipe = req.fp8_recipe;
+    lc.cross_entropy = req.cross_entropy;
     return lc;
   }
 };
@@ -504,6 +505,34 @@ TEST_F(Planner, DataParallelOverlapIsWrittenAsMegatronFlags) {
   const std::string args = MegatronArgs(off->counts[0].top[0], Launch(req));
   EXPECT_EQ(args.find("--overlap-grad-reduce"), std::string::npos) << args;
   EXPECT_EQ(args.find("--overlap-param-gather"), std::string::npos) << args;
+}
+
+// The loss the plan assumed reaches the Megatron flags (Megatron-LM's default is the unfused FP32 path), and the
+// estimate follows it: the unfused loss makes the same layout slower, the single-pass one faster.
+TEST_F(Planner, CrossEntropyImplementationIsEstimatedAndWrittenAsMegatronFlags) {
+  const ModelSpec m = M("llama-3.1-8b");
+  PlanRequest req = Req(m, "h100-sxm", {8}, 64, 4096, "ib-ndr");
+  req.fixed_tp = 1;
+  req.fixed_pp = 1;
+  req.fixed_zero = 1;
+  auto step = [&](CrossEntropyImpl impl, std::string* args) {
+    req.cross_entropy = impl;
+    auto r = Plan(req);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    const PlanCandidate& best = r->counts[0].top[0];
+    *args = MegatronArgs(best, Launch(req));
+    return best.result.step_time_s;
+  };
+  std::string fused, unfused, online;
+  const double t_fused = step(CrossEntropyImpl::kFused, &fused);
+  const double t_unfused = step(CrossEntropyImpl::kUnfused, &unfused);
+  const double t_online = step(CrossEntropyImpl::kOnline, &online);
+  EXPECT_GT(t_unfused, t_fused);
+  EXPECT_LT(t_online, t_fused);
+  EXPECT_NE(fused.find("--cross-entropy-loss-fusion"), std::string::npos) << fused;
+  EXPECT_EQ(fused.find("--cross-entropy-fusion-impl"), std::string::npos) << fused;
+  EXPECT_EQ(unfused.find("--cross-entropy"), std::string::npos) << unfused;
+  EXPECT_NE(online.find("--cross-entropy-loss-fusion\n--cross-entropy-fusion-impl te"), std::string::npos) << online;
 }
 
 // ---- selection ----
