@@ -44,6 +44,16 @@ The JSON holds, each with its method:
    model, whose GEMM rate comes from short benchmark loops; whether the rate falls once the GPU sits at its power
    limit is the first thing to rule in or out.
 
+7. loss_and_dropout (nineteenth session): two costs of the training step that the H100 fused-stack gap may hide.
+   (a) The cross-entropy over 8192 tokens x a 131,072-entry vocabulary (the Megatron-LM README's), forward and
+   backward timed apart: Megatron-LM's unfused FP32 path op by op, the same ops under torch.compile (Megatron-Core's
+   native fusion), and eager PyTorch (`logits.float()`, F.cross_entropy, autograd), each with the bytes per logit
+   it moved at the copy bandwidth measured beside it. The model charges 38 + 14, 22 + 6 and (for eager) about
+   14 + 22 B (docs/methodology.md section 6.4). (b) FlashAttention with dropout: scaled_dot_product_attention on
+   the flash and, where PyTorch has it, the cuDNN backend, causal, 16 heads of 128, 4096 tokens, batch 4, with
+   dropout 0 and 0.1, forward and forward + backward. docs/validation.md section 5 sizes dropout's cost from
+   FlashAttention's SM100 and SM120 ports only; this measures it on the GPU at hand.
+
 Times are the median of CUDA-event timings after warm-up. Nothing here needs the network.
 
 To compare with the model: `suanli perf infer -m llama-2-7b -g h200-sxm --weights fp8 --batch 1 --input-len 128
@@ -394,6 +404,115 @@ def sustained_gemm(results, seconds=45.0):
         "first_3s_tflops": first, "last_10s_tflops": last, "rows": rows}
 
 
+def loss_and_dropout(results, tokens=8192, vocab=131072):
+    import torch
+    import torch.nn.functional as F
+
+    dev = torch.device("cuda")
+    logits = torch.randn(tokens, vocab, device=dev, dtype=torch.bfloat16)
+    target = torch.randint(0, vocab, (tokens,), device=dev)
+    n = float(tokens) * vocab
+    # Copy bandwidth beside it: read + write of one FP32 tensor of the same shape.
+    src = torch.empty(tokens, vocab, device=dev, dtype=torch.float32)
+    dst = torch.empty_like(src)
+    t_copy = timed(lambda: dst.copy_(src))
+    bw = 2 * 4 * n / t_copy
+    del src, dst
+
+    def unfused_fwd():  # Megatron-LM's VocabParallelCrossEntropy at TP 1, op by op
+        x = logits.float()
+        m = torch.max(x, dim=-1)[0]
+        x.sub_(m.unsqueeze(-1))
+        torch.exp(x, out=x)
+        s = x.sum(dim=-1)
+        x.div_(s.unsqueeze(-1))
+        return x
+
+    def unfused_bwd(softmax, g):  # grad_input.mul_(grad_output), then the cast back to 16-bit
+        softmax.mul_(g.unsqueeze(-1))
+        return softmax.to(torch.bfloat16)
+
+    g = torch.ones(tokens, device=dev, dtype=torch.float32)
+    rows = []
+    sm = unfused_fwd()
+    t_fwd = timed(unfused_fwd)
+    t_bwd = timed(lambda: unfused_bwd(sm, g))
+    rows.append({"impl": "unfused (Megatron-LM ops)", "fwd_s": t_fwd, "bwd_s": t_bwd,
+                 "fwd_bytes_per_logit": t_fwd * bw / n, "bwd_bytes_per_logit": t_bwd * bw / n,
+                 "model_bytes": [38, 14]})
+    del sm
+    try:
+        cf, cb = torch.compile(unfused_fwd), torch.compile(unfused_bwd)
+        sm = cf()
+        t_fwd = timed(cf)
+        t_bwd = timed(lambda: cb(sm, g))
+        rows.append({"impl": "fused (the same ops, torch.compile)", "fwd_s": t_fwd, "bwd_s": t_bwd,
+                     "fwd_bytes_per_logit": t_fwd * bw / n, "bwd_bytes_per_logit": t_bwd * bw / n,
+                     "model_bytes": [22, 6]})
+        del sm
+    except Exception as e:  # torch.compile needs a compiler on the host; the rest still answers
+        rows.append({"impl": "fused (torch.compile)", "error": repr(e)})
+    leaf = logits.detach().requires_grad_(True)
+
+    def eager_fwd():
+        return F.cross_entropy(leaf.float(), target)
+
+    def eager_fwd_bwd():
+        leaf.grad = None
+        eager_fwd().backward()
+
+    t_fwd = timed(eager_fwd)
+    t_all = timed(eager_fwd_bwd)
+    rows.append({"impl": "eager (logits.float(), F.cross_entropy, autograd)", "fwd_s": t_fwd, "bwd_s": t_all - t_fwd,
+                 "fwd_bytes_per_logit": t_fwd * bw / n, "bwd_bytes_per_logit": (t_all - t_fwd) * bw / n,
+                 "model_bytes": [14, 22]})
+    for r in rows:
+        if "fwd_s" in r:
+            print(f"loss {r['impl']}: fwd {r['fwd_s'] * 1e3:.2f} ms ({r['fwd_bytes_per_logit']:.1f} B/logit), bwd "
+                  f"{r['bwd_s'] * 1e3:.2f} ms ({r['bwd_bytes_per_logit']:.1f} B/logit); model {r['model_bytes']}",
+                  flush=True)
+    del logits, leaf
+    torch.cuda.empty_cache()
+
+    # FlashAttention with and without dropout.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    b, h, sq, d = 4, 16, 4096, 128
+    q, k, v = (torch.randn(b, h, sq, d, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    do = torch.randn(b, h, sq, d, device=dev, dtype=torch.bfloat16)
+    attn = []
+    backends = [("flash", SDPBackend.FLASH_ATTENTION)]
+    if hasattr(SDPBackend, "CUDNN_ATTENTION"):
+        backends.append(("cudnn", SDPBackend.CUDNN_ATTENTION))
+    for name, backend in backends:
+        for p in (0.0, 0.1):
+            try:
+                with sdpa_kernel(backend):
+                    fwd = lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+
+                    def fwd_bwd():
+                        q.grad = k.grad = v.grad = None
+                        fwd().backward(do)
+
+                    t_f = timed(fwd)
+                    t_fb = timed(fwd_bwd)
+                attn.append({"backend": name, "dropout": p, "fwd_s": t_f, "fwd_bwd_s": t_fb})
+            except Exception as e:  # a backend this build or GPU lacks
+                attn.append({"backend": name, "dropout": p, "error": repr(e)})
+    for name, _ in backends:
+        base = next((a for a in attn if a["backend"] == name and a["dropout"] == 0.0 and "fwd_s" in a), None)
+        drop = next((a for a in attn if a["backend"] == name and a["dropout"] == 0.1 and "fwd_s" in a), None)
+        if base and drop:
+            print(f"attention {name}: dropout 0.1 costs {100 * (drop['fwd_s'] / base['fwd_s'] - 1):+.0f}% forward, "
+                  f"{100 * (drop['fwd_bwd_s'] / base['fwd_bwd_s'] - 1):+.0f}% forward + backward", flush=True)
+    results["loss_and_dropout"] = {
+        "method": f"cross-entropy over {tokens} x {vocab} BF16 logits, forward and backward timed apart (median of 20 "
+                  "CUDA-event timings after 3 warm-ups), bytes per logit at the copy bandwidth of an FP32 tensor of the "
+                  f"same shape ({bw / 1e12:.2f} TB/s); scaled_dot_product_attention, causal, batch {b}, {h} heads of "
+                  f"{d}, {sq} tokens, BF16, dropout 0 and 0.1, per backend",
+        "copy_bandwidth_bytes_per_s": bw, "loss": rows, "attention": attn}
+
+
 def catalog_gpu(name):
     """The suanli catalog id for a CUDA device name, or None (then edit the written cases by hand)."""
     n = name.lower()
@@ -449,7 +568,7 @@ def main():
     prop = torch.cuda.get_device_properties(0)
     results["device"] = {"name": prop.name, "sms": prop.multi_processor_count,
                          "memory_bytes": prop.total_memory, "cc": f"{prop.major}.{prop.minor}"}
-    for part in (fp8_gemms, amax_pass, decode_stream, eager_layer, moe_block, sustained_gemm):
+    for part in (fp8_gemms, amax_pass, decode_stream, eager_layer, moe_block, sustained_gemm, loss_and_dropout):
         try:
             part(results)
         except Exception as e:  # keep what the other part measured
