@@ -48,7 +48,7 @@ The JSON holds, each with its method:
    (a) The cross-entropy over 8192 tokens x a 131,072-entry vocabulary (the Megatron-LM README's), forward and
    backward timed apart: Megatron-LM's unfused FP32 path op by op, the same ops under torch.compile (Megatron-Core's
    native fusion), and eager PyTorch (`logits.float()`, F.cross_entropy, autograd), each with the bytes per logit
-   it moved at the copy bandwidth measured beside it. The model charges 38 + 14, 22 + 6 and (for eager) about
+   it moved at the copy bandwidth measured beside it. The model charges 38 + 14, 22 + 10 and (for eager) about
    14 + 22 B (docs/methodology.md section 6.4). (b) FlashAttention with dropout: scaled_dot_product_attention on
    the flash and, where PyTorch has it, the cuDNN backend, causal, 16 heads of 128, 4096 tokens, batch 4, with
    dropout 0 and 0.1, forward and forward + backward. docs/validation.md section 5 sizes dropout's cost from
@@ -448,7 +448,7 @@ def loss_and_dropout(results, tokens=8192, vocab=131072):
         t_bwd = timed(lambda: cb(sm, g))
         rows.append({"impl": "fused (the same ops, torch.compile)", "fwd_s": t_fwd, "bwd_s": t_bwd,
                      "fwd_bytes_per_logit": t_fwd * bw / n, "bwd_bytes_per_logit": t_bwd * bw / n,
-                     "model_bytes": [22, 6]})
+                     "model_bytes": [22, 10]})
         del sm
     except Exception as e:  # torch.compile needs a compiler on the host; the rest still answers
         rows.append({"impl": "fused (torch.compile)", "error": repr(e)})

@@ -79,7 +79,7 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   }
   if (p.zero == 3) a.push_back({"--use-torch-fsdp2", ""});
   // The loss the estimate assumed (docs/methodology.md §6.4): without the flag Megatron-LM runs its unfused FP32 path,
-  // which moves 52 B per logit against the fused 28 and the single-pass kernel's 6.
+  // which moves 52 B per logit against the fused 32 and the single-pass kernel's 6.
   if (x.cross_entropy != CrossEntropyImpl::kUnfused) a.push_back({"--cross-entropy-loss-fusion", ""});
   if (x.cross_entropy == CrossEntropyImpl::kOnline) a.push_back({"--cross-entropy-fusion-impl", "te"});
   if (c.recompute == Recompute::kSelective) a.push_back({"--recompute-granularity", "selective"});
