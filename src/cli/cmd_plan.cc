@@ -189,6 +189,10 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     if (!f->moe_dispatcher.empty()) {
       auto d = ParseMoeDispatcher(f->moe_dispatcher);
       if (!d.ok()) return PrintError(d.status());
+      if (!model->moe)
+        return PrintError(InvalidArgument(fmt::format(
+            "--moe-dispatcher sets how tokens reach experts on other GPUs: it needs an MoE model ({} is dense)",
+            model->id)));
       req.moe_dispatcher = *d;
     }
     if (!f->cuda_graphs.empty()) {

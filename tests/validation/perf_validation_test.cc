@@ -430,7 +430,7 @@ published = 0.1
 // A training row's moe_dispatcher, cuda_graphs and cross_entropy reach the model (the flex dispatcher's lighter
 // exchange, the full-iteration graph's smaller MoE-layer overhead, the loss's bytes per logit), and a misspelt value
 // names its key.
-TEST(PerfValidation, TrainCasesTakeTheDispatcherAndCudaGraphs) {
+TEST(PerfValidation, TrainCasesTakeTheDispatcherCudaGraphsAndLoss) {
   const std::string row = R"([[train]]
 group = "training"
 role = "holdout"
