@@ -41,6 +41,14 @@ constexpr const char* kCpRingOpName = "CP K/V ring exchange";
 // Optimizer step traffic per locally-held parameter for Adam with FP32 master weights:
 // read master, m, v (12 B) and the gradient, write master, m, v (12 B) and the 16-bit weight.
 constexpr double kAdamStepBytesBase = 24;
+// Megatron-Core's DDP keeps every local gradient in one contiguous buffer and passes over all of it, not only the
+// optimizer's 1/DP shard, every step (core_v0.8.0 distributed/param_and_grad_buffer.py): zero_() before the first
+// micro-batch (one write of each gradient element) and, with DP > 1, an in-place multiply by 1/DP before each
+// bucket's reduce (a read and a write; gradient_scaling_factor, the default since average_in_collective is off).
+// Counted in gradient-element widths per locally held parameter. Not counted: the NaN check of Megatron-LM's
+// training loop (--check-for-nan-in-loss-and-grad, one more read) and eager PyTorch's gradient handling.
+constexpr const char* kGradBufferOpName = "gradient buffer: zero + 1/DP scale (Megatron-Core DDP)";
+constexpr double kGradBufferZeroWidths = 1, kGradBufferScaleWidths = 2;
 // Cross-entropy over the vocabulary, per logit on this GPU (CrossEntropyImpl; docs/methodology.md §6.4): bytes
 // and kernels of the forward and of the backward pass.
 struct LossTraffic {
@@ -1260,9 +1268,19 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double local_params = par.zero >= 1 ? params_gpu / dp_group : params_gpu;
   const double opt_bytes =
       local_params * (kAdamStepBytesBase + (cfg.fit.fp32_grads ? 4 : 2) + 2);
-  const double t_opt = opt_bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory) + 10 * eff.kernel_launch_s;
+  const double achievable_bw = gpu.memory_bandwidth_bytes_per_s.value * eff.memory;
+  const double t_adam = opt_bytes / achievable_bw + 10 * eff.kernel_launch_s;
+  // Megatron-Core DDP's passes over the whole local gradient buffer (eager PyTorch and ZeRO-3 keep no such buffer).
+  const double grad_buffer_bytes =
+      cfg.eager || par.zero >= 3
+          ? 0.0
+          : params_gpu * (cfg.fit.fp32_grads ? 4 : 2) *
+                (kGradBufferZeroWidths + (dp_group > 1 ? kGradBufferScaleWidths : 0));
+  const double t_grad_buffer = grad_buffer_bytes > 0 ? grad_buffer_bytes / achievable_bw + eff.kernel_launch_s : 0.0;
+  const double t_opt = t_adam + t_grad_buffer;
   if (opsp) {
-    ops.Add("optimizer step (Adam)", "step", 0, opt_bytes, t_opt, 1, Bound::kMemory);
+    ops.Add("optimizer step (Adam)", "step", 0, opt_bytes, t_adam, 1, Bound::kMemory);
+    if (t_grad_buffer > 0) ops.Add(kGradBufferOpName, "step", 0, grad_buffer_bytes, t_grad_buffer, 1, Bound::kMemory);
     if (dp_comm > 0) {
       const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
       if (par.zero == 0)
