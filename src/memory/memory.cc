@@ -250,6 +250,26 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
     return InvalidArgument(fmt::format(
         "global batch {} is not divisible by DP x micro-batch = {} x {}; use a multiple of {}", r.batch, p.dp,
         r.micro_batch, p.dp * r.micro_batch));
+  // Megatron-Core's interleaved 1F1B runs the micro-batches in groups of PP per virtual stage
+  // (--microbatch-group-size-per-virtual-pipeline-stage, default PP; core_v0.8.0 schedules.py raised "number of
+  // microbatches is not divisible by pipeline-model-parallel-size when using interleaved schedule").
+  if (r.mode == Mode::kTrain && p.interleave > 1 && p.pp > 1) {
+    const int64_t per_replica = r.batch / p.dp;
+    const int64_t count = per_replica / r.micro_batch;
+    if (count % p.pp != 0) {
+      std::string valid;
+      for (int64_t b = 1; b <= per_replica; ++b)
+        if (per_replica % b == 0 && (per_replica / b) % p.pp == 0)
+          valid += (valid.empty() ? "" : ", ") + std::to_string(b);
+      return InvalidArgument(fmt::format(
+          "--interleave {} runs the micro-batches in groups of PP = {} (Megatron-Core's interleaved schedule), but "
+          "global batch {} / (DP x micro-batch = {} x {}) gives {} per pipeline; {}", p.interleave, p.pp, r.batch,
+          p.dp, r.micro_batch, count,
+          valid.empty() ? fmt::format("use a global batch that is a multiple of DP x PP = {}, or --interleave 1",
+                                      int64_t{p.dp} * p.pp)
+                        : fmt::format("valid micro-batch sizes: {} (or --interleave 1)", valid)));
+    }
+  }
   if ((r.mode == Mode::kLora || r.mode == Mode::kQlora) && (r.lora_rank < 1 || r.lora_rank > 65536))
     return InvalidArgument(fmt::format("--lora-rank must be between 1 and 65536, got {}", r.lora_rank));
   if (r.weights.bits_per_weight <= 0) return InvalidArgument("weight format has no size");

@@ -134,16 +134,17 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 82);
+  EXPECT_EQ(n_dense, 84);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
   // cross-entropy implementations (each stack's bytes per logit, read from its code) made it 8.90%, and the
-  // twentieth's Megatron-Core gradient-buffer passes (zero and 1/DP scale, read from its code) 8.69%. Ratcheted at
-  // that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the ninth's
-  // block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0870);
-  EXPECT_LE(worst_dense, 0.297);  // 28.7% (llm-foundry MPT-30B at 8192 tokens on H100), plus one point
+  // twentieth's Megatron-Core gradient-buffer passes (zero and 1/DP scale, read from its code) 8.69%; the same
+  // session's two Megatron-LM README strong-scaling end points (GPT 177B on 96 and 4608 H100s, +29% and +18%) 9.04%.
+  // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
+  // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
+  EXPECT_LE(mean_dense, 0.0905);
+  EXPECT_LE(worst_dense, 0.298);  // 28.8% (the README's 177B on 96 H100s), plus one point
   auto [n_k, mean_k, worst_k] = subset([&](const ValidationCase& c) { return starts(c, "Korthikanti"); });
   EXPECT_EQ(n_k, 8);
   EXPECT_LE(mean_k, 0.0365);
