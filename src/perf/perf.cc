@@ -557,6 +557,18 @@ double OverlapCost(double compute, double comm, double slowdown) {
   return std::max(comm, compute + slowdown * std::min(comm, compute)) - compute;
 }
 
+double ChunkedOverlapCost(double chunk_window, double gap, int chunks, double comm, double slowdown) {
+  chunks = std::max(1, chunks);
+  chunk_window = std::max(0.0, chunk_window);
+  gap = std::max(0.0, gap);
+  comm = std::max(0.0, comm);
+  const double part = comm / chunks;
+  double free = -std::numeric_limits<double>::infinity();
+  for (int k = 0; k < chunks; ++k) free = std::max(free, k * gap - chunk_window) + part;
+  const double left = std::max(0.0, free - (chunks - 1) * gap);
+  return std::max(left, slowdown * (comm - left));
+}
+
 double RooflineTime(double t_compute, double t_memory) {
   // A smooth roofline: the p-norm of the two times. p = infinity is the ideal max() (perfect overlap
   // of loads and math); p = 1 is no overlap. Near the ridge point neither pipe saturates, and kernels
@@ -1260,9 +1272,16 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     // Overlap windows: the gradients are reduced during the backward pass of the last micro-batch on this stage;
     // the updated parameters are gathered during the forward pass of the next step's first micro-batch (Megatron-Core
     // --overlap-param-gather: each module's forward pre-hook waits for its bucket; FSDP's forward prefetch).
-    const double bwd_window = cfg.dp_overlap ? max_stage_layers * (lb + lr) : 0;
-    const double fwd_window = cfg.dp_overlap ? max_stage_layers * lf : 0;
-    dp_exposed = OverlapCost(bwd_window, reduce, eff.overlap_slowdown) + OverlapCost(fwd_window, gather, eff.overlap_slowdown);
+    // Under an interleaved pipeline Megatron-Core issues both per model chunk (core_v0.8.0 schedules.py: grad_sync_func
+    // when a chunk's last micro-batch has gone backward, param_sync_func before a chunk's first forward). A GPU's
+    // chunks finish their last backward (and start their first forward) PP micro-batch steps of one chunk apart, so
+    // the earlier chunks' collectives hide under the later chunks' work.
+    const int v = par.pp > 1 ? par.interleave : 1;
+    const double bwd_chunk = cfg.dp_overlap ? max_stage_layers * (lb + lr) / v : 0;
+    const double fwd_chunk = cfg.dp_overlap ? max_stage_layers * lf / v : 0;
+    const double p_steps = v > 1 ? par.pp : 0;
+    dp_exposed = ChunkedOverlapCost(bwd_chunk, p_steps * bwd_chunk, v, reduce, eff.overlap_slowdown) +
+                 ChunkedOverlapCost(fwd_chunk, p_steps * fwd_chunk, v, gather, eff.overlap_slowdown);
   }
   // Optimizer step over the locally held (sharded) parameters.
   const double local_params = par.zero >= 1 ? params_gpu / dp_group : params_gpu;

@@ -140,11 +140,26 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
   // cross-entropy implementations (each stack's bytes per logit, read from its code) made it 8.90%, and the
   // twentieth's Megatron-Core gradient-buffer passes (zero and 1/DP scale, read from its code) 8.69%; the same
-  // session's two Megatron-LM README strong-scaling end points (GPT 177B on 96 and 4608 H100s, +29% and +18%) 9.04%.
-  // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
-  // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0905);
-  EXPECT_LE(worst_dense, 0.298);  // 28.8% (the README's 177B on 96 H100s), plus one point
+  // session's two Megatron-LM README strong-scaling end points (GPT 177B on 96 and 4608 H100s, +29% and +18%) 9.04%,
+  // and its per-chunk data-parallel overlap under interleaved pipelines (Megatron-Core's grad_sync_func and
+  // param_sync_func), which makes every interleaved run faster, 9.56%. Ratcheted at that honest figure, not at the
+  // target (earlier: 7.03% in the eighth session, 6.86% before the ninth's block-recompute row, 6.93% before the
+  // tenth's two CPU-offload rows).
+  EXPECT_LE(mean_dense, 0.0957);
+  EXPECT_LE(worst_dense, 0.303);  // 29.3% (the README's 177B on 2304 H100s), plus one point
+  // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
+  // model's ratio is within 0.7% of it (it was 8.1% short before the per-chunk overlap); held to 2%.
+  {
+    const ValidationCase *small = nullptr, *large = nullptr;
+    for (const auto& c : rep->cases) {
+      if (c.name == "Megatron-LM README H100 GPT 177B strong scaling x96 TP8 PP6 DP2") small = &c;
+      if (c.name == "Megatron-LM README H100 GPT 177B strong scaling x4608 TP8 PP6 DP96") large = &c;
+    }
+    ASSERT_TRUE(small && large);
+    const double ratio_error =
+        (large->predicted / small->predicted) / (large->published / small->published) - 1;
+    EXPECT_LE(std::fabs(ratio_error), 0.02) << ratio_error;
+  }
   auto [n_k, mean_k, worst_k] = subset([&](const ValidationCase& c) { return starts(c, "Korthikanti"); });
   EXPECT_EQ(n_k, 8);
   EXPECT_LE(mean_k, 0.0365);

@@ -1,4 +1,4 @@
-# predicted: step 53.241 s, 78779 tokens/s (1231 per GPU), MFU 59.9%, 82.7 GB per GPU, 146.9 days to train (225666 GPU-hours)
+# predicted: step 53.206 s, 78831 tokens/s (1232 per GPU), MFU 59.9%, 82.7 GB per GPU, 146.8 days to train (225518 GPU-hours)
 torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
   --master-addr="${MASTER_ADDR:-localhost}" --master-port="${MASTER_PORT:-29500}" \
   pretrain_gpt.py \
