@@ -121,6 +121,23 @@ if(NOT v STREQUAL "unfused" OR NOT ce_unfused GREATER ce_fused)
 endif()
 run_suanli(2 out plan -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --moe-dispatcher flex)
 expect_contains("${out}" "it needs an MoE model (llama-3.1-8b is dense)" "plan --moe-dispatcher on a dense model")
+# --mode lora: faster than full training of the same layout, reports its rank and trainable parameters; a mode typo
+# and LoRA options without it are refused.
+run_suanli(0 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --micro-batch 1 --recompute none --json
+           --mode lora --lora-rank 32 --lora-targets q k v --packed-doc-tokens 256)
+string(JSON lora_mode GET "${out}" mode)
+string(JSON lora_rank GET "${out}" lora_rank)
+string(JSON lora_step GET "${out}" step_time_s)
+run_suanli(0 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --micro-batch 1 --recompute none --json
+           --packed-doc-tokens 256)
+string(JSON full_step GET "${out}" step_time_s)
+if(NOT lora_mode STREQUAL "lora" OR NOT lora_rank EQUAL 32 OR NOT lora_step LESS full_step)
+  message(FATAL_ERROR "perf --mode lora: mode '${lora_mode}', rank ${lora_rank}, step ${lora_step} s against ${full_step} s")
+endif()
+run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --mode lroa)
+expect_contains("${out}" "did you mean 'lora'" "perf --mode typo")
+run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --lora-rank 8)
+expect_contains("${out}" "need --mode lora" "perf --lora-rank without --mode lora")
 run_suanli(2 out perf train -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --cross-entropy unfsed)
 expect_contains("${out}" "did you mean 'unfused'" "perf --cross-entropy typo")
 run_suanli(2 out plan -m llama-3.1-8b -g a100 --gpus 8 --global-batch 64 --dtype fp8)

@@ -7,6 +7,7 @@
 #include "core/files.h"
 #include "suanli/bench.h"
 #include "suanli/perf.h"
+#include "suanli/text.h"
 #include "suanli/units.h"
 
 namespace suanli::cli {
@@ -24,6 +25,10 @@ struct PerfFlags {
   std::string decode_attention = "grouped", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
+  std::string train_mode = "train";
+  int lora_rank = 16;
+  std::vector<std::string> lora_targets;
+  int64_t packed_doc_tokens = 0;
   double tokens = 0, price = 0, moe_imbalance = 1.1, serve_moe_imbalance = 1.0;
   double request_overhead_ms = 0, step_overhead_ms = 0;
   // infer
@@ -150,6 +155,15 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_flag("--eager", f->eager,
                   "Eager PyTorch (HF transformers, Composer, torchtitan without torch.compile): FP32 RMSNorm steps, "
                   "unfused RoPE and SwiGLU; with --zero 3 also FSDP's host cost per layer");
+  train->add_option("--mode", f->train_mode,
+                    "train (pretraining, full fine-tuning) | lora (frozen base weights, rank --lora-rank adapters)")
+      ->capture_default_str();
+  train->add_option("--lora-rank", f->lora_rank, "With --mode lora: adapter rank")->capture_default_str();
+  train->add_option("--lora-targets", f->lora_targets,
+                    "With --mode lora: adapted matrices, q k v o gate up down, or all (default: q k v o)");
+  train->add_option("--packed-doc-tokens", f->packed_doc_tokens,
+                    "Packed sequences: documents of this many tokens per sequence, attention within each (fine-tuning "
+                    "with --packed-sequence / THD attention)");
   train->add_option("--tokens", f->tokens, "Train on this many tokens: time and GPU-hours");
   train->add_option("--moe-imbalance", f->moe_imbalance, "MoE: busiest expert's tokens / mean (>= 1)")
       ->capture_default_str();
@@ -277,6 +291,17 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         cfg.cuda_graphs = *g;
       }
       cfg.eager = f->eager;
+      if (f->train_mode == "lora") {
+        cfg.fit.mode = Mode::kLora;
+      } else if (f->train_mode != "train") {
+        return PrintError(InvalidArgument(fmt::format("--mode {} is not one of train, lora{}", f->train_mode,
+                                                      DidYouMean(f->train_mode, std::vector<std::string>{"train", "lora"}))));
+      }
+      if (cfg.fit.mode != Mode::kLora && (train->count("--lora-rank") > 0 || !f->lora_targets.empty()))
+        return PrintError(InvalidArgument("--lora-rank and --lora-targets need --mode lora"));
+      cfg.fit.lora_rank = f->lora_rank;
+      cfg.fit.lora_targets = f->lora_targets;
+      cfg.packed_doc_tokens = f->packed_doc_tokens;
       cfg.tokens = f->tokens;
       cfg.price_per_gpu_hour = f->price;
       cfg.moe_imbalance = f->moe_imbalance;  // EstimateTraining checks it, --tokens and the price
@@ -368,6 +393,12 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           j["host_offload_bytes"] = r->memory.host_offload_bytes;
           j["host_capacity_bytes"] = r->host_capacity_bytes;
         }
+        j["mode"] = cfg.fit.mode == Mode::kLora ? "lora" : "train";
+        if (cfg.fit.mode == Mode::kLora) {
+          j["lora_rank"] = cfg.fit.lora_rank;
+          j["trainable_params"] = r->memory.trainable_params;
+        }
+        if (cfg.packed_doc_tokens > 0) j["packed_doc_tokens"] = cfg.packed_doc_tokens;
         j["attention"] = AttentionImplName(cfg.attention);
         j["cross_entropy"] = CrossEntropyImplName(cfg.cross_entropy);
         j["dtype"] = PrecisionKey(cfg.dtype);
@@ -390,10 +421,17 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         PrintJson(j);
         return r->fits ? kExitOk : kExitNoFit;
       }
-      std::cout << fmt::format("{} on {} x {} (TP={} PP={} DP={}{}{}), global batch {} x {} tokens, {}\n", model->id,
+      std::cout << fmt::format("{}{} on {} x {} (TP={} PP={} DP={}{}{}), global batch {} x {} tokens{}, {}\n", model->id,
+                               cfg.fit.mode == Mode::kLora
+                                   ? fmt::format(" LoRA rank {} ({} trainable parameters)", cfg.fit.lora_rank,
+                                                 FormatCount(r->memory.trainable_params))
+                                   : "",
                                f->gpus, (*gpu)->id, f->tp, f->pp, cfg.fit.par.dp,
                                f->cp > 1 ? fmt::format(" CP={}", f->cp) : "", f->zero ? fmt::format(" ZeRO-{}", f->zero) : "",
                                f->global_batch, f->seq,
+                               cfg.packed_doc_tokens > 0
+                                   ? fmt::format(" (packed documents of {})", cfg.packed_doc_tokens)
+                                   : "",
                                cfg.dtype == Precision::kFp8
                                    ? fmt::format("FP8 GEMMs ({} scaling)", Fp8RecipeName(cfg.fp8_recipe))
                                    : PrecisionKey(cfg.dtype));

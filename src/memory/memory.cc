@@ -253,7 +253,7 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
   // Megatron-Core's interleaved 1F1B runs the micro-batches in groups of PP per virtual stage
   // (--microbatch-group-size-per-virtual-pipeline-stage, default PP; core_v0.8.0 schedules.py raised "number of
   // microbatches is not divisible by pipeline-model-parallel-size when using interleaved schedule").
-  if (r.mode == Mode::kTrain && p.interleave > 1 && p.pp > 1) {
+  if ((r.mode == Mode::kTrain || r.mode == Mode::kLora || r.mode == Mode::kQlora) && p.interleave > 1 && p.pp > 1) {
     const int64_t per_replica = r.batch / p.dp;
     const int64_t count = per_replica / r.micro_batch;
     if (count % p.pp != 0) {
@@ -473,7 +473,8 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   // Expert data parallelism: TP x DP x CP / (ETP x EP) ranks hold the same experts (DP x CP / EP when ETP = TP).
   const int expert_zero_group = std::max(1, p.tp * zero_group / (p.expert_tp() * p.ep));
   const double s_local = static_cast<double>(r.seq) / p.cp;
-  const int64_t num_micro = training ? r.batch / (p.dp * r.micro_batch) : 1;
+  // Micro-batches per step per pipeline: the in-flight activations of the first stage (fine-tuning too).
+  const int64_t num_micro = (training || finetune) ? std::max<int64_t>(1, r.batch / (p.dp * r.micro_batch)) : 1;
 
   // LoRA adapters: r x (in + out) per targeted matrix per layer.
   double adapter_params = 0;

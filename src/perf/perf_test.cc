@@ -449,6 +449,97 @@ TEST_F(Perf, InterleavedScheduleNeedsMicroBatchesInGroupsOfPipelineStages) {
   EXPECT_EQ(chosen->num_micro_batches % 4, 0) << "micro-batch " << chosen->micro_batch;
 }
 
+// LoRA (Mode::kLora): the frozen matmuls and the head run forward and data gradient only (2 passes, not 3); the
+// adapters (rank r, 16-bit) add x A and (x A) B and the add of their output to the layer's; data-parallel traffic
+// and the optimizer carry the adapters alone; the model FLOPs are 4N + attention + 6 per adapter parameter.
+TEST_F(Perf, LoraRunsTheFrozenMatmulsForwardAndDataGradientOnly) {
+  const ModelSpec m = M("llama-2-7b");
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig full = Train(8, 1, 1, 32, 4096, 1);
+  full.fit.recompute = Recompute::kNone;
+  TrainConfig lora = full;
+  lora.fit.mode = Mode::kLora;
+  lora.fit.lora_rank = 32;
+  lora.fit.lora_targets = {"q", "k", "v", "o"};
+  auto f = EstimateTraining(m, C(g), full, E(g));
+  auto l = EstimateTraining(m, C(g), lora, E(g));
+  ASSERT_TRUE(f.ok() && l.ok()) << (f.ok() ? l.status().message() : f.status().message());
+  const double layers_x_mb = 32.0 * 4;  // 32 layers, 32 / DP 8 = 4 micro-batches
+  for (const char* op : {"qkv projection", "output projection", "mlp up/gate", "mlp down"}) {
+    EXPECT_DOUBLE_EQ(FindOp(f->ops, op)->count, layers_x_mb * 3) << op;
+    EXPECT_DOUBLE_EQ(FindOp(l->ops, op)->count, layers_x_mb * 2) << op;
+  }
+  EXPECT_DOUBLE_EQ(FindOp(l->ops, "logits (output head)")->count, 4 * 2.0);
+  // Adapters: rank 32 on q, k, v, o of a 4096-wide MHA model, 4096 tokens per micro-batch.
+  const OpCost* adapters = FindOp(l->ops, "LoRA adapters (rank 32, 4 per layer)");
+  ASSERT_NE(adapters, nullptr);
+  const double T = 4096, h = 4096, r = 32;
+  EXPECT_DOUBLE_EQ(adapters->flops, 4 * (2 * T * r * h + 2 * T * h * r));
+  EXPECT_DOUBLE_EQ(adapters->count, layers_x_mb * 3);
+  EXPECT_EQ(FindOp(f->ops, "LoRA adapters (rank 32, 4 per layer)"), nullptr);
+  // Trainable: r x (in + out) per matrix per layer; DP traffic is that, not the 6.7B frozen parameters.
+  EXPECT_DOUBLE_EQ(l->memory.trainable_params, 32 * r * (h + h) * 4);
+  EXPECT_LT(l->communication_total_s, 0.01 * f->communication_total_s);
+  EXPECT_LT(l->step_time_s, f->step_time_s);
+  EXPECT_NEAR(l->model_flops_per_step, LoraFlopsPerToken(m, 4096, l->memory.trainable_params) * 32 * 4096, 1);
+  const ParamCounts pc = CountParams(m);
+  EXPECT_NEAR(LoraFlopsPerToken(m, 4096, 0) - ModelFlopsPerToken(m, 4096, FlopConvention::k6N),
+              -2 * (pc.active - pc.embedding), 1);
+  // What LoRA does not combine with, and QLoRA, say so.
+  auto err = [&](TrainConfig c, const char* part) {
+    auto r = EstimateTraining(m, C(g), c, E(g));
+    ASSERT_FALSE(r.ok()) << part;
+    EXPECT_NE(r.status().message().find(part), std::string::npos) << r.status().message();
+  };
+  TrainConfig z3 = lora;
+  z3.fit.par.zero = 3;
+  err(z3, "--zero 3");
+  TrainConfig meg = lora;
+  meg.convention = FlopConvention::kMegatron;
+  err(meg, "--flops megatron");
+  TrainConfig q = lora;
+  q.fit.mode = Mode::kQlora;
+  err(q, "QLoRA");
+  TrainConfig bad_target = lora;
+  bad_target.fit.lora_targets = {"qq"};
+  err(bad_target, "did you mean");
+  TrainConfig moe = lora;
+  auto moe_r = EstimateTraining(M("mixtral-8x7b"), C(g), moe, E(g));
+  ASSERT_FALSE(moe_r.ok());
+  EXPECT_NE(moe_r.status().message().find("mixture-of-experts"), std::string::npos);
+}
+
+// Packed sequences: attention works over documents of the given length (causal within each), the rest of the step
+// over the whole sequence; a document as long as the sequence is the unpacked case.
+TEST_F(Perf, PackedSequencesAttendWithinEachDocument) {
+  const ModelSpec m = M("llama-2-7b");
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(8, 1, 1, 32, 4096, 1);
+  c.fit.recompute = Recompute::kNone;
+  auto whole = EstimateTraining(m, C(g), c, E(g));
+  c.packed_doc_tokens = 4096;
+  auto same = EstimateTraining(m, C(g), c, E(g));
+  c.packed_doc_tokens = 512;
+  auto packed = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(whole.ok() && same.ok() && packed.ok());
+  EXPECT_DOUBLE_EQ(same->step_time_s, whole->step_time_s);
+  const double q_dim = 4096, T = 4096;
+  EXPECT_DOUBLE_EQ(FindOp(packed->ops, "attention (flash)")->flops, 4.0 * T * (512 / 2.0) * q_dim);
+  EXPECT_LT(packed->step_time_s, whole->step_time_s);
+  EXPECT_DOUBLE_EQ(FindOp(packed->ops, "mlp down")->time_s, FindOp(whole->ops, "mlp down")->time_s);
+  for (int64_t bad : {int64_t{-1}, int64_t{8192}}) {
+    c.packed_doc_tokens = bad;
+    auto r = EstimateTraining(m, C(g), c, E(g));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("outside 1..4096"), std::string::npos) << r.status().message();
+  }
+  c.packed_doc_tokens = 512;
+  c.attention = AttentionImpl::kUnfused;
+  auto unfused = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_FALSE(unfused.ok());
+  EXPECT_NE(unfused.status().message().find("variable-length"), std::string::npos);
+}
+
 TEST_F(Perf, AttentionKernelNamesAndFlashAttentionOneIsHalfAsFast) {
   EXPECT_EQ(*ParseAttentionImpl("flash"), AttentionImpl::kFlash);
   EXPECT_EQ(*ParseAttentionImpl("triton"), AttentionImpl::kFlash1);

@@ -69,7 +69,11 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"ep", KeyType::kInteger},
               {"etp", KeyType::kInteger},
               {"moe_imbalance", KeyType::kNumber},
-              {"fp32_grads", KeyType::kBool}});
+              {"fp32_grads", KeyType::kBool},
+              {"mode", KeyType::kString},
+              {"lora_rank", KeyType::kInteger},
+              {"lora_targets", KeyType::kString},
+              {"packed_doc_tokens", KeyType::kInteger}});
     return m;
   }();
   static const std::map<std::string, KeyType> infer_keys = [] {
@@ -221,7 +225,33 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   SUANLI_ASSIGN_OR_RETURN(c.fit.recompute_layers, IntKey(t, "recompute_layers", 0));
   SUANLI_ASSIGN_OR_RETURN(c.fit.offload_layers, IntKey(t, "offload_layers", 0));
   const std::string metric = t["metric"].value_or(std::string());
-  c.convention = FlopConvention::kMegatron;
+  // Fine-tuning: mode "lora" with lora_rank and lora_targets (comma-separated: "q,k,v"), packed_doc_tokens.
+  const std::string mode = t["mode"].value_or(std::string("train"));
+  if (mode == "lora") {
+    c.fit.mode = Mode::kLora;
+  } else if (mode != "train") {
+    return ParseError(fmt::format("mode \"{}\" is not one of train, lora", mode));
+  }
+  if (c.fit.mode != Mode::kLora && (t.contains("lora_rank") || t.contains("lora_targets")))
+    return ParseError("lora_rank and lora_targets need mode = \"lora\"");
+  SUANLI_ASSIGN_OR_RETURN(c.fit.lora_rank, IntKey(t, "lora_rank", 16));
+  if (auto targets = t["lora_targets"].value<std::string>()) {
+    std::string item;
+    for (char ch : *targets + ",") {
+      if (ch == ',') {
+        if (!item.empty()) c.fit.lora_targets.push_back(item);
+        item.clear();
+      } else if (ch != ' ') {
+        item += ch;
+      }
+    }
+  }
+  c.packed_doc_tokens = t["packed_doc_tokens"].value_or(int64_t{0});
+  const bool six_n_only = c.fit.mode == Mode::kLora || c.packed_doc_tokens > 0;
+  if (six_n_only && (metric == "mfu_megatron" || metric == "model_tflops_megatron" || metric == "narayanan_tflops"))
+    return ParseError(fmt::format("metric {} counts pretraining over the whole sequence; LoRA and packed rows take "
+                                  "step_time_s, tokens_per_s_per_gpu or model_tflops_6n", metric));
+  c.convention = six_n_only ? FlopConvention::k6N : FlopConvention::kMegatron;
   // interleave_auto: a run whose interleaving was not published takes the fastest depth that fits among those
   // that divide the layers per stage (as an unpublished micro-batch takes the fastest that fits).
   const bool interleave_auto = t["interleave_auto"].value_or(false);

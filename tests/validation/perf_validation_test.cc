@@ -134,7 +134,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 84);
+  EXPECT_EQ(n_dense, 90);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -142,10 +142,10 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // twentieth's Megatron-Core gradient-buffer passes (zero and 1/DP scale, read from its code) 8.69%; the same
   // session's two Megatron-LM README strong-scaling end points (GPT 177B on 96 and 4608 H100s, +29% and +18%) 9.04%,
   // and its per-chunk data-parallel overlap under interleaved pipelines (Megatron-Core's grad_sync_func and
-  // param_sync_func), which makes every interleaved run faster, 9.56%. Ratcheted at that honest figure, not at the
-  // target (earlier: 7.03% in the eighth session, 6.86% before the ninth's block-recompute row, 6.93% before the
-  // tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0957);
+  // param_sync_func), which makes every interleaved run faster, 9.56%; with NeMo 24.07's six fine-tuning runs (SFT
+  // and LoRA, packed sequences) 9.50%. Ratcheted at that honest figure, not at the target (earlier: 7.03% in the
+  // eighth session, 6.86% before the ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
+  EXPECT_LE(mean_dense, 0.0951);
   EXPECT_LE(worst_dense, 0.303);  // 29.3% (the README's 177B on 2304 H100s), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 0.7% of it (it was 8.1% short before the per-chunk overlap); held to 2%.
@@ -248,9 +248,12 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   }
   check(evidence::kFp8TrainingMegatronCore,
         [&](const ValidationCase& c) {
-          return !c.moe && (c.name.rfind("NeMo", 0) == 0 || c.name.rfind("Megatron-Bridge", 0) == 0);
+          return !c.moe && (c.name.rfind("NeMo", 0) == 0 || c.name.rfind("Megatron-Bridge", 0) == 0) &&
+                 !has(c.name, " SFT ") && !has(c.name, " LoRA ");
         },
         "Megatron-Core FP8 training");
+  check(evidence::kLoraFinetuning, [&](const ValidationCase& c) { return has(c.name, " LoRA "); },
+        "LoRA fine-tuning");
   check(evidence::kEagerFsdpTorchtitan, [&](const ValidationCase& c) { return c.name.rfind("torchtitan", 0) == 0; },
         "torchtitan eager FSDP2");
   check(evidence::kH100Bf16FusedTraining,
