@@ -426,6 +426,32 @@ std::optional<std::string> ContextBeyondModelNote(const ModelSpec& m, int64_t co
                      "max_position_embeddings models one)", context, m.id, m.max_positions);
 }
 
+Result<std::vector<std::pair<double, double>>> LoraTargetShapes(const ModelSpec& m,
+                                                                const std::vector<std::string>& targets, int tp) {
+  const double h = static_cast<double>(m.hidden), t = std::max(1, tp);
+  const double q = m.mla ? double(m.heads) * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim)
+                         : double(m.heads) * m.head_dim;
+  const double kv = m.mla ? double(m.mla->kv_lora_rank) : double(m.kv_heads) * m.head_dim;
+  const double ffn = static_cast<double>(m.ffn);
+  std::vector<std::string> names = targets;
+  if (names.empty()) names = {"q", "k", "v", "o"};
+  if (names.size() == 1 && (names[0] == "all" || names[0] == "all-linear"))
+    names = {"q", "k", "v", "o", "gate", "up", "down"};
+  std::vector<std::pair<double, double>> shapes;
+  for (const auto& name : names) {
+    if (name == "q") shapes.emplace_back(h, q / t);
+    else if (name == "k" || name == "v") shapes.emplace_back(h, kv / t);
+    else if (name == "o") shapes.emplace_back(q / t, h);
+    else if (name == "gate") { if (m.gated_mlp) shapes.emplace_back(h, ffn / t); }  // no gate in a plain MLP
+    else if (name == "up") shapes.emplace_back(h, ffn / t);
+    else if (name == "down") shapes.emplace_back(ffn / t, h);
+    else
+      return InvalidArgument(fmt::format("unknown LoRA target '{}' (valid: q, k, v, o, gate, up, down, all){}", name,
+                                         DidYouMean(name, {"q", "k", "v", "o", "gate", "up", "down", "all"})));
+  }
+  return shapes;
+}
+
 Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   FitRequest r = req;
   if (r.weights.id.empty()) r.weights = *ParseWeightFormat("bf16");
@@ -479,27 +505,8 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   // LoRA adapters: r x (in + out) per targeted matrix per layer.
   double adapter_params = 0;
   if (finetune) {
-    const double h = static_cast<double>(m.hidden);
-    const double q = m.mla ? double(m.heads) * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim)
-                           : double(m.heads) * m.head_dim;
-    const double kv = m.mla ? double(m.mla->kv_lora_rank) : double(m.kv_heads) * m.head_dim;
-    const double ffn = static_cast<double>(m.ffn);
-    std::vector<std::string> t = r.lora_targets;
-    if (t.empty()) t = {"q", "k", "v", "o"};
-    if (t.size() == 1 && (t[0] == "all" || t[0] == "all-linear")) t = {"q", "k", "v", "o", "gate", "up", "down"};
-    for (const auto& name : t) {
-      double in = 0, out = 0;
-      if (name == "q") in = h, out = q;
-      else if (name == "k" || name == "v") in = h, out = kv;
-      else if (name == "o") in = q, out = h;
-      else if (name == "gate" || name == "up") in = h, out = ffn;
-      else if (name == "down") in = ffn, out = h;
-      else
-        return InvalidArgument(fmt::format("unknown LoRA target '{}' (valid: q, k, v, o, gate, up, down, all){}", name,
-                                           DidYouMean(name, {"q", "k", "v", "o", "gate", "up", "down", "all"})));
-      if (name == "gate" && !m.gated_mlp) continue;  // no gate matrix in a plain MLP
-      adapter_params += r.lora_rank * (in + out) * m.layers;
-    }
+    SUANLI_ASSIGN_OR_RETURN(const auto shapes, LoraTargetShapes(m, r.lora_targets, 1));
+    for (const auto& [in, out] : shapes) adapter_params += r.lora_rank * (in + out) * m.layers;
     // Adapter states per parameter: LoRA keeps FP32 adapters (PEFT default) = 4 + 4 grads + 8 Adam;
     // QLoRA keeps them in the bf16 compute dtype with 32-bit paged AdamW = 2 + 2 + 8.
     const double aw = r.mode == Mode::kQlora ? 2 : 4;

@@ -1100,30 +1100,6 @@ Status CheckTrainMode(const ModelSpec& m, const TrainConfig& cfg) {
   return Status::Ok();
 }
 
-// LoRA adapters per layer on one GPU: (input, output) widths of each targeted matrix after tensor parallelism
-// (column-parallel q, k, v, gate, up split their outputs; row-parallel o and down their inputs).
-Result<std::vector<std::pair<double, double>>> LoraAdapterShapes(const ModelSpec& m, const FitRequest& r) {
-  const double h = double(m.hidden), t = r.par.tp;
-  const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim, ffn = double(m.ffn);
-  std::vector<std::string> names = r.lora_targets;
-  if (names.empty()) names = {"q", "k", "v", "o"};
-  if (names.size() == 1 && (names[0] == "all" || names[0] == "all-linear"))
-    names = {"q", "k", "v", "o", "gate", "up", "down"};
-  std::vector<std::pair<double, double>> out;
-  for (const auto& n : names) {
-    if (n == "q") out.emplace_back(h, q / t);
-    else if (n == "k" || n == "v") out.emplace_back(h, kv / t);
-    else if (n == "o") out.emplace_back(q / t, h);
-    else if (n == "gate") { if (m.gated_mlp) out.emplace_back(h, ffn / t); }
-    else if (n == "up") out.emplace_back(h, ffn / t);
-    else if (n == "down") out.emplace_back(ffn / t, h);
-    else
-      return InvalidArgument(fmt::format("unknown LoRA target '{}' (valid: q, k, v, o, gate, up, down, all){}", n,
-                                         DidYouMean(n, {"q", "k", "v", "o", "gate", "up", "down", "all"})));
-  }
-  return out;
-}
-
 Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, const TrainConfig& cfg_in,
                                      const Efficiency& eff) {
   if (!cl.gpu) return InvalidArgument("no GPU given");
@@ -1246,7 +1222,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                   cfg.eager, cfg.fp8_recipe, rc_share, cfg.moe_dispatcher};
   lc.attn_seq = cfg.packed_doc_tokens > 0 ? double(cfg.packed_doc_tokens) : 0.0;
   if (lora) {
-    SUANLI_ASSIGN_OR_RETURN(lc.adapters, LoraAdapterShapes(m, cfg.fit));
+    SUANLI_ASSIGN_OR_RETURN(lc.adapters, LoraTargetShapes(m, cfg.fit.lora_targets, par.tp));
     lc.frozen = true;
     lc.lora_rank = cfg.fit.lora_rank;
   }
