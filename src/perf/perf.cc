@@ -1319,13 +1319,17 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       moe_overhead > 1 ? stage_ls * moe_frac * (1 - 1 / moe_overhead) * (moe.fwd + moe.bwd + moe.recompute) : 0;
   // Pipeline point-to-point: activations forward, gradients backward, per micro-batch per boundary
   // (Megatron's scatter-gather optimisation sends 1/TP of the tensor per rank).
-  double p2p = 0;
+  double p2p = 0, p2p_total = 0;
   if (par.pp > 1) {
     // Adjacent stages are TP x CP x DP ranks apart: point-to-point over each GPU's own NIC across nodes.
     const bool inter = par.tp * par.cp * par.dp >= cl.gpus_per_node;
     const double bw = inter ? cl.inter_bw_per_gpu * eff.network : cl.intra_bw_per_dir * eff.link;
     const double alpha = inter ? cl.inter_latency_s : cl.intra_latency_s;
-    p2p = 2 * P2PTime(T * m.hidden * 2 / par.tp, bw, alpha) * par.interleave;
+    p2p_total = 2 * P2PTime(T * m.hidden * 2 / par.tp, bw, alpha) * par.interleave;
+    // The interleaved schedule posts each chunk's sends and receives before the next chunk's compute and waits for
+    // them after it (Megatron-LM's --overlap-p2p-communication, on unless --no-overlap-p2p-communication; core_v0.8.0
+    // schedules.py); the plain 1F1B schedule's are blocking.
+    p2p = par.interleave > 1 ? OverlapCost(stage_compute, p2p_total, eff.overlap_slowdown) : p2p_total;
   }
   // ZeRO-3 / FSDP: parameters gathered for forward and backward and gradients reduce-scattered,
   // every micro-batch, overlapped with that micro-batch's compute (which runs slower meanwhile).
@@ -1347,7 +1351,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     zero3_exposed_mb = OverlapCost(stage_compute, zero3_comm_mb, eff.overlap_slowdown);
   }
   const double t_mb = stage_compute + stage_comm + p2p + zero3_exposed_mb + stage_host + offload_stall;
-  const double bubble = double(par.pp - 1) / par.interleave * t_mb;
+  // Filling and draining the pipeline waits for every hop's transfer, overlapped or not.
+  const double bubble = double(par.pp - 1) / par.interleave * (t_mb - p2p + p2p_total);
   const double pipeline = mb_count * t_mb + bubble;
 
   // Data-parallel gradient reduction (ZeRO 0-2: all-reduce volume; 1-2 as reduce-scatter + all-gather).
@@ -1422,7 +1427,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.breakdown_s.host = mb_count * stage_host;
   res.breakdown_s.offload = mb_count * offload_stall;
   res.communication_total_s =
-      mb_count * (max_stage_layers * (ltp + lep) + p2p + zero3_comm_mb) + dp_comm;
+      mb_count * (max_stage_layers * (ltp + lep) + p2p_total + zero3_comm_mb) + dp_comm;
 
   // Throughput and utilisation.
   const double tokens_step = double(cfg.fit.batch) * s;

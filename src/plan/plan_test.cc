@@ -262,8 +262,10 @@ TEST_F(Planner, PublishedLayoutIsNearTheTopAndNeverBeaten) {
   ASSERT_TRUE(published.ok() && published->fits);
   const double best = r->counts[0].top[0].result.step_time_s;
   EXPECT_LE(best, published->step_time_s * (1 + 1e-9));
-  // docs/validation.md §7: the model prefers interleaving and TP=4 here; the published layout is within 20%.
-  EXPECT_LE(published->step_time_s, best * 1.20);
+  // docs/validation.md §7: the model prefers interleaving and TP=4 here; the published layout is within 25% (20%
+  // until the twentieth session overlapped the interleaved schedule's transfers, as today's Megatron-LM does; the
+  // 2022 run's Megatron had no such overlap).
+  EXPECT_LE(published->step_time_s, best * 1.25);
 }
 
 // --eager reaches every candidate: an eager LLaMA stack is slower than a fused one at its best layout, and the

@@ -1,4 +1,4 @@
-# predicted: step 53.206 s, 78831 tokens/s (1232 per GPU), MFU 59.9%, 82.7 GB per GPU, 146.8 days to train (225518 GPU-hours)
+# predicted: step 52.975 s, 79175 tokens/s (1237 per GPU), MFU 60.2%, 79.0 GB per GPU, 146.2 days to train (224539 GPU-hours)
 torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
   --master-addr="${MASTER_ADDR:-localhost}" --master-port="${MASTER_PORT:-29500}" \
   pretrain_gpt.py \
@@ -12,7 +12,7 @@ torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
     --global-batch-size 512 \
     --tensor-model-parallel-size 2 \
     --pipeline-model-parallel-size 2 \
-    --num-layers-per-virtual-pipeline-stage 20 \
+    --num-layers-per-virtual-pipeline-stage 8 \
     --context-parallel-size 4 \
     --sequence-parallel \
     --use-distributed-optimizer \
