@@ -41,9 +41,9 @@ The JSON holds, each with its method:
 6. sustained_gemm (eighteenth session; FP8 added in the twentieth): an 8192^3 GEMM back to back for 40 s in BF16,
    then 40 s in FP8, its TFLOP/s per second of wall time, with the SM clock, power and temperature nvidia-smi
    reports each second. Against docs/validation.md section 5: thirteen 16-bit training runs of fused stacks on H100
-   are 12-29% slower than the model, whose BF16 GEMM rate comes from short benchmark loops (MAMF), while the
-   Megatron-Core FP8 runs of the same era, whose FP8 rate comes from Azure's sustained sweep, are within about 8%
-   (NeMo's GPT-3 175B FP8 +2.6% against the README's 177B BF16 +29%). Whether the BF16 rate falls once the GPU sits
+   are 12-35% slower than the model, whose BF16 GEMM rate comes from short benchmark loops (MAMF), while the
+   Megatron-Core FP8 runs of the same era, whose FP8 rate comes from Azure's sustained sweep, are about 10% slower
+   (NeMo's GPT-3 175B FP8 +6% against the README's 177B BF16 +35%). Whether the BF16 rate falls once the GPU sits
    at its power limit, and the FP8 / BF16 ratio there, is the first thing to rule in or out.
 
 7. loss_and_dropout (nineteenth session): two costs of the training step that the H100 fused-stack gap may hide.
