@@ -435,10 +435,15 @@ Result<std::vector<std::pair<double, double>>> LoraTargetShapes(const ModelSpec&
   const double ffn = static_cast<double>(m.ffn);
   std::vector<std::string> names = targets;
   if (names.empty()) names = {"q", "k", "v", "o"};
-  if (names.size() == 1 && (names[0] == "all" || names[0] == "all-linear"))
-    names = {"q", "k", "v", "o", "gate", "up", "down"};
+  const bool all = std::any_of(names.begin(), names.end(), [](const std::string& n) { return n == "all" || n == "all-linear"; });
+  if (all && names.size() > 1)
+    return InvalidArgument("LoRA target 'all' stands alone: it already adapts q, k, v, o, gate, up and down");
+  if (all) names = {"q", "k", "v", "o", "gate", "up", "down"};
   std::vector<std::pair<double, double>> shapes;
-  for (const auto& name : names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    if (std::find(names.begin(), names.begin() + i, name) != names.begin() + i)
+      return InvalidArgument(fmt::format("LoRA target '{}' is given twice", name));
     if (name == "q") shapes.emplace_back(h, q / t);
     else if (name == "k" || name == "v") shapes.emplace_back(h, kv / t);
     else if (name == "o") shapes.emplace_back(q / t, h);

@@ -503,6 +503,10 @@ TEST_F(Perf, LoraRunsTheFrozenMatmulsForwardAndDataGradientOnly) {
   TrainConfig bad_target = lora;
   bad_target.fit.lora_targets = {"qq"};
   err(bad_target, "did you mean");
+  bad_target.fit.lora_targets = {"q", "v", "q"};
+  err(bad_target, "'q' is given twice");
+  bad_target.fit.lora_targets = {"all", "gate"};
+  err(bad_target, "'all' stands alone");
   TrainConfig moe = lora;
   auto moe_r = EstimateTraining(M("mixtral-8x7b"), C(g), moe, E(g));
   ASSERT_FALSE(moe_r.ok());

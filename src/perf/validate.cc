@@ -236,6 +236,8 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
     return ParseError("lora_rank and lora_targets need mode = \"lora\"");
   SUANLI_ASSIGN_OR_RETURN(c.fit.lora_rank, IntKey(t, "lora_rank", 16));
   if (auto targets = t["lora_targets"].value<std::string>()) {
+    if (targets->find_first_not_of(" ,") == std::string::npos)
+      return ParseError("lora_targets is empty (comma-separated: q, k, v, o, gate, up, down, or all)");
     std::string item;
     for (char ch : *targets + ",") {
       if (ch == ',') {

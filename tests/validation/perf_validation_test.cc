@@ -496,6 +496,42 @@ published = 10000
       << ce;
 }
 
+// Fine-tuning keys: mode "lora" with its rank and comma-separated targets, packed_doc_tokens; a LoRA row is faster
+// than the same full training row, and keys that do not belong or are empty name themselves.
+TEST(PerfValidation, TrainCasesTakeLoraAndPacking) {
+  const std::string row = R"([[train]]
+group = "training"
+role = "holdout"
+name = "fine-tuning row"
+source = "test"
+model = "llama-2-7b"
+gpu = "h100-sxm"
+gpus = 8
+tp = 1
+pp = 1
+zero = 1
+micro_batch = 1
+global_batch = 32
+seq = 4096
+packed_doc_tokens = 256
+metric = "tokens_per_s_per_gpu"
+published = 20000
+)";
+  const double full = EvaluatedCase(row).predicted;
+  std::string lora = row;
+  lora.replace(lora.find("metric"), 0, "mode = \"lora\"\nlora_rank = 32\nlora_targets = \"q, k,v\"\n");
+  EXPECT_GT(EvaluatedCase(lora).predicted, full);
+  const std::string no_mode = FailureWith(row, "metric", "lora_rank = 8\nmetric");
+  EXPECT_NE(no_mode.find("lora_rank and lora_targets need mode = \"lora\""), std::string::npos) << no_mode;
+  const std::string empty =
+      FailureWith(row, "metric", "mode = \"lora\"\nlora_targets = \" , \"\nmetric");
+  EXPECT_NE(empty.find("lora_targets is empty"), std::string::npos) << empty;
+  const std::string bad_mode = FailureWith(row, "metric", "mode = \"qlora\"\nmetric");
+  EXPECT_NE(bad_mode.find("mode \"qlora\" is not one of train, lora"), std::string::npos) << bad_mode;
+  const std::string megatron = FailureWith(row, "tokens_per_s_per_gpu", "mfu_megatron");
+  EXPECT_NE(megatron.find("LoRA and packed rows take"), std::string::npos) << megatron;
+}
+
 // A file of the source tree (empty when it cannot be read).
 std::string ReadSourceFile(const std::string& rel) {
   const std::string path = std::string(SUANLI_SOURCE_DIR) + "/" + rel;
