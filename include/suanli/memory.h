@@ -20,10 +20,36 @@ enum class Mode { kInfer, kTrain, kLora, kQlora };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Optimizer { kAdam, kAdam8bit, kSgd };
 
+// Megatron-Core's --recompute-modules (megatron/core/transformer/transformer_config.py): under selective recompute,
+// the parts of each layer that drop their activations in the forward pass and run their forward again in the
+// backward. Selective recompute with no module named means core_attn alone, Megatron-Core's default and Korthikanti
+// et al.'s selective recompute (docs/methodology.md §4).
+struct RecomputeModules {
+  bool core_attn = false;       // the attention core: the s x s scores unfused, FlashAttention's log-sum-exp fused
+  bool layernorm = false;       // input_layernorm and pre_mlp_layernorm: their outputs (the QKV and MLP inputs)
+  bool mlp = false;             // a dense MLP layer: its inner tensors
+  bool moe_act = false;         // the routed experts' activation: its output, the input of their down projection
+  bool moe = false;             // a whole MoE layer: router, dispatch, experts, shared experts and combine
+  bool shared_experts = false;  // the shared experts' inner tensors
+  bool mla_up_proj = false;     // MLA's query and key/value up-projections with RoPE: the Q, K and V they produce
+  bool any() const {
+    return core_attn || layernorm || mlp || moe_act || moe || shared_experts || mla_up_proj;
+  }
+  bool operator==(const RecomputeModules&) const = default;
+};
+// A comma- or space-separated list of Megatron-Core module names (core_attn, layernorm, mlp, moe_act, moe,
+// shared_experts, mla_up_proj); an error names the unknown one, the valid ones and the nearest.
+Result<RecomputeModules> ParseRecomputeModules(std::string_view list);
+// "layernorm,moe_act": the names in Megatron-Core's order, comma-separated.
+std::string RecomputeModulesList(const RecomputeModules& mods);
+// The modules that recompute: under selective, those given, or core_attn when none are; none otherwise.
+RecomputeModules EffectiveRecomputeModules(Recompute rc, const RecomputeModules& given);
+
 const char* ModeName(Mode m);
 const char* RecomputeName(Recompute r);
-// "none", "selective", "full", or "full (N layers per chunk)" for block recompute.
-std::string RecomputeWords(Recompute rc, int recompute_layers);
+// "none", "selective", "full", "full (N layers per chunk)" for block recompute, or "selective (layernorm, moe_act)"
+// when modules other than the default core_attn recompute.
+std::string RecomputeWords(Recompute rc, int recompute_layers, const RecomputeModules& modules = {});
 const char* OptimizerName(Optimizer o);
 Result<Mode> ParseMode(std::string_view s);
 Result<Recompute> ParseRecompute(std::string_view s);
@@ -100,6 +126,8 @@ struct FitRequest {
   // recompute, the first ones of the chunk; the others keep all their activations. Megatron-Core's
   // --recompute-method block --recompute-num-layers N. 0: every layer (--recompute-method uniform).
   int recompute_layers = 0;
+  // With kSelective: which modules recompute (Megatron-Core's --recompute-modules); none given means core_attn.
+  RecomputeModules recompute_modules;
   // CPU activation offloading (Megatron-Core --cpu-offloading --cpu-offloading-num-layers N, Transformer Engine's
   // default schedule): the activations of the first N layers go to host memory during the forward pass and come
   // back for the backward, so at most layers - N layers' activations are on the GPU at a time. Megatron-Core
@@ -219,8 +247,12 @@ ModelStateBytes ShardModelStates(double params, double weight_bytes, double grad
 // Activation bytes stored by one transformer layer for `tokens` tokens (s*b) of one
 // micro-batch at sequence length `seq`, on one GPU (Korthikanti et al. 2022 generalised;
 // docs/methodology.md §4). With `fp8_gemm_inputs` (FP8 training with Transformer Engine) the inputs of the four
-// GEMMs are stored in FP8, 1 byte per element instead of 2. Exposed for tests.
+// GEMMs are stored in FP8, 1 byte per element instead of 2. Under selective recompute, `modules` says which parts
+// drop their activations (none given: core_attn). For MoE models the result is the mean over the dense and the MoE
+// layers; `expert_tp` is the experts' tensor parallelism (0: `tp`), which sets how many of the dispatched token
+// copies one GPU holds. Exposed for tests.
 double LayerActivationBytes(const ModelSpec& m, double seq, double micro_batch, int tp, bool sequence_parallel,
-                            Recompute recompute, bool flash_attention, bool dropout, bool fp8_gemm_inputs = false);
+                            Recompute recompute, bool flash_attention, bool dropout, bool fp8_gemm_inputs = false,
+                            const RecomputeModules& modules = {}, int expert_tp = 0);
 
 }  // namespace suanli

@@ -26,7 +26,7 @@ struct FitFlags {
   int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 0, zero = 0, interleave = 1, recompute_layers = 0,
       offload_layers = 0;
   bool sequence_parallel = false, embedding_loss_in_split = false;
-  std::string recompute = "none";
+  std::string recompute, recompute_modules;  // recompute empty: none, or selective when modules are given
   std::string optimizer = "adam";
   bool fp32_grads = false;
   bool no_master = false;
@@ -46,7 +46,13 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   SUANLI_ASSIGN_OR_RETURN(r.mode, ParseMode(f.mode));
   SUANLI_ASSIGN_OR_RETURN(r.weights, ParseWeightFormat(f.weights));
   SUANLI_ASSIGN_OR_RETURN(r.kv_bytes_per_elem, ParseKvDtype(f.kv_dtype));
-  SUANLI_ASSIGN_OR_RETURN(r.recompute, ParseRecompute(f.recompute));
+  if (!f.recompute_modules.empty()) {
+    SUANLI_ASSIGN_OR_RETURN(r.recompute_modules, ParseRecomputeModules(f.recompute_modules));
+  }
+  r.recompute = f.recompute_modules.empty() ? Recompute::kNone : Recompute::kSelective;
+  if (!f.recompute.empty()) {
+    SUANLI_ASSIGN_OR_RETURN(r.recompute, ParseRecompute(f.recompute));
+  }
   r.recompute_layers = f.recompute_layers;
   r.offload_layers = f.offload_layers;
   r.quantize_head = f.quantize_head;
@@ -147,7 +153,11 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
                 "Count the embedding and the loss as one layer each when splitting layers into pipeline stages "
                 "(Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split)");
   sub->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism (needs TP > 1)");
-  sub->add_option("--recompute", f->recompute, "Activation recompute: none | selective | full")->capture_default_str();
+  sub->add_option("--recompute", f->recompute, "Activation recompute: none | selective | full (default: none)");
+  sub->add_option("--recompute-modules", f->recompute_modules,
+                  "With --recompute selective (implied when omitted): the modules that drop their activations, "
+                  "comma-separated (Megatron-Core's names: core_attn, layernorm, mlp, moe_act, moe, shared_experts, "
+                  "mla_up_proj; default core_attn)");
   sub->add_option("--recompute-layers", f->recompute_layers,
                   "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "
                   "--recompute-method block --recompute-num-layers N)");
@@ -281,7 +291,8 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
       std::cout << fmt::format("global batch {}, micro-batch {}, sequence {}, recompute {}\n", req->batch,
                                req->micro_batch, req->seq,
                                (req->mode == Mode::kTrain)
-                                   ? RecomputeWords(req->recompute, req->recompute_layers)
+                                   ? RecomputeWords(req->recompute, req->recompute_layers,
+                                                    EffectiveRecomputeModules(req->recompute, req->recompute_modules))
                                    : std::string(req->gradient_checkpointing ? "full (checkpointing)" : "none"));
     std::cout << "\nper GPU (" << est->peak_stage << "):\n";
     Table t({"term", "GB", "GiB"});

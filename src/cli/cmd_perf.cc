@@ -20,7 +20,7 @@ struct PerfFlags {
   int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0,
       recompute_layers = 0, offload_layers = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
-  std::string recompute, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n",
+  std::string recompute, recompute_modules, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n",
       moe_dispatcher, cuda_graphs, cross_entropy = "fused";
   std::string decode_attention = "grouped", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false;
@@ -126,6 +126,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--global-batch", f->global_batch, "Sequences per step")->required();
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
   train->add_option("--recompute", f->recompute, "none | selective | full (default: fastest that fits)");
+  train->add_option("--recompute-modules", f->recompute_modules,
+                    "With --recompute selective (implied when omitted): the modules that recompute, comma-separated "
+                    "(Megatron-Core's names: core_attn, layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj; "
+                    "default core_attn)");
   train->add_option("--recompute-layers", f->recompute_layers,
                     "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "
                     "--recompute-method block --recompute-num-layers N)");
@@ -257,10 +261,17 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       } else {
         cfg.micro_batch_auto = true;
       }
+      if (!f->recompute_modules.empty()) {
+        auto mods = ParseRecomputeModules(f->recompute_modules);
+        if (!mods.ok()) return PrintError(mods.status());
+        cfg.fit.recompute_modules = *mods;
+      }
       if (!f->recompute.empty()) {
         auto rc = ParseRecompute(f->recompute);
         if (!rc.ok()) return PrintError(rc.status());
         cfg.fit.recompute = *rc;
+      } else if (!f->recompute_modules.empty()) {
+        cfg.fit.recompute = Recompute::kSelective;  // as Megatron-Bridge sets the granularity when modules are given
       } else if (f->offload_layers != 0) {
         cfg.fit.recompute = Recompute::kNone;  // Megatron-Core does not offload with recompute
       } else {
@@ -388,6 +399,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["num_micro_batches"] = r->num_micro_batches;
         j["recompute"] = RecomputeName(r->recompute);
         if (r->recompute_layers > 0) j["recompute_layers"] = r->recompute_layers;
+        if (r->recompute == Recompute::kSelective) j["recompute_modules"] = RecomputeModulesList(r->recompute_modules);
         if (r->offload_layers > 0) {
           j["offload_layers"] = r->offload_layers;
           j["host_offload_bytes"] = r->memory.host_offload_bytes;
@@ -438,7 +450,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       std::cout << fmt::format(
           "micro-batch {} ({} per step per pipeline), recompute {}, attention {}{}{}, intra-node {}, inter-node {}\n\n",
           r->micro_batch, r->num_micro_batches,
-          RecomputeWords(r->recompute, r->recompute_layers),
+          RecomputeWords(r->recompute, r->recompute_layers, r->recompute_modules),
           AttentionImplName(cfg.attention),
           cfg.cross_entropy != CrossEntropyImpl::kFused
               ? fmt::format(", cross-entropy {}", CrossEntropyImplName(cfg.cross_entropy))

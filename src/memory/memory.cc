@@ -98,8 +98,73 @@ Result<Mode> ParseMode(std::string_view s) {
                                                    {"lora", Mode::kLora},       {"qlora", Mode::kQlora}};
   return ParseEnum(s, t, "mode");
 }
-std::string RecomputeWords(Recompute rc, int recompute_layers) {
+namespace {
+// Megatron-Core's module names, in its order, with the flag each sets.
+const std::pair<const char*, bool RecomputeModules::*> kRecomputeModuleNames[] = {
+    {"core_attn", &RecomputeModules::core_attn}, {"moe_act", &RecomputeModules::moe_act},
+    {"layernorm", &RecomputeModules::layernorm}, {"mla_up_proj", &RecomputeModules::mla_up_proj},
+    {"mlp", &RecomputeModules::mlp},             {"moe", &RecomputeModules::moe},
+    {"shared_experts", &RecomputeModules::shared_experts}};
+}  // namespace
+
+Result<RecomputeModules> ParseRecomputeModules(std::string_view list) {
+  RecomputeModules mods;
+  std::vector<std::string> names;
+  for (const auto& [n, f] : kRecomputeModuleNames) names.push_back(n);
+  std::string cur;
+  std::vector<std::string> items;
+  for (char ch : std::string(list) + ",") {
+    if (ch == ',' || ch == ' ') {
+      if (!cur.empty()) items.push_back(ToLower(cur));
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (items.empty())
+    return InvalidArgument("--recompute-modules is empty (valid: core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, "
+                           "shared_experts, comma-separated)");
+  for (const auto& item : items) {
+    bool found = false;
+    for (const auto& [n, f] : kRecomputeModuleNames) {
+      if (item != n) continue;
+      if (mods.*f) return InvalidArgument(fmt::format("recompute module '{}' is given twice", item));
+      mods.*f = found = true;
+    }
+    if (!found)
+      return InvalidArgument(fmt::format("unknown recompute module '{}' (valid: core_attn, moe_act, layernorm, "
+                                         "mla_up_proj, mlp, moe, shared_experts; Megatron-Core's names){}",
+                                         item, DidYouMean(item, names)));
+  }
+  return mods;
+}
+
+std::string RecomputeModulesList(const RecomputeModules& mods) {
+  std::string out;
+  for (const auto& [n, f] : kRecomputeModuleNames) {
+    if (!(mods.*f)) continue;
+    if (!out.empty()) out += ',';
+    out += n;
+  }
+  return out;
+}
+
+RecomputeModules EffectiveRecomputeModules(Recompute rc, const RecomputeModules& given) {
+  if (rc != Recompute::kSelective) return {};
+  if (given.any()) return given;
+  RecomputeModules def;
+  def.core_attn = true;
+  return def;
+}
+
+std::string RecomputeWords(Recompute rc, int recompute_layers, const RecomputeModules& modules) {
   if (rc == Recompute::kFull && recompute_layers > 0) return fmt::format("full ({} layers per chunk)", recompute_layers);
+  if (rc == Recompute::kSelective && modules.any() && !(modules == EffectiveRecomputeModules(rc, {}))) {
+    std::string list = RecomputeModulesList(modules);
+    for (auto& ch : list)
+      if (ch == ',') ch = ' ';
+    return fmt::format("selective ({})", list);
+  }
   return RecomputeName(rc);
 }
 
@@ -155,6 +220,38 @@ int ExpertTpFor(const Parallelism& p, Mode mode) {
   if (mode == Mode::kInfer && p.ep > 1) return p.tp % p.ep == 0 ? p.tp / p.ep : 1;
   return p.tp;
 }
+
+namespace {
+// Megatron-Core's own checks (transformer_config.py) and modules the model has nothing for.
+Status CheckRecomputeModules(const ModelSpec& m, Mode mode, Recompute rc, const RecomputeModules& mods) {
+  const std::string list = RecomputeModulesList(mods);
+  if (mode != Mode::kTrain)
+    return InvalidArgument(fmt::format("--recompute-modules {} applies to --mode train (pretraining); {} uses {}", list,
+                                       ModeName(mode),
+                                       mode == Mode::kInfer ? "no activations to recompute"
+                                                            : "gradient checkpointing of every layer (or none)"));
+  if (rc != Recompute::kSelective)
+    return InvalidArgument(fmt::format("--recompute-modules {} needs --recompute selective (Megatron-Core's "
+                                       "--recompute-granularity selective); got --recompute {}",
+                                       list, RecomputeName(rc)));
+  const int moe_layers = m.moe_layer_count();
+  if ((mods.moe || mods.moe_act || mods.shared_experts) && moe_layers == 0)
+    return InvalidArgument(fmt::format("--recompute-modules {}: {} has no MoE layers; for a dense model the modules are "
+                                       "core_attn, layernorm and mlp",
+                                       list, m.id));
+  if (mods.shared_experts && (!m.moe || m.moe->shared_ffn <= 0))
+    return InvalidArgument(fmt::format("--recompute-modules {}: {} has no shared experts", list, m.id));
+  if (mods.mlp && moe_layers == m.layers)
+    return InvalidArgument(fmt::format("--recompute-modules {}: every layer of {} is an MoE layer, with no dense MLP to "
+                                       "recompute (for the experts: moe, or moe_act for their activation)",
+                                       list, m.id));
+  if (mods.mla_up_proj && !m.mla)
+    return InvalidArgument(fmt::format("--recompute-modules {}: mla_up_proj needs multi-head latent attention, which {} "
+                                       "does not have",
+                                       list, m.id));
+  return Status::Ok();
+}
+}  // namespace
 
 Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
   FitRequest r = req;
@@ -278,6 +375,7 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
   } else if (r.offload_layers != 0) {
     return InvalidArgument(fmt::format("--offload-layers applies to --mode train (pretraining), not {}", ModeName(r.mode)));
   }
+  if (r.recompute_modules.any()) SUANLI_RETURN_IF_ERROR(CheckRecomputeModules(m, r.mode, r.recompute, r.recompute_modules));
   if (r.mode == Mode::kTrain) SUANLI_RETURN_IF_ERROR(CheckRecomputeLayers(m, p, r.recompute, r.recompute_layers));
   else if (r.recompute_layers != 0)
     return InvalidArgument(fmt::format("--recompute-layers applies to --mode train (pretraining); {} uses {}", ModeName(r.mode),
@@ -296,8 +394,13 @@ ModelStateBytes ShardModelStates(double params, double wb, double gb, double ob,
 }
 
 double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool sp, Recompute rc, bool flash,
-                            bool dropout, bool fp8_gemm_inputs) {
+                            bool dropout, bool fp8_gemm_inputs, const RecomputeModules& modules, int expert_tp) {
   const double h = static_cast<double>(m.hidden);
+  const double tokens = s * b;
+  if (rc == Recompute::kFull) {
+    // Only the layer input is kept (2h per token), sharded by SP if on.
+    return tokens * 2 * h / (sp ? t : 1);
+  }
   double q_dim, kv_dim, o_dim, extra = 0;
   if (m.mla) {
     q_dim = double(m.heads) * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim);
@@ -309,39 +412,46 @@ double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool 
     kv_dim = double(m.kv_heads) * m.head_dim;
     o_dim = q_dim;
   }
+  const RecomputeModules mods = EffectiveRecomputeModules(rc, modules);
+  // A GEMM's input kept for its weight gradient: 16-bit, or FP8 under Transformer Engine (its linear.py saves the
+  // quantised input unless save_original_input): the attention and MLP inputs, the output projection's input, the
+  // down projection's input and the experts' dispatched tokens.
+  const double in_b = fp8_gemm_inputs ? 1 : 2;
   // Per token, bytes (16-bit activations, 1-byte dropout masks):
-  // replicated across TP (unless SP): layer norms' inputs 2h each, attention input 2h, MLP input 2h,
-  //   residual dropout masks 1h each (attention and MLP).
-  // sharded across TP: Q 2q, K and V 2kv each, attention output 2o (input of the output projection),
-  //   FlashAttention's FP32 log-sum-exp 4 per head, MLP inner tensors (gated: 2f gate + 2f up + 2f product;
-  //   plain: 2f pre-activation + 2f activation).
-  double replicated = 2.0 * h * m.norms_per_layer + 2 * h + 2 * h + (dropout ? 2 * h : 0);
-  double ffn = static_cast<double>(m.ffn);
-  if (m.moe) {
-    // Routed tokens: each token's activations in k experts (plus shared experts).
-    ffn = static_cast<double>(m.moe->expert_ffn) * m.moe->experts_per_token + static_cast<double>(m.moe->shared_ffn);
-  }
-  const double mlp_inner = (m.gated_mlp ? 6.0 : 4.0) * ffn;
-  double sharded = 2 * q_dim + 4 * kv_dim + 2 * o_dim + (flash ? 4.0 * m.heads : 0) + mlp_inner + extra;
-  if (fp8_gemm_inputs) {
-    // Transformer Engine keeps each FP8 GEMM's quantised input for the weight gradient (transformer_engine/
-    // pytorch/module/linear.py: saved_inputmat is the quantised tensor unless save_original_input): the
-    // attention and MLP inputs (h each), the output projection's input (o) and the down projection's input (f)
-    // take 1 byte instead of 2.
-    replicated -= 2 * h;
-    sharded -= o_dim + ffn;
-  }
+  // replicated across TP (unless SP): the layer norms' inputs 2h each, their outputs (the attention and the MLP
+  //   inputs, in_b h each; not kept under layernorm recompute), the residual dropout masks 1h each.
+  const double replicated =
+      2.0 * h * m.norms_per_layer + (mods.layernorm ? 0.0 : 2 * in_b * h) + (dropout ? 2 * h : 0);
+  // sharded across TP: Q 2q, K and V 2kv each (not kept under mla_up_proj recompute), the output projection's
+  //   input (in_b o), FlashAttention's FP32 log-sum-exp 4 per head (not kept when the attention core recomputes).
+  double attn = (mods.mla_up_proj && m.mla ? 0.0 : 2 * q_dim + 4 * kv_dim) + in_b * o_dim +
+                (flash && !mods.core_attn ? 4.0 * m.heads : 0) + extra;
   // Attention scores when not using FlashAttention: softmax output 2as per token, plus dropout mask (as) and
-  // dropout output (2as) when dropout is on (Korthikanti's 5as^2b).
-  double scores = flash ? 0 : double(m.heads) * s * (dropout ? 5.0 : 2.0);
-  if (rc == Recompute::kSelective) scores = 0;  // selective recompute drops exactly the attention core
-  const double tokens = s * b;
-  if (rc == Recompute::kFull) {
-    // Only the layer input is kept (2h per token), sharded by SP if on.
-    return tokens * 2 * h / (sp ? t : 1);
+  // dropout output (2as) when dropout is on (Korthikanti's 5as^2b); selective recompute of the core drops them.
+  if (!flash && !mods.core_attn) attn += double(m.heads) * s * (dropout ? 5.0 : 2.0);
+  // An MLP's inner tensors for width f: gated, 2f gate + 2f up + the product (the down projection's input, in_b f);
+  // plain, 2f pre-activation + the activation (in_b f).
+  const auto inner = [&](double f, bool act_recomputed) {
+    return (m.gated_mlp ? 4.0 : 2.0) * f + (act_recomputed ? 0.0 : in_b * f);
+  };
+  const double dense_mlp = mods.mlp ? 0.0 : inner(double(m.ffn), false);
+  double moe_mlp = 0;
+  if (m.moe) {
+    const auto& e = *m.moe;
+    const double k = e.experts_per_token;
+    // Routed experts: each token's k copies, dispatched to the experts' GPUs and kept as the grouped GEMM's input
+    // (k h per token; one GPU holds the copies of ETP / TP of its TP group's tokens), and their inner tensors.
+    const double etp = expert_tp > 0 ? expert_tp : t;
+    const double routed = in_b * k * h * etp + inner(double(e.expert_ffn) * k, mods.moe_act);
+    const double shared = mods.shared_experts ? 0.0 : inner(double(e.shared_ffn), false);
+    moe_mlp = mods.moe ? 0.0 : routed + shared;
   }
-  const double per_token = (sp ? replicated / t : replicated) + (sharded + scores) / t;
-  return tokens * per_token;
+  const double rep = sp ? replicated / t : replicated;
+  const double per_token_dense = rep + (attn + dense_mlp) / t;
+  const double per_token_moe = rep + (attn + moe_mlp) / t;
+  const double moe_layers = m.moe ? m.moe_layer_count() : 0;
+  const double moe_share = m.layers > 0 ? moe_layers / m.layers : 0;
+  return tokens * ((1 - moe_share) * per_token_dense + moe_share * per_token_moe);
 }
 
 double RecomputeChunkLayers(const ModelSpec& m, const Parallelism& p) {
@@ -526,10 +636,11 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   const Recompute rc = finetune ? (r.gradient_checkpointing ? Recompute::kFull : Recompute::kNone) : r.recompute;
   const bool fp8 = training && r.fp8_activations;
   const double act_layer = LayerActivationBytes(m, s_local, static_cast<double>(r.micro_batch), p.tp,
-                                                p.sequence_parallel, rc, r.flash_attention, r.dropout, fp8);
+                                                p.sequence_parallel, rc, r.flash_attention, r.dropout, fp8,
+                                                r.recompute_modules, p.expert_tp());
   const double act_layer_full = LayerActivationBytes(m, s_local, static_cast<double>(r.micro_batch), p.tp,
                                                      p.sequence_parallel, Recompute::kNone, r.flash_attention, r.dropout,
-                                                     fp8);
+                                                     fp8, {}, p.expert_tp());
 
   // Block recompute (recompute_layers): the layers that do not recompute keep all their activations.
   const double rc_share = RecomputedLayerShare(m, p, rc, training ? r.recompute_layers : 0);

@@ -437,6 +437,95 @@ TEST_F(Memory, Fp8TrainingStoresGemmInputsInOneByte) {
   EXPECT_DOUBLE_EQ(Est(m, r).breakdown.activations, inf8);
 }
 
+// Megatron-Core's module names: parsed in any order with commas or spaces, listed in Megatron-Core's order; a
+// repeated, unknown or empty list is an error that says what is valid.
+TEST(RecomputeModules, ParseListAndErrors) {
+  auto mods = ParseRecomputeModules("layernorm, moe_act");
+  ASSERT_TRUE(mods.ok()) << mods.status().message();
+  EXPECT_TRUE(mods->layernorm && mods->moe_act);
+  EXPECT_FALSE(mods->core_attn || mods->mlp || mods->moe || mods->shared_experts || mods->mla_up_proj);
+  EXPECT_EQ(RecomputeModulesList(*mods), "moe_act,layernorm");
+  auto all = ParseRecomputeModules("shared_experts moe mlp mla_up_proj layernorm moe_act core_attn");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(RecomputeModulesList(*all), "core_attn,moe_act,layernorm,mla_up_proj,mlp,moe,shared_experts");
+  auto twice = ParseRecomputeModules("layernorm,layernorm");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("twice"), std::string::npos);
+  auto typo = ParseRecomputeModules("layernom");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("did you mean 'layernorm'"), std::string::npos) << typo.status().message();
+  EXPECT_FALSE(ParseRecomputeModules(" , ").ok());
+  // Selective with no module named is core_attn, Megatron-Core's default; other settings recompute no module.
+  EXPECT_TRUE(EffectiveRecomputeModules(Recompute::kSelective, {}).core_attn);
+  EXPECT_FALSE(EffectiveRecomputeModules(Recompute::kFull, *mods).any());
+  EXPECT_EQ(RecomputeWords(Recompute::kSelective, 0, *mods), "selective (moe_act layernorm)");
+  EXPECT_EQ(RecomputeWords(Recompute::kSelective, 0, EffectiveRecomputeModules(Recompute::kSelective, {})), "selective");
+}
+
+// What each module drops from one layer's stored activations, per token (LLaMA-2 7B: h 4096, 32 heads, gated MLP
+// of 11008, two norms; FlashAttention, TP 1): layernorm the two norm outputs (2 x 2h, or 2 x h when FP8 GEMM inputs
+// are kept), mlp the MLP's inner tensors (gate, up and product: 6f), core_attn FlashAttention's log-sum-exp (4 B per
+// head).
+TEST_F(Memory, RecomputeModulesDropTheirOwnActivations) {
+  const ModelSpec m = M("llama-2-7b");
+  const double s = 4096, b = 2, h = 4096, f = 11008;
+  const auto act = [&](const char* list, bool fp8 = false) {
+    const Recompute rc = list[0] ? Recompute::kSelective : Recompute::kNone;
+    return LayerActivationBytes(m, s, b, 1, false, rc, true, false, fp8,
+                                list[0] ? *ParseRecomputeModules(list) : RecomputeModules{});
+  };
+  const double none = act("");
+  EXPECT_DOUBLE_EQ(none - act("layernorm"), s * b * 2 * 2 * h);
+  EXPECT_DOUBLE_EQ(none - act("mlp"), s * b * 6 * f);
+  EXPECT_DOUBLE_EQ(none - act("core_attn"), s * b * 4 * 32);
+  EXPECT_DOUBLE_EQ(none - act("layernorm,mlp"), s * b * (4 * h + 6 * f));
+  EXPECT_DOUBLE_EQ(act("", true) - act("layernorm", true), s * b * 2 * h);
+  // Selective with no module named is core_attn.
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, s, b, 1, false, Recompute::kSelective, true, false), act("core_attn"));
+}
+
+// An MoE layer keeps each token's k dispatched copies (the grouped GEMM's input, 2 k h; a GPU holds ETP / TP of its
+// TP group's copies) and the experts' inner tensors (6 k f). Qwen3 30B-A3B: h 2048, k 8, f 768, no shared expert,
+// every layer MoE. moe_act drops the activation's output (2 k f); moe drops the copies and all the inner tensors.
+TEST_F(Memory, MoeLayersKeepTheDispatchedTokensAndRecomputeModulesDropThem) {
+  const ModelSpec m = M("qwen3-30b-a3b");
+  const double s = 4096, b = 1, h = 2048, k = 8, f = 768;
+  const auto act = [&](const char* list, int tp = 1, int etp = 0) {
+    const Recompute rc = list[0] ? Recompute::kSelective : Recompute::kNone;
+    return LayerActivationBytes(m, s, b, tp, false, rc, true, false, false,
+                                list[0] ? *ParseRecomputeModules(list) : RecomputeModules{}, etp);
+  };
+  const double none = act("");
+  EXPECT_DOUBLE_EQ(none - act("moe_act"), s * b * 2 * k * f);
+  EXPECT_DOUBLE_EQ(none - act("moe"), s * b * (2 * k * h + 6 * k * f));
+  // TP 2: with the experts on TP 2 each GPU holds all of its group's copies, folded to ETP 1 half of them.
+  EXPECT_DOUBLE_EQ(act("", 2, 2) - act("", 2, 1), s * b * 2 * k * h / 2);
+}
+
+// A module the model or the mode has nothing for is an error naming it, as is any module without selective
+// recompute (Megatron-Core's --recompute-granularity selective).
+TEST_F(Memory, RecomputeModulesThatDoNotApplyAreErrors) {
+  const auto err = [&](const char* model, const char* list, Recompute rc = Recompute::kSelective,
+                       Mode mode = Mode::kTrain) {
+    FitRequest r = Train(4096, 8, 1, 1);
+    r.mode = mode;
+    r.recompute = rc;
+    r.recompute_modules = *ParseRecomputeModules(list);
+    auto e = EstimateMemory(M(model), r);
+    return e.ok() ? std::string() : std::string(e.status().message());
+  };
+  EXPECT_EQ(err("llama-2-7b", "layernorm,mlp"), "");
+  EXPECT_EQ(err("qwen3-30b-a3b", "layernorm,moe_act"), "");
+  EXPECT_NE(err("llama-2-7b", "layernorm", Recompute::kFull).find("needs --recompute selective"), std::string::npos);
+  EXPECT_NE(err("llama-2-7b", "moe_act").find("has no MoE layers"), std::string::npos);
+  EXPECT_NE(err("qwen3-30b-a3b", "mlp").find("every layer of"), std::string::npos);
+  EXPECT_NE(err("qwen3-30b-a3b", "shared_experts").find("no shared experts"), std::string::npos);
+  EXPECT_NE(err("llama-2-7b", "mla_up_proj").find("multi-head latent attention"), std::string::npos);
+  EXPECT_EQ(err("deepseek-v3", "mla_up_proj,mlp,shared_experts"), "");
+  EXPECT_NE(err("llama-2-7b", "layernorm", Recompute::kSelective, Mode::kLora).find("applies to --mode train"),
+            std::string::npos);
+}
+
 TEST_F(Memory, MoreTensorParallelismNeverRaisesPerGpuWeights) {
   const ModelSpec m = M("llama-3.1-70b");
   double prev = 1e300;

@@ -684,6 +684,7 @@ struct LayerContext {
   bool frozen = false;
   double lora_rank = 0;
   std::vector<std::pair<double, double>> adapters;
+  RecomputeModules recompute_modules;  // selective recompute: the modules given (none: core_attn)
 };
 
 // Groups of the layer's collectives: TP (stride 1), CP (stride TP), EP (inside the DP x CP ranks, stride TP).
@@ -751,9 +752,17 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   // Elements entering the MLP's first GEMM and leaving its last one, per GPU: T x h for a dense MLP; for
   // experts, the k copies of each dispatched token (with the busiest expert's load), plus the shared experts'.
   double mlp_in_elems = T * h, shared_in_elems = 0;
+  // Forward time and FLOPs of the MLP block's parts, for selective recompute of the modules: the MLP's (or the
+  // MoE layer's) computation, the shared experts', and one pass of the expert all-to-all.
+  GemmTime mlp_part, shared_part;
+  const auto add_to = [](GemmTime& sum, const GemmTime& g) {
+    sum.time_s += g.time_s;
+    sum.flops += g.flops;
+  };
+  double a2a_pass = 0;
   if (c.moe_layer && m.moe) {
     const auto& e = *m.moe;
-    gemm("router", T, e.num_experts, h);
+    add_to(mlp_part, gemm("router", T, e.num_experts, h));
     const double local_experts = double(e.num_experts) / c.ep;
     // Tokens a rank's experts see: its share of the micro-batch (T / TP) gathered over the expert-TP group, then
     // exchanged over EP. With ETP = TP that is the whole micro-batch of the TP group; the expert FLOPs per rank
@@ -762,11 +771,11 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     const double expert_tokens = T * etp / t;
     const double tokens_per_expert = expert_tokens * e.experts_per_token / e.num_experts * c.ep * c.moe_imbalance;
     const double mats = m.gated_mlp ? 2 : 1;
-    gemm("experts up/gate", tokens_per_expert, mats * e.expert_ffn / etp, h, local_experts);
-    gemm("experts down", tokens_per_expert, h, e.expert_ffn / etp, local_experts);
+    add_to(mlp_part, gemm("experts up/gate", tokens_per_expert, mats * e.expert_ffn / etp, h, local_experts));
+    add_to(mlp_part, gemm("experts down", tokens_per_expert, h, e.expert_ffn / etp, local_experts));
     if (e.shared_ffn > 0) {
-      gemm("shared expert up/gate", T, mats * e.shared_ffn / t, h);
-      gemm("shared expert down", T, h, e.shared_ffn / t);
+      add_to(shared_part, gemm("shared expert up/gate", T, mats * e.shared_ffn / t, h));
+      add_to(shared_part, gemm("shared expert down", T, h, e.shared_ffn / t));
     }
     ffn_width = double(e.expert_ffn) * e.experts_per_token + e.shared_ffn;
     mlp_in_elems = expert_tokens * e.experts_per_token * c.moe_imbalance * h;
@@ -778,6 +787,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     p.moe_permute = perm_bytes / (c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory) + 2 * c.eff->kernel_launch_s;
     if (ops) ops->Add(kMoePermuteOpName, "forward", 0, perm_bytes, p.moe_permute, 1, Bound::kMemory);
     p.fwd += p.moe_permute;
+    mlp_part.time_s += p.moe_permute;
     // Dispatch and combine all-to-all over the EP group (each token's hidden state to k experts).
     if (c.ep > 1) {
       // EP ranks sit outside the TP x CP block, or, folded (ETP < TP), right after the expert-TP ranks.
@@ -793,13 +803,14 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
         a2a = 2 * GroupAllToAllTime(*c.cluster, *c.eff, bytes, c.ep, stride);
       }
       p.ep_comm = a2a * 2;  // forward and backward
+      a2a_pass = a2a;
       if (ops)
         ops->Add(c.dispatcher == MoeDispatcher::kFlex ? "expert dispatch + combine (flex)" : "expert all-to-all (x2)",
                  "forward", 0, bytes * 2, a2a, 1, Bound::kCommunication);
     }
   } else {
-    gemm("mlp up/gate", T, (m.gated_mlp ? 2.0 : 1.0) * ffn_width / t, h);
-    gemm("mlp down", T, h, ffn_width / t);
+    add_to(mlp_part, gemm("mlp up/gate", T, (m.gated_mlp ? 2.0 : 1.0) * ffn_width / t, h));
+    add_to(mlp_part, gemm("mlp down", T, h, ffn_width / t));
   }
   // FP8 training (Transformer Engine): the 16-bit activation entering each FP8 GEMM (forward) and the
   // gradient leaving it (backward) are cast with a fused cast-transpose, since Hopper's FP8 GEMMs need
@@ -861,6 +872,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     p.fwd += p.eager_fwd;
   }
 
+  double mlp_side_comm = 0;  // the MLP block's TP collective, one pass
   // Tensor-parallel communication: 2 all-reduces per layer forward (or all-gather + reduce-scatter
   // with SP: the same bytes on a ring, without the in-switch reduction, each with its own latency), 2 in backward.
   if (c.tp > 1) {
@@ -879,6 +891,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
       moe_side = c.etp > 1 ? tp_collective(e_bytes, c.etp) : 0.0;
     }
     p.tp_comm = (one + moe_side) * 2;
+    mlp_side_comm = moe_side;
     if (ops) ops->Add(c.sp ? "TP all-gather + reduce-scatter (x2)" : "TP all-reduce (x2)", "forward", 0, 2 * bytes,
                       one + moe_side, 1, Bound::kCommunication);
   }
@@ -927,9 +940,54 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     p.recompute = p.fwd * c.rc_share;
     p.recompute_flops = p.fwd_flops * c.rc_share;
     p.tp_comm *= 1 + 0.5 * c.rc_share;  // the recomputed forward repeats its all-reduces
-  } else if (rc == Recompute::kSelective && c.attention == AttentionImpl::kUnfused) {
-    p.recompute = attn_time;
-    p.recompute_flops = attn_flops;
+  } else if (rc == Recompute::kSelective) {
+    // Megatron-Core's selective recompute reruns the forward of the checkpointed modules in the backward pass
+    // (docs/methodology.md §4); a recomputed MLP or MoE block repeats its TP collective and its all-to-all.
+    const RecomputeModules mods = EffectiveRecomputeModules(rc, c.recompute_modules);
+    const double bw = c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory;
+    const double act_per_width = m.gated_mlp ? 6.0 : 4.0;  // activation bytes per element of the MLP's width
+    if (mods.core_attn) {
+      p.recompute += attn_time;
+      p.recompute_flops += attn_flops;
+    }
+    if (mods.layernorm) {
+      // input_layernorm and pre_mlp_layernorm: read 2h, write 2h per token each, on the sequence-parallel shard.
+      p.recompute += tok_rep * 2 * 4 * h / bw + 2 * c.eff->kernel_launch_s;
+    }
+    const bool moe_block = c.moe_layer && m.moe;
+    if (mods.mla_up_proj && m.mla) {
+      const auto& a = *m.mla;
+      const auto up = [&](double n, double k) {
+        const GemmTime g = EstimateGemm(T, n / t, k, 1, c.elem_bytes, c.peak, c.gemm_eff, *c.gpu, *c.eff);
+        p.recompute += g.time_s;
+        p.recompute_flops += g.flops;
+      };
+      if (a.q_lora_rank > 0) up(double(m.heads) * (a.qk_nope_head_dim + a.qk_rope_head_dim), a.q_lora_rank);
+      up(double(m.heads) * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank);
+    }
+    if (!moe_block && mods.mlp) {
+      p.recompute += mlp_part.time_s + T * act_per_width * ffn_width / t / bw + c.eff->kernel_launch_s;
+      p.recompute_flops += mlp_part.flops;
+      p.tp_comm += mlp_side_comm;
+    }
+    if (moe_block) {
+      const auto& e = *m.moe;
+      const double routed_act = T * act_per_width * double(e.expert_ffn) * e.experts_per_token / t / bw +
+                                c.eff->kernel_launch_s;
+      const double shared_act = e.shared_ffn > 0 ? T * act_per_width * double(e.shared_ffn) / t / bw : 0.0;
+      if (mods.moe) {
+        p.recompute += mlp_part.time_s + shared_part.time_s + routed_act + shared_act;
+        p.recompute_flops += mlp_part.flops + shared_part.flops;
+        p.tp_comm += mlp_side_comm;
+        p.ep_comm += a2a_pass;
+      } else {
+        if (mods.moe_act) p.recompute += routed_act;
+        if (mods.shared_experts) {
+          p.recompute += shared_part.time_s + shared_act;
+          p.recompute_flops += shared_part.flops;
+        }
+      }
+    }
   }
   return p;
 }
@@ -1079,6 +1137,9 @@ Status CheckTrainMode(const ModelSpec& m, const TrainConfig& cfg) {
     if (cfg.fit.recompute == Recompute::kFull && cfg.fit.recompute_layers > 0)
       return InvalidArgument("--mode lora recomputes every layer or none (--recompute full or none), not "
                              "--recompute-layers");
+    if (cfg.fit.recompute == Recompute::kSelective)
+      return InvalidArgument("--mode lora recomputes every layer or none (--recompute full or none), not selected "
+                             "modules");
     if (cfg.convention == FlopConvention::kMegatron)
       return InvalidArgument("--flops megatron counts pretraining's three passes; --mode lora reports the 6n count "
                              "of what LoRA runs (forward and data gradient)");
@@ -1130,9 +1191,13 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     } else {
       mbs.push_back(cfg.fit.micro_batch);
     }
-    std::vector<Recompute> rcs = cfg.recompute_auto
-                                     ? std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull}
-                                     : std::vector<Recompute>{cfg.fit.recompute};
+    // Selective recompute of the attention core saves only FlashAttention's log-sum-exp for a second attention
+    // forward, so the search tries it with unfused attention only (as the planner does).
+    std::vector<Recompute> rcs = {cfg.fit.recompute};
+    if (cfg.recompute_auto) {
+      rcs = {Recompute::kNone, Recompute::kFull};
+      if (cfg.attention == AttentionImpl::kUnfused) rcs.insert(rcs.begin() + 1, Recompute::kSelective);
+    }
     std::optional<TrainResult> best, best_any;
     Status last = Status::Ok();
     auto consider = [&](const Result<TrainResult>& r) {
@@ -1184,6 +1249,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.micro_batch = cfg.fit.micro_batch;
   res.recompute = cfg.fit.recompute;
   res.recompute_layers = cfg.fit.recompute == Recompute::kFull ? cfg.fit.recompute_layers : 0;
+  res.recompute_modules = EffectiveRecomputeModules(cfg.fit.recompute, cfg.fit.recompute_modules);
   res.offload_layers = cfg.fit.offload_layers;
   res.interleave = par.interleave;
   const int n_gpus = par.gpus();
@@ -1211,6 +1277,12 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   double elem = 2;
   if (cfg.dtype == Precision::kFp8) {
     SUANLI_RETURN_IF_ERROR(CheckFp8Training(gpu, cfg.fp8_recipe));
+    if (cfg.fit.recompute == Recompute::kSelective && cfg.fp8_recipe == Fp8Recipe::kDelayed &&
+        (cfg.fit.recompute_modules.moe_act || cfg.fit.recompute_modules.layernorm))
+      return InvalidArgument(fmt::format(
+          "--recompute-modules {} with FP8 needs --fp8-recipe current or mxfp8: Megatron-Core refuses moe_act and "
+          "layernorm recompute under delayed scaling",
+          RecomputeModulesList(cfg.fit.recompute_modules)));
     gemm_eff = eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
     elem = 1;
   }
@@ -1221,6 +1293,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                   par.expert_tp(), peak, gemm_eff, elem, cfg.attention, cfg.moe_imbalance, false, cfg.fit.dropout,
                   cfg.eager, cfg.fp8_recipe, rc_share, cfg.moe_dispatcher};
   lc.attn_seq = cfg.packed_doc_tokens > 0 ? double(cfg.packed_doc_tokens) : 0.0;
+  lc.recompute_modules = cfg.fit.recompute_modules;
   if (lora) {
     SUANLI_ASSIGN_OR_RETURN(lc.adapters, LoraTargetShapes(m, cfg.fit.lora_targets, par.tp));
     lc.frozen = true;
@@ -1553,8 +1626,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         cal.cases, 100 * cal.lo, 100 * cal.hi, 100 * loo.mean_abs, 100 * loo.worst_abs,
         cfg.eager ? "; it was measured on Megatron-Core, and no eager-PyTorch MoE run (torchtitan, HF) checks it" : ""));
     res.notes.push_back(fmt::format(
-        "uncertain: MoE training is checked against {} held-out Megatron-Core runs (Qwen3 30B-A3B and 235B-A22B on "
-        "H100, B200 and GB200, GPT-OSS 120B on GB200), where its throughput was {:+.0f}% to {:+.0f}% off (mean "
+        "uncertain: MoE training is checked against {} held-out Megatron-Core runs (Qwen3 30B-A3B and 235B-A22B, "
+        "GPT-OSS 120B; on H100, B200 and GB200), where its throughput was {:+.0f}% to {:+.0f}% off (mean "
         "{:+.0f}%; positive: too fast), and {} runs of the older Megatron-Bridge 25.11 stack ({:+.0f}% to {:+.0f}%); "
         "the model knows neither the stack's version nor its kernels (docs/validation.md section 5)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean, old.cases, 100 * old.lo, 100 * old.hi));

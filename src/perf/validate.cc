@@ -47,6 +47,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"seq", KeyType::kInteger},
               {"recompute", KeyType::kString},
               {"recompute_layers", KeyType::kInteger},
+              {"recompute_modules", KeyType::kString},
               {"offload_layers", KeyType::kInteger},
               {"sequence_parallel", KeyType::kBool},
               {"attention", KeyType::kString},
@@ -223,6 +224,10 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   }
   SUANLI_ASSIGN_OR_RETURN(c.fit.recompute, ParseRecompute(t["recompute"].value_or(std::string("none"))));
   SUANLI_ASSIGN_OR_RETURN(c.fit.recompute_layers, IntKey(t, "recompute_layers", 0));
+  // Megatron-Core's --recompute-modules, comma-separated ("layernorm,moe_act"), with recompute = "selective".
+  if (auto mods = t["recompute_modules"].value<std::string>()) {
+    SUANLI_ASSIGN_OR_RETURN(c.fit.recompute_modules, ParseRecomputeModules(*mods));
+  }
   SUANLI_ASSIGN_OR_RETURN(c.fit.offload_layers, IntKey(t, "offload_layers", 0));
   const std::string metric = t["metric"].value_or(std::string());
   // Fine-tuning: mode "lora" with lora_rank and lora_targets (comma-separated: "q,k,v"), packed_doc_tokens.

@@ -154,7 +154,8 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
           // (recomputing layers only adds time), used to skip searches that cannot enter the top k.
           std::vector<double> none_score(mbs.size(), -1.0);
           for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-            if (rc == Recompute::kSelective && req.attention != AttentionImpl::kUnfused) continue;  // same as none
+            // Selective recompute with FlashAttention reruns the attention forward to drop only its log-sum-exp.
+            if (rc == Recompute::kSelective && req.attention != AttentionImpl::kUnfused) continue;
             for (size_t mi = 0; mi < mbs.size(); ++mi) {
               const int64_t mb = mbs[mi];
               TrainConfig c;

@@ -84,11 +84,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.074, 0.190}}};
-  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point. Training holdout as a
-  // whole (17.4% mean, 253.5% worst) is dominated by the 13 MoE runs (-11% to +254%, docs/validation.md section
-  // 5); its dense-model runs are held to the 7% mean below.
+  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 13.6% mean,
+  // 134.3% worst). Training holdout as a whole is dominated by the 18 MoE runs (-25% to +134%, docs/validation.md
+  // section 5); its dense-model runs have their own ratchet below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.131, 1.354}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.539}},
+      {"training", {0.137, 1.354}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.539}},
       {"decode", {0.090, 0.380}}, {"gemm", {0.122, 0.290}}, {"latency", {0.143, 0.162}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
