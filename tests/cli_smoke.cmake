@@ -48,6 +48,17 @@ run_suanli(2 out perf train --model qwen3-30b-a3b --gpus 8 --ep 8 --global-batch
 expect_contains("${out}" "did you mean 'deepep'" "dispatcher typo")
 run_suanli(2 out perf train --model llama-3.1-8b --gpus 8 --global-batch 64 --moe-dispatcher flex)
 expect_contains("${out}" "needs an MoE model" "dispatcher on a dense model")
+# Megatron-Core's selective recompute by module: named in the JSON, a typo gets "did you mean", and fit takes it too.
+run_suanli(0 out perf train --model qwen3-30b-a3b --gpus 16 --ep 8 --global-batch 64 --seq 4096
+           --recompute-modules layernorm,moe_act --json)
+expect_contains("${out}" "\"recompute\": \"selective\"" "modules imply selective recompute")
+expect_contains("${out}" "\"recompute_modules\": \"moe_act,layernorm\"" "recompute modules in the JSON")
+run_suanli(2 out perf train --model qwen3-30b-a3b --gpus 8 --ep 8 --global-batch 64 --recompute-modules layernom)
+expect_contains("${out}" "did you mean 'layernorm'" "recompute module typo")
+run_suanli(2 out fit --model llama-2-7b --gpu h100 --mode train --recompute-modules moe_act)
+expect_contains("${out}" "has no MoE layers" "an MoE module on a dense model")
+run_suanli(0 out fit --model llama-2-7b --gpu h100 --mode train --tp 4 --recompute-modules layernorm,mlp)
+expect_contains("${out}" "recompute selective (layernorm mlp)" "fit names the modules")
 run_suanli(0 out select train --model qwen3-30b-a3b --tokens 1e11 --json)
 expect_contains("${out}" "\"validated_end_to_end\": false" "MoE select rows are not validated")
 expect_not_contains("${out}" "\"validated_end_to_end\": true" "no MoE select row is validated")

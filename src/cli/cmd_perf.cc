@@ -360,13 +360,15 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           j["capacity_bytes"] = (*gpu)->memory_bytes.value;
           j["micro_batch"] = r->micro_batch;
           j["recompute"] = RecomputeName(r->recompute);
+          if (r->recompute == Recompute::kSelective)
+            j["recompute_modules"] = RecomputeModulesList(r->recompute_modules);
           j["would_fit_with"] = fixes;
           PrintJson(j);
         } else {
           if (r->shortfall_bytes > 0)
             std::cout << fmt::format("DOES NOT FIT: {} needs {} per GPU at micro-batch {}, recompute {}; {} has {} — short by {}.\n",
                                      model->id, FormatBytes(r->memory.per_gpu_peak_bytes), r->micro_batch,
-                                     RecomputeName(r->recompute), (*gpu)->id, FormatBytes((*gpu)->memory_bytes.value),
+                                     RecomputeWords(r->recompute, r->recompute_layers, r->recompute_modules), (*gpu)->id, FormatBytes((*gpu)->memory_bytes.value),
                                      FormatBytes(r->shortfall_bytes));
           if (r->host_shortfall_bytes > 0)
             std::cout << fmt::format("DOES NOT FIT in host memory: {} offloaded layers need {} of pinned host memory per "
