@@ -84,11 +84,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.074, 0.190}}};
-  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 13.6% mean,
-  // 134.3% worst). Training holdout as a whole is dominated by the 18 MoE runs (-25% to +134%, docs/validation.md
+  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 14.1% mean,
+  // 134.3% worst). Training holdout as a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md
   // section 5); its dense-model runs have their own ratchet below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.137, 1.354}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.539}},
+      {"training", {0.142, 1.354}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.539}},
       {"decode", {0.090, 0.380}}, {"gemm", {0.122, 0.290}}, {"latency", {0.143, 0.162}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
@@ -134,7 +134,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 90);
+  EXPECT_EQ(n_dense, 93);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -145,9 +145,10 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // param_sync_func), which makes every interleaved run faster, 9.56%; with NeMo 24.07's six fine-tuning runs (SFT
   // and LoRA, packed sequences) 9.50%; with the interleaved schedule's point-to-point transfers overlapped with the
   // next chunk's compute (Megatron's --overlap-p2p-communication, on in Megatron-LM and in NeMo's launcher configs)
-  // 10.03%. Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before
+  // 10.03%; the twenty-first session's three held-out NeMo AutoModel dense rows (LLaMA 3.1 70B FSDP2 +13.6%, two
+  // single-GPU LoRA runs -9% and -12%) 10.08%. Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before
   // the ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.1004);
+  EXPECT_LE(mean_dense, 0.1009);
   EXPECT_LE(worst_dense, 0.357);  // 34.7% (the README's 119B and 177B on 1536 and 2304 H100s), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 2.4% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
@@ -251,7 +252,7 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   }
   check(evidence::kFp8TrainingMegatronCore,
         [&](const ValidationCase& c) {
-          return !c.moe && (c.name.rfind("NeMo", 0) == 0 || c.name.rfind("Megatron-Bridge", 0) == 0) &&
+          return !c.moe && (c.name.rfind("NeMo 24.07", 0) == 0 || c.name.rfind("Megatron-Bridge", 0) == 0) &&
                  !has(c.name, " SFT ") && !has(c.name, " LoRA ");
         },
         "Megatron-Core FP8 training");
@@ -261,7 +262,8 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         "torchtitan eager FSDP2");
   check(evidence::kH100Bf16FusedTraining,
         [&](const ValidationCase& c) {
-          return c.name.rfind("Megatron-LM README", 0) == 0 || c.name.rfind("Llama 3 paper", 0) == 0;
+          return c.name.rfind("Megatron-LM README", 0) == 0 || c.name.rfind("Llama 3 paper", 0) == 0 ||
+                 (has(c.name, "NeMo AutoModel") && has(c.name, "compiled"));
         },
         "16-bit fused-stack training on H100");
   {
@@ -290,9 +292,13 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         "MoE training, calibration (Megatron-LM recipes)");
   check(evidence::kMoeTrainingHoldout,
         [&](const ValidationCase& c) {
-          return c.group == "training" && c.moe && c.role == "holdout" && !has(c.name, " 25.11 ");
+          return c.group == "training" && c.moe && c.role == "holdout" && !has(c.name, " 25.11 ") &&
+                 !has(c.name, "NeMo AutoModel");
         },
         "MoE training, held out (Megatron-Bridge 26.04.01-26.08, model card, ModelZoo)");
+  check(evidence::kMoeTrainingAutomodel,
+        [&](const ValidationCase& c) { return c.group == "training" && c.moe && has(c.name, "NeMo AutoModel"); },
+        "MoE training, NeMo AutoModel");
   check(evidence::kMoeTrainingMegatronBridge2511,
         [&](const ValidationCase& c) { return c.group == "training" && c.moe && has(c.name, " 25.11 "); },
         "MoE training, Megatron-Bridge 25.11");
