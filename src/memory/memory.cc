@@ -670,8 +670,14 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
       b.gradients = a.gradients + e.gradients;
       b.optimizer = a.optimizer + e.optimizer;
       if (p.zero == 3 && zero_group > 1) {
-        // Working set of gathered parameters: the current layer and one prefetched (FSDP/DeepSpeed default).
-        b.weights += 2.0 * (c.per_layer_total / p.tp) * w_b;
+        // Working set of gathered parameters: the current layer and one prefetched (FSDP/DeepSpeed default). An MoE
+        // layer's experts are gathered only where ZeRO shards them (expert DP > 1); with EP over the whole DP group
+        // each GPU already holds its experts whole, counted above.
+        const int moe_layers = m.moe_layer_count();
+        const double experts_per_layer = moe_layers > 0 ? c.moe_experts / moe_layers : 0.0;
+        const double gathered = (c.per_layer_total - (moe_layers > 0 ? c.moe_experts / m.layers : 0.0)) / p.tp +
+                                (expert_zero_group > 1 ? experts_per_layer / (p.expert_tp() * p.ep) : 0.0);
+        b.weights += 2.0 * gathered * w_b;
       }
     } else {
       // Inference and fine-tuning: the base weights in their storage format.

@@ -563,6 +563,26 @@ TEST_F(Memory, MixtureOfExpertsShardsExpertsByEp) {
   EXPECT_LT(w8, w1 / 3);  // experts are ~97% of Mixtral's parameters
 }
 
+// ZeRO-3 gathers the current and the prefetched layer's parameters. An MoE layer's experts are gathered only where
+// ZeRO shards them over expert data parallelism: with EP over the whole DP group (Qwen3 30B-A3B, EP 8 on DP 8, as
+// NeMo AutoModel runs it) each GPU holds its experts whole already, and only the attention and router are gathered.
+TEST_F(Memory, ZeroThreeGathersOnlyTheShardedPartOfAnMoeLayer) {
+  const ModelSpec m = M("qwen3-30b-a3b");
+  const ParamCounts c = CountParams(m);
+  FitRequest r = Train(4096, 64, 1, 1);
+  r.par.dp = 8;
+  r.par.zero = 3;
+  r.par.ep = 8;
+  const double dense_layer = c.per_layer_total - c.moe_experts / m.layers;
+  const double expected = 2.0 * (c.total - c.moe_experts) / 8 + 2.0 * c.moe_experts / 8 + 2 * 2.0 * dense_layer;
+  EXPECT_NEAR(Est(m, r).breakdown.weights, expected, 1e-6 * expected);
+  // EP 4 on DP 8: each expert is held by 2 GPUs, which shard it and gather it layer by layer.
+  r.par.ep = 4;
+  const double expected4 =
+      2.0 * (c.total - c.moe_experts) / 8 + 2.0 * c.moe_experts / 8 + 2 * 2.0 * (dense_layer + c.moe_experts / 48 / 4);
+  EXPECT_NEAR(Est(m, r).breakdown.weights, expected4, 1e-6 * expected4);
+}
+
 // Serving: expert parallelism splits the tensor-parallel group (TensorRT-LLM moe_ep_size x moe_tp_size = tp_size),
 // so --ep 8 on TP 8 means ETP 1 without saying so, and each GPU holds 1 of Mixtral's 8 experts whole: the same
 // bytes as 1/8 of each. Training keeps Megatron-Core's ETP = TP, which that layout does not satisfy.
