@@ -410,6 +410,14 @@ Status CheckEpOverlap(const ModelSpec& m, const Parallelism& par, Recompute reco
 std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,
                                                         const Efficiency& eff, int64_t* evaluated = nullptr);
 
+// The selective-recompute module sets the automatic choice and the planner try where nothing fits without recompute,
+// in order of memory saved, all cheaper than full recompute: dense models {layernorm}, {layernorm, mlp}; MoE models
+// {layernorm, moe_act} (with shared_experts where the model has them), {layernorm, moe}; mla_up_proj added for MLA,
+// core_attn for unfused attention. Under FP8 delayed scaling, which Megatron-Core refuses layernorm and moe_act
+// recompute with, only {mlp} or {moe}.
+std::vector<RecomputeModules> RecomputeModuleLadder(const ModelSpec& m, AttentionImpl attention, Precision dtype,
+                                                    Fp8Recipe fp8_recipe);
+
 // CPU activation offloading of the fewest layers that fits memory (PP 1, no recompute: Megatron-Core's conditions),
 // by a binary search over 1 .. layers - 1; nullopt when none fits or the layout cannot offload.
 std::optional<TrainResult> FewestOffloadLayersThatFit(const ModelSpec& m, const Cluster& cl, TrainConfig cfg,

@@ -60,6 +60,7 @@ struct PlanCandidate {
   int64_t micro_batch = 1;
   Recompute recompute = Recompute::kNone;
   int recompute_layers = 0;          // with full recompute: block recompute of this many layers per chunk (0: all)
+  RecomputeModules recompute_modules;  // with selective recompute: the modules that recompute
   int offload_layers = 0;            // CPU activation offloading of this many layers (PlanRequest::allow_offload)
   bool tp_overlap = false, ep_overlap = false;  // the overlaps this candidate was estimated with
   bool dp_overlap = true;

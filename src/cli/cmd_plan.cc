@@ -88,6 +88,7 @@ json CandidateJson(const PlanCandidate& c) {
           {"micro_batch", c.micro_batch},
           {"recompute", RecomputeName(c.recompute)},
           {"recompute_layers", c.recompute_layers},
+          {"recompute_modules", c.recompute == Recompute::kSelective ? RecomputeModulesList(c.recompute_modules) : ""},
           {"offload_layers", c.offload_layers},
           {"score", c.score},
           {"step_time_s", r.step_time_s},
@@ -273,7 +274,11 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       int i = 1;
       for (const auto& x : c.top) {
         t.Row({std::to_string(i++), Layout(x), std::to_string(x.micro_batch),
-               x.recompute_layers > 0 ? fmt::format("full/{}", x.recompute_layers) : std::string(RecomputeName(x.recompute)),
+               x.recompute_layers > 0 ? fmt::format("full/{}", x.recompute_layers)
+               : x.recompute == Recompute::kSelective && x.recompute_modules.any() &&
+                         !(x.recompute_modules == EffectiveRecomputeModules(Recompute::kSelective, {}))
+                   ? "selective/" + RecomputeModulesList(x.recompute_modules)
+                   : std::string(RecomputeName(x.recompute)),
                FormatSeconds(x.result.step_time_s), fmt::format("{:.1f}%", 100 * x.result.mfu),
                fmt::format("{:.0f}", x.result.tokens_per_s_per_gpu), FormatBytes(x.result.memory.per_gpu_peak_bytes),
                x.why});

@@ -1036,6 +1036,34 @@ std::optional<TrainResult> FewestBlockRecomputeThatFits(const ModelSpec& m, cons
   return best;
 }
 
+std::vector<RecomputeModules> RecomputeModuleLadder(const ModelSpec& m, AttentionImpl attention, Precision dtype,
+                                                    Fp8Recipe fp8_recipe) {
+  const bool moe = m.moe_layer_count() > 0;
+  const bool dense_mlps = m.moe_layer_count() < m.layers;
+  const bool no_norm_act = dtype == Precision::kFp8 && fp8_recipe == Fp8Recipe::kDelayed;
+  std::vector<RecomputeModules> ladder;
+  const auto add = [&](RecomputeModules r) {
+    r.mla_up_proj = m.mla.has_value();
+    r.core_attn = attention == AttentionImpl::kUnfused;
+    ladder.push_back(r);
+  };
+  if (!no_norm_act) {
+    RecomputeModules light;
+    light.layernorm = true;
+    if (moe) {
+      light.moe_act = true;
+      light.shared_experts = m.moe->shared_ffn > 0;
+    }
+    add(light);
+  }
+  RecomputeModules heavy;
+  heavy.layernorm = !no_norm_act;
+  heavy.mlp = dense_mlps;
+  heavy.moe = moe;
+  add(heavy);
+  return ladder;
+}
+
 Result<TrainResult> FastestInterleave(const ModelSpec& m, const Cluster& cl, TrainConfig cfg, const Efficiency& eff) {
   if (cfg.fit.par.pp < 2) return InvalidArgument("choosing the interleaving needs PP > 1");
   const int64_t units = m.layers + (cfg.fit.par.embedding_loss_in_split ? 2 : 0);
@@ -1221,8 +1249,20 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         if (r.ok() && rc == Recompute::kFull && c2.fit.recompute_layers == 0) full_fits = r->fits;
         consider(r);
       }
-      // Between the two: block recompute of the fewest layers per chunk that fits (memory falls and time rises
-      // with every layer recomputed, so the smallest N that fits is the fastest block setting).
+      // Between the two: recompute of selected modules (Megatron-Core's --recompute-modules), cheaper than whole
+      // layers, and block recompute of the fewest layers per chunk that fits (memory falls and time rises with
+      // every layer recomputed, so the smallest N that fits is the fastest block setting).
+      if (cfg.recompute_auto && !none_fits && cfg.fit.mode == Mode::kTrain) {
+        for (const RecomputeModules& mods : RecomputeModuleLadder(m, cfg.attention, cfg.dtype, cfg.fp8_recipe)) {
+          TrainConfig c2 = cfg;
+          c2.micro_batch_auto = c2.recompute_auto = false;
+          c2.fit.micro_batch = b;
+          c2.fit.recompute = Recompute::kSelective;
+          c2.fit.recompute_layers = 0;
+          c2.fit.recompute_modules = mods;
+          consider(EstimateTraining(m, cl, c2, eff));
+        }
+      }
       if (cfg.recompute_auto && full_fits && !none_fits) {
         TrainConfig c2 = cfg;
         c2.micro_batch_auto = c2.recompute_auto = false;
@@ -1233,7 +1273,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     if (best) {
       best->notes.push_back(fmt::format(
           "chosen automatically: micro-batch {}, recompute {} (fastest that fits)", best->micro_batch,
-          RecomputeWords(best->recompute, best->recompute_layers)));
+          RecomputeWords(best->recompute, best->recompute_layers, best->recompute_modules)));
       return *best;
     }
     if (best_any) return *best_any;

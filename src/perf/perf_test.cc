@@ -1541,6 +1541,36 @@ TEST_F(Perf, MoeRecomputeRerunsTheLayerAndItsAllToAll) {
   EXPECT_NEAR(act.communication_total_s, none.communication_total_s, 1e-12);
 }
 
+// The automatic choice tries the module ladder where nothing fits without recompute: LLaMA-3.1 70B on 64 H100s (TP 2,
+// PP 4 x 5, CP 2, ZeRO-2, 8192 tokens) fits by recomputing its layer norms, faster than any block recompute; the
+// ladder is the documented one for dense, MoE, MLA and FP8-delayed cases.
+TEST_F(Perf, AutomaticRecomputeTriesModulesBeforeWholeLayers) {
+  const ModelSpec m = M("llama-3.1-70b");
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(64, 2, 4, 512, 8192);
+  c.fit.par.cp = 2;
+  c.fit.par.dp = 4;
+  c.fit.par.zero = 2;
+  c.fit.par.interleave = 5;
+  c.fit.par.sequence_parallel = true;
+  c.recompute_auto = true;
+  auto r = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->fits);
+  EXPECT_EQ(r->recompute, Recompute::kSelective);
+  EXPECT_EQ(RecomputeModulesList(r->recompute_modules), "layernorm");
+  const auto ladder = [&](const char* id, Precision p = Precision::kBf16, Fp8Recipe f = Fp8Recipe::kCurrent) {
+    std::string out;
+    for (const auto& mods : RecomputeModuleLadder(M(id), AttentionImpl::kFlash, p, f))
+      out += (out.empty() ? "" : " | ") + RecomputeModulesList(mods);
+    return out;
+  };
+  EXPECT_EQ(ladder("llama-3.1-70b"), "layernorm | layernorm,mlp");
+  EXPECT_EQ(ladder("qwen3-30b-a3b"), "moe_act,layernorm | layernorm,moe");
+  EXPECT_EQ(ladder("deepseek-v3"), "moe_act,layernorm,mla_up_proj,shared_experts | layernorm,mla_up_proj,mlp,moe");
+  EXPECT_EQ(ladder("llama-3.1-70b", Precision::kFp8, Fp8Recipe::kDelayed), "mlp");
+}
+
 // Megatron-Core refuses moe_act and layernorm recompute under FP8 delayed scaling; LoRA recomputes whole layers or
 // none.
 TEST_F(Perf, RecomputeModulesRefusedWhereMegatronCoreRefusesThem) {

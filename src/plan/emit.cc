@@ -82,7 +82,16 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   // which moves 52 B per logit against the fused 32 and the single-pass kernel's 6.
   if (x.cross_entropy != CrossEntropyImpl::kUnfused) a.push_back({"--cross-entropy-loss-fusion", ""});
   if (x.cross_entropy == CrossEntropyImpl::kOnline) a.push_back({"--cross-entropy-fusion-impl", "te"});
-  if (c.recompute == Recompute::kSelective) a.push_back({"--recompute-granularity", "selective"});
+  if (c.recompute == Recompute::kSelective) {
+    a.push_back({"--recompute-granularity", "selective"});
+    // Megatron-Core's default module list is core_attn; any other set is written out (space-separated).
+    if (c.recompute_modules.any() && !(c.recompute_modules == EffectiveRecomputeModules(Recompute::kSelective, {}))) {
+      std::string list = RecomputeModulesList(c.recompute_modules);
+      for (auto& ch : list)
+        if (ch == ',') ch = ' ';
+      a.push_back({"--recompute-modules", list});
+    }
+  }
   if (c.recompute == Recompute::kFull) {
     a.push_back({"--recompute-granularity", "full"});
     if (c.recompute_layers > 0) {  // block: the first N layers of each chunk
@@ -129,7 +138,7 @@ std::string LayoutLine(const PlanCandidate& c) {
   const Parallelism& p = c.par;
   return fmt::format("TP={} PP={} DP={} CP={} EP={} ZeRO={} SP={} interleave={} micro-batch={} recompute={}", p.tp, p.pp,
                      p.dp, p.cp, p.ep, p.zero, p.sequence_parallel ? "on" : "off", p.interleave, c.micro_batch,
-                     RecomputeWords(c.recompute, c.recompute_layers)) +
+                     RecomputeWords(c.recompute, c.recompute_layers, c.recompute_modules)) +
          (c.offload_layers > 0 ? fmt::format(" cpu-offload={} layers", c.offload_layers) : "") +
          (c.tp_overlap ? " tp-overlap=on" : "") + (c.ep_overlap ? " ep-overlap=on" : "");
 }
@@ -181,6 +190,14 @@ std::string DeepSpeedConfig(const PlanCandidate& c, const LaunchContext& x) {
   if (c.recompute != Recompute::kNone)
     j["activation_checkpointing"] = {{"partition_activations", c.par.tp > 1}, {"contiguous_memory_optimization", false},
                                      {"cpu_checkpointing", false}};
+  // Which modules recompute is the model code's choice under DeepSpeed (it checkpoints what the code wraps).
+  if (c.recompute == Recompute::kSelective && c.recompute_modules.any() &&
+      !(c.recompute_modules == EffectiveRecomputeModules(Recompute::kSelective, {})))
+    j["suanli_note"] = fmt::format(
+        "this layout recomputes only these modules of each layer: {} (Megatron-Core's --recompute-modules); DeepSpeed "
+        "checkpoints whatever the model code wraps in deepspeed.checkpointing.checkpoint, so the code must wrap "
+        "exactly those for the predicted time and memory to hold",
+        RecomputeModulesList(c.recompute_modules));
   // DeepSpeed's config has no per-layer activation offload (cpu_checkpointing offloads checkpointed inputs only, and
   // needs recompute): say what the layout relies on instead of writing a config that would not fit.
   if (c.offload_layers > 0)

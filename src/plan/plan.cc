@@ -34,7 +34,7 @@ struct Shared {
   double price;
 };
 
-std::string LayoutText(const Parallelism& p, int64_t mb, Recompute rc) {
+std::string LayoutText(const Parallelism& p, int64_t mb, Recompute rc, const RecomputeModules& mods = {}) {
   std::string s = fmt::format("TP={} PP={} DP={}", p.tp, p.pp, p.dp);
   if (p.cp > 1) s += fmt::format(" CP={}", p.cp);
   if (p.ep > 1) s += fmt::format(" EP={}", p.ep);
@@ -43,7 +43,10 @@ std::string LayoutText(const Parallelism& p, int64_t mb, Recompute rc) {
   if (p.sequence_parallel) s += " SP";
   if (p.interleave > 1) s += fmt::format(" interleave={}", p.interleave);
   if (p.embedding_loss_in_split) s += " embedding+loss-in-split";
-  return s + fmt::format(" micro-batch={} recompute={}", mb, RecomputeName(rc));
+  std::string words = RecomputeWords(rc, 0, EffectiveRecomputeModules(rc, mods));
+  for (auto& ch : words)
+    if (ch == ' ') ch = '_';
+  return s + fmt::format(" micro-batch={} recompute={}", mb, words);
 }
 
 double Score(const TrainResult& r, int gpus, double price, Objective o, double tokens_per_step) {
@@ -61,8 +64,11 @@ double Score(const TrainResult& r, int gpus, double price, Objective o, double t
 bool Better(const PlanCandidate& a, const PlanCandidate& b) {
   if (a.score != b.score) return a.score < b.score;
   const auto key = [](const PlanCandidate& c) {
+    const RecomputeModules& r = c.recompute_modules;
+    const int mods = r.core_attn | r.layernorm << 1 | r.mlp << 2 | r.moe_act << 3 | r.moe << 4 | r.shared_experts << 5 |
+                     r.mla_up_proj << 6;
     return std::make_tuple(c.par.cp, c.par.ep, c.par.pp, c.par.tp, c.par.zero, c.par.interleave, c.micro_batch,
-                           static_cast<int>(c.recompute), c.recompute_layers, c.par.sequence_parallel, c.par.etp,
+                           static_cast<int>(c.recompute), mods, c.recompute_layers, c.par.sequence_parallel, c.par.etp,
                            c.par.embedding_loss_in_split);
   };
   return key(a) < key(b);
@@ -135,6 +141,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
     pc.micro_batch = c.fit.micro_batch;
     pc.recompute = c.fit.recompute;
     pc.recompute_layers = r.recompute_layers;
+    pc.recompute_modules = r.recompute_modules;
     pc.offload_layers = r.offload_layers;
     pc.tp_overlap = c.tp_overlap;
     pc.ep_overlap = c.ep_overlap;
@@ -144,20 +151,39 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
     pc.result = std::move(r);
     Offer(out.top, req.top_k, std::move(pc));
   };
+  // Recompute settings in order: none; selective of the attention core (unfused attention only: with
+  // FlashAttention it reruns the attention forward to drop only its log-sum-exp); selective of the module ladder
+  // (where none does not fit); full, with block recompute searched where none does not fit.
+  struct RecomputeOption {
+    Recompute rc;
+    RecomputeModules mods;
+  };
+  std::vector<RecomputeOption> rc_options = {{Recompute::kNone, {}}};
+  if (req.attention == AttentionImpl::kUnfused) rc_options.push_back({Recompute::kSelective, {}});
+  for (const RecomputeModules& mods : RecomputeModuleLadder(m, req.attention, req.dtype, req.fp8_recipe))
+    rc_options.push_back({Recompute::kSelective, mods});
+  rc_options.push_back({Recompute::kFull, {}});
   for (const Expert& ex : eps)
     for (int zero : zeros)
       for (bool sp : sps)
         for (const Interleave& iv : vs) {
           // Micro-batches at which no recompute fits: block recompute is only worth trying where it does not.
           std::vector<bool> none_fits(mbs.size(), false);
+          // Micro-batches at which a setting earlier in rc_options (so cheaper than the module sets after it) fits.
+          std::vector<bool> cheaper_fits(mbs.size(), false);
           // The score without recompute where that did not fit: a lower bound on any block recompute's score
           // (recomputing layers only adds time), used to skip searches that cannot enter the top k.
           std::vector<double> none_score(mbs.size(), -1.0);
-          for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-            // Selective recompute with FlashAttention reruns the attention forward to drop only its log-sum-exp.
-            if (rc == Recompute::kSelective && req.attention != AttentionImpl::kUnfused) continue;
+          for (const RecomputeOption& opt : rc_options) {
+            const Recompute rc = opt.rc;
             for (size_t mi = 0; mi < mbs.size(); ++mi) {
               const int64_t mb = mbs[mi];
+              // Module recompute only adds time to a cheaper setting: worth trying where none of those fits, and not
+              // where no recompute's score (a lower bound) already cannot enter the top k.
+              if (opt.mods.any() &&
+                  (cheaper_fits[mi] || (none_score[mi] >= 0 && static_cast<int>(out.top.size()) >= req.top_k &&
+                                        none_score[mi] > out.top.back().score)))
+                continue;
               TrainConfig c;
               c.detail = false;
               c.fit.par = Parallelism{o.tp, o.pp, o.dp, o.cp, ex.ep, zero, sp, iv.v, iv.embedding_loss_in_split, ex.etp};
@@ -165,6 +191,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.fit.seq = req.seq;
               c.fit.micro_batch = mb;
               c.fit.recompute = rc;
+              c.fit.recompute_modules = opt.mods;
               c.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
               c.fit.host_memory_per_gpu_bytes = req.host_memory_per_gpu_bytes;
               c.dtype = req.dtype;
@@ -194,11 +221,12 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
                 }
                 if (out.miss_shortfall < 0 || r->shortfall_bytes < out.miss_shortfall) {
                   out.miss_shortfall = r->shortfall_bytes;
-                  out.miss = LayoutText(c.fit.par, mb, rc);
+                  out.miss = LayoutText(c.fit.par, mb, rc, opt.mods);
                 }
                 break;  // a larger micro-batch needs more memory still
               }
               if (rc == Recompute::kNone) none_fits[mi] = true;
+              cheaper_fits[mi] = true;
               // Full recompute fits where none does not: the fewest block-recomputed layers per chunk that fit is
               // faster still (memory falls and time rises with each layer; a binary search finds it).
               const bool block_hopeless = none_score[mi] >= 0 && static_cast<int>(out.top.size()) >= req.top_k &&
@@ -313,6 +341,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.fit.micro_batch = c.micro_batch;
       tc.fit.recompute = c.recompute;
       tc.fit.recompute_layers = c.recompute_layers;
+      tc.fit.recompute_modules = c.recompute_modules;
       tc.fit.offload_layers = c.offload_layers;
       tc.fit.flash_attention = req.attention != AttentionImpl::kUnfused;
       tc.fit.host_memory_per_gpu_bytes = req.host_memory_per_gpu_bytes;

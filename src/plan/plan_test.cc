@@ -178,6 +178,34 @@ TEST_F(Planner, BlockRecomputeWinsWhereItFitsAndIsWrittenAsMegatronBlock) {
   EXPECT_NE(args.find("--recompute-num-layers " + std::to_string(w.recompute_layers)), std::string::npos) << args;
 }
 
+// Module recompute (Megatron-Core's --recompute-modules): LLaMA-3.1 70B on 64 H100s at 8192 tokens, where the
+// fastest layout fits only by recomputing its layer norms. It wins, the same layout without recompute does not
+// fit, and the launch flags say selective recompute of that module.
+TEST_F(Planner, ModuleRecomputeIsOfferedWhereNoneDoesNotFitAndWrittenAsMegatronFlags) {
+  const ModelSpec m = M("llama-3.1-70b");
+  PlanRequest req = Req(m, "h100-sxm", {64}, 512, 8192, "ib-ndr");
+  req.top_k = 1;
+  auto plan = Plan(req);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_FALSE(plan->counts[0].top.empty());
+  const PlanCandidate w = plan->counts[0].top[0];
+  ASSERT_EQ(w.recompute, Recompute::kSelective);
+  EXPECT_EQ(RecomputeModulesList(w.recompute_modules), "layernorm");
+  TrainConfig none;
+  none.fit.par = w.par;
+  none.fit.batch = 512;
+  none.fit.seq = 8192;
+  none.fit.micro_batch = w.micro_batch;
+  none.fit.recompute = Recompute::kNone;
+  auto r = EstimateTraining(m, req.cluster, none, req.eff);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->fits);
+  EXPECT_LT(w.result.memory.per_gpu_peak_bytes, r->memory.per_gpu_peak_bytes);
+  const std::string args = MegatronArgs(w, Launch(req));
+  EXPECT_NE(args.find("--recompute-granularity selective"), std::string::npos) << args;
+  EXPECT_NE(args.find("--recompute-modules layernorm"), std::string::npos) << args;
+}
+
 // CPU activation offloading is considered only when asked (it needs host memory): LLaMA-3.1 70B FP8 on 64 GB200s
 // with FSDP, one stage. With --offload, a layout that fits only by offloading is offered with the fewest layers
 // that fit, and its Megatron flags carry --cpu-offloading-num-layers; without it, no candidate offloads.

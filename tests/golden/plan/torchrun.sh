@@ -1,4 +1,4 @@
-# predicted: step 52.975 s, 79175 tokens/s (1237 per GPU), MFU 60.2%, 79.0 GB per GPU, 146.2 days to train (224539 GPU-hours)
+# predicted: step 52.776 s, 79474 tokens/s (1242 per GPU), MFU 60.4%, 85.2 GB per GPU, 145.6 days to train (223692 GPU-hours)
 torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
   --master-addr="${MASTER_ADDR:-localhost}" --master-port="${MASTER_PORT:-29500}" \
   pretrain_gpt.py \
@@ -11,15 +11,17 @@ torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
     --micro-batch-size 1 \
     --global-batch-size 512 \
     --tensor-model-parallel-size 2 \
-    --pipeline-model-parallel-size 2 \
-    --num-layers-per-virtual-pipeline-stage 8 \
-    --context-parallel-size 4 \
+    --pipeline-model-parallel-size 4 \
+    --num-layers-per-virtual-pipeline-stage 4 \
+    --context-parallel-size 2 \
     --sequence-parallel \
     --use-distributed-optimizer \
     --grad-reduce-in-bf16 \
     --overlap-grad-reduce \
     --overlap-param-gather \
     --cross-entropy-loss-fusion \
+    --recompute-granularity selective \
+    --recompute-modules layernorm \
     --group-query-attention \
     --num-query-groups 8 \
     --swiglu \
