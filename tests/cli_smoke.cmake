@@ -59,6 +59,17 @@ run_suanli(2 out fit --model llama-2-7b --gpu h100 --mode train --recompute-modu
 expect_contains("${out}" "has no MoE layers" "an MoE module on a dense model")
 run_suanli(0 out fit --model llama-2-7b --gpu h100 --mode train --tp 4 --recompute-modules layernorm,mlp)
 expect_contains("${out}" "recompute selective (layernorm mlp)" "fit names the modules")
+# A custom pipeline layout and DeepSeek-V3's MTP module: accepted and echoed, and Megatron-Core's checks as errors.
+run_suanli(0 out perf train --model deepseek-v3 --gpu gb200 --gpus 256 --pp 4 --ep 64 --global-batch 4096 --seq 4096
+           --micro-batch 1 --pp-layout "Et*4|(t*4|)*14tmL" --mtp-layers 1 --json)
+expect_contains("${out}" "\"pp_layout\": \"Et*4|(t*4|)*14tmL\"" "layout in the JSON")
+expect_contains("${out}" "\"interleave\": 4" "the layout sets the interleaving")
+run_suanli(2 out perf train --model deepseek-v3 --gpu gb200 --gpus 256 --pp 4 --ep 64 --global-batch 4096
+           --micro-batch 1 --pp-layout "Et*4|(t*4|)*14mL" --mtp-layers 1)
+expect_contains("${out}" "places 60 transformer layers (t); deepseek-v3 has 61" "layout layer count")
+run_suanli(2 out perf train --model deepseek-v3 --gpu gb200 --gpus 256 --pp 4 --ep 64 --global-batch 4096
+           --micro-batch 1 --pp-layout "Ex|L")
+expect_contains("${out}" "unknown character 'x'" "layout typo")
 run_suanli(0 out select train --model qwen3-30b-a3b --tokens 1e11 --json)
 expect_contains("${out}" "\"validated_end_to_end\": false" "MoE select rows are not validated")
 expect_not_contains("${out}" "\"validated_end_to_end\": true" "no MoE select row is validated")

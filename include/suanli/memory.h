@@ -5,6 +5,7 @@
 // All functions are pure and thread-safe.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,6 +76,21 @@ struct OverheadOptions {
   double nccl_buffers_bytes = 0;                    // added when any parallel degree > 1 (set by the model)
 };
 
+// Megatron-Core's --pipeline-model-parallel-layout (megatron/core/transformer/pipeline_parallel_layer_layout.py): the
+// virtual pipeline stages in order, separated by '|', each a run of E (the embedding), t (a transformer layer), m (a
+// multi-token-prediction module) and L (the output layer and loss); "(...)*n" and "x*n" repeat, commas are cosmetic.
+// Virtual stage i runs on pipeline rank i mod PP, so PP x VP stages give VP chunks per rank, of unequal sizes if
+// the layout says so: "Et*4|(t*4|)*14tmL" is DeepSeek-V3's 61 layers and one MTP module on PP 4 x VP 4 or 8 x 2.
+struct PipelineLayout {
+  struct Stage {
+    int embedding = 0, layers = 0, mtp = 0, loss = 0;
+  };
+  std::vector<Stage> stages;
+  std::string text;  // as given
+};
+// Parses the layout string; an error names the character or the repetition it could not read.
+Result<PipelineLayout> ParsePipelineLayout(std::string_view text);
+
 struct Parallelism {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
   int zero = 0;                   // 0..3 (3 = FSDP FULL_SHARD)
@@ -88,9 +104,15 @@ struct Parallelism {
   // their own grid over the same ranks: ETP x EP x expert-DP = TP x CP x DP, so with ETP 1 the expert-parallel
   // group can take in the tensor-parallel ranks (Qwen3 235B on TP 2 with EP 32 over 16-way DP).
   int etp = 0;
+  // A custom layout of layers over the pipeline (nullptr: the even split). Its stage count is PP x interleave.
+  std::shared_ptr<const PipelineLayout> layout;
   int gpus() const { return tp * pp * dp * cp; }  // EP re-uses DP ranks (Megatron convention)
   int expert_tp() const { return etp > 0 ? etp : tp; }
 };
+
+// Parses `text` into p.layout and sets p.interleave to its virtual stages per rank (stages / PP), as Megatron-Core
+// derives VP from the layout; an interleave other than 1 already set must agree.
+Status ApplyPipelineLayout(Parallelism& p, std::string_view text);
 
 // Share of the layers that recompute their forward: 1 for full recompute of every layer, N / (layers per model
 // chunk) for block recompute of N layers (FitRequest::recompute_layers), 0 otherwise. The chunk is the fullest
@@ -106,8 +128,10 @@ Status CheckRecomputeLayers(const ModelSpec& m, const Parallelism& p, Recompute 
 Status CheckOffloadLayers(const ModelSpec& m, const Parallelism& p, Recompute rc, int offload_layers);
 
 // Transformer layers held by pipeline stage `stage` (0-based): an even split, the remainder on the first stages,
-// or with embedding_loss_in_split one layer fewer on the first and the last stage.
+// or with embedding_loss_in_split one layer fewer on the first and the last stage, or as the layout says.
 int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage);
+// Multi-token-prediction modules on pipeline stage `stage`: the layout's, or all of them on the last stage.
+int MtpOnStage(const Parallelism& p, int mtp_layers, int stage);
 
 struct FitRequest {
   Mode mode = Mode::kInfer;
@@ -128,6 +152,10 @@ struct FitRequest {
   int recompute_layers = 0;
   // With kSelective: which modules recompute (Megatron-Core's --recompute-modules); none given means core_attn.
   RecomputeModules recompute_modules;
+  // Multi-token-prediction modules trained with the model (Megatron-Core's --mtp-num-layers; DeepSeek-V3 trains one):
+  // each an embedding-and-hidden projection (2h to h), one transformer layer of the model's last kind and the shared
+  // output layer and loss, on the pipeline rank the layout puts them on (the last, without a layout). 0: none.
+  int mtp_layers = 0;
   // CPU activation offloading (Megatron-Core --cpu-offloading --cpu-offloading-num-layers N, Transformer Engine's
   // default schedule): the activations of the first N layers go to host memory during the forward pass and come
   // back for the backward, so at most layers - N layers' activations are on the GPU at a time. Megatron-Core

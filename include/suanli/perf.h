@@ -544,9 +544,9 @@ inline constexpr ValidationEvidence kLoraFinetuning{5, -0.000, -0.119, 0.080};
 inline constexpr ValidationEvidence kH100Bf16FusedTraining{14, 0.255, 0.117, 0.347};
 // Mixture-of-experts pretraining with Megatron-Core (Qwen3 30B-A3B and 235B-A22B, GPT-OSS 120B; H100, B200, GB200),
 // with the MoE-layer overhead (Efficiency::moe_layer_time_*) fitted on Megatron-LM's recipe runs (the 9
-// calibration runs: the fit's own spread): the 12 held-out runs of Megatron-Bridge's 26.04.01-26.08 containers
-// (three GPT-OSS BF16 runs with layernorm and moe_act recompute added in the twenty-first session), its Qwen3
-// 30B-A3B model card and Megatron-MoE-ModelZoo, and the 6 held-out Qwen3 runs of Megatron-Bridge 25.11, an older
+// calibration runs: the fit's own spread): the 14 held-out runs of Megatron-Bridge's 26.04.01-26.08 containers
+// (three GPT-OSS BF16 runs with layernorm and moe_act recompute and two DeepSeek-V3 runs with a custom pipeline
+// layout and an MTP module added in the twenty-first session), its Qwen3 30B-A3B model card and Megatron-MoE-ModelZoo, and the 6 held-out Qwen3 runs of Megatron-Bridge 25.11, an older
 // MoE stack.
 inline constexpr ValidationEvidence kMoeTrainingCalibration{9, 0.037, -0.178, 0.239};
 // The same multiples cross-validated on their calibration runs: each run's absolute error with the multiple refitted
@@ -561,7 +561,7 @@ inline constexpr LeaveOneOut kMoeLayerMultipleLeaveOneOut{9, 0.184, 0.289};
 // same layout. Error of the predicted step-time ratio (selective / full) against the published one. The only
 // published pairs of one job on one stack in the set, so the resolution `plan` can claim between close layouts.
 inline constexpr ValidationEvidence kSameJobRatio{4, -0.032, -0.049, -0.008};
-inline constexpr ValidationEvidence kMoeTrainingHoldout{12, 0.105, -0.246, 0.463};
+inline constexpr ValidationEvidence kMoeTrainingHoldout{14, 0.081, -0.246, 0.463};
 inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{6, 0.511, -0.184, 1.343};
 // The same model on another stack: NeMo AutoModel's PyTorch FSDP2 with DeepEP on H100 in BF16 (Qwen3 30B-A3B,
 // GPT-OSS 120B; twenty-first session, held out), where the Megatron-Core multiple makes the model too slow.

@@ -26,7 +26,8 @@ struct FitFlags {
   int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 0, zero = 0, interleave = 1, recompute_layers = 0,
       offload_layers = 0;
   bool sequence_parallel = false, embedding_loss_in_split = false;
-  std::string recompute, recompute_modules;  // recompute empty: none, or selective when modules are given
+  std::string recompute, recompute_modules, pp_layout;
+  int mtp_layers = 0;  // recompute empty: none, or selective when modules are given
   std::string optimizer = "adam";
   bool fp32_grads = false;
   bool no_master = false;
@@ -72,6 +73,8 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   r.par.interleave = f.interleave;
   r.par.embedding_loss_in_split = f.embedding_loss_in_split;
   r.par.sequence_parallel = f.sequence_parallel;
+  if (!f.pp_layout.empty()) SUANLI_RETURN_IF_ERROR(ApplyPipelineLayout(r.par, f.pp_layout));
+  r.mtp_layers = f.mtp_layers;
   if (f.tp < 1 || f.pp < 1 || f.cp < 1) return InvalidArgument("--tp, --pp and --cp must be at least 1");
   const int model_parallel = f.tp * f.pp * f.cp;
   if (f.dp > 0) {
@@ -149,6 +152,10 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_option("--etp", f->etp, "Expert tensor-parallel degree (MoE; default: TP in training, TP / EP in serving)");
   sub->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->capture_default_str();
   sub->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
+  sub->add_option("--pp-layout", f->pp_layout,
+                  "Megatron-Core's --pipeline-model-parallel-layout (E embedding, t layer, m MTP module, L loss, | between "
+                  "stages, (...)*n and x*n repeat); sets --interleave");
+  sub->add_option("--mtp-layers", f->mtp_layers, "--mode train: multi-token-prediction modules (Megatron-Core --mtp-num-layers)");
   sub->add_flag("--account-for-embedding-loss", f->embedding_loss_in_split,
                 "Count the embedding and the loss as one layer each when splitting layers into pipeline stages "
                 "(Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split)");

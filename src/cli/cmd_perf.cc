@@ -18,9 +18,9 @@ using json = nlohmann::json;
 struct PerfFlags {
   std::string model = "llama-3.1-8b", gpu = "h100-sxm";
   int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0,
-      recompute_layers = 0, offload_layers = 0;
+      recompute_layers = 0, offload_layers = 0, mtp_layers = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
-  std::string recompute, recompute_modules, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n",
+  std::string recompute, recompute_modules, pp_layout, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n",
       moe_dispatcher, cuda_graphs, cross_entropy = "fused";
   std::string decode_attention = "grouped", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false;
@@ -139,6 +139,12 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--host-memory", f->host_memory, kHostMemoryHelp);
   train->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism");
   train->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
+  train->add_option("--pp-layout", f->pp_layout,
+                    "Megatron-Core's --pipeline-model-parallel-layout: stages separated by |, E embedding, t layer, m MTP "
+                    "module, L loss, (...)*n and x*n repeat (e.g. \"Et*4|(t*4|)*14tmL\"); sets --interleave");
+  train->add_option("--mtp-layers", f->mtp_layers,
+                    "Multi-token-prediction modules trained with the model (Megatron-Core --mtp-num-layers; DeepSeek-V3: "
+                    "1), on the last pipeline stage or where --pp-layout puts them");
   train->add_flag("--account-for-embedding-loss", f->embedding_loss_in_split,
                   "Count the embedding and the loss as one layer each when splitting layers into pipeline stages "
                   "(Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split)");
@@ -244,6 +250,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       cfg.fit.par.interleave = f->interleave;
       cfg.fit.par.embedding_loss_in_split = f->embedding_loss_in_split;
       cfg.fit.par.sequence_parallel = f->sequence_parallel;
+      if (!f->pp_layout.empty()) {
+        if (auto st = ApplyPipelineLayout(cfg.fit.par, f->pp_layout); !st.ok()) return PrintError(st);
+      }
+      cfg.fit.mtp_layers = f->mtp_layers;
       cfg.fit.batch = f->global_batch;
       cfg.fit.seq = f->seq;
       cfg.fit.fp32_grads = f->fp32_grads;
@@ -386,7 +396,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["gpu"] = (*gpu)->id;
         j["gpus"] = f->gpus;
         j["layout"] = {{"tp", f->tp}, {"pp", f->pp}, {"dp", cfg.fit.par.dp}, {"cp", f->cp}, {"ep", f->ep},
-                       {"etp", cfg.fit.par.expert_tp()}, {"zero", f->zero}, {"sequence_parallel", f->sequence_parallel}, {"interleave", f->interleave},
+                       {"etp", cfg.fit.par.expert_tp()}, {"zero", f->zero}, {"sequence_parallel", f->sequence_parallel}, {"interleave", cfg.fit.par.interleave},
+                       {"pp_layout", f->pp_layout}, {"mtp_layers", f->mtp_layers},
                        {"embedding_loss_in_split", f->embedding_loss_in_split}};
         j["fits"] = r->fits;
         j["shortfall_bytes"] = r->shortfall_bytes;

@@ -293,6 +293,8 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
   if (p.pp > m.layers)
     return InvalidArgument(fmt::format("PP={} exceeds the {} layers of {}", p.pp, m.layers, m.id));
   if (p.interleave < 1) return InvalidArgument("--interleave must be at least 1");
+  if (p.layout && p.embedding_loss_in_split)
+    return InvalidArgument("--pp-layout places the embedding and the loss itself; drop --account-for-embedding-loss");
   if (p.embedding_loss_in_split) {
     // Megatron-Core divides layers + embedding + loss evenly among the (virtual) stages.
     const int units = m.layers + 2;
@@ -305,6 +307,35 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
     if (LayersOnStage(m, p, 0) < 1)
       return InvalidArgument(fmt::format("--account-for-embedding-loss with PP={} leaves the first stage no layer of "
                                          "the {} of {}", p.pp, m.layers, m.id));
+  } else if (p.layout) {
+    // Megatron-Core's checks (pipeline_parallel_layer_layout.py): the embedding first, the loss last, every layer
+    // and MTP module once, the MTP modules after the last transformer layer.
+    const auto& st = p.layout->stages;
+    int e = 0, t = 0, mtp = 0, loss = 0, last_t = -1, first_m = -1;
+    for (size_t i = 0; i < st.size(); ++i) {
+      e += st[i].embedding;
+      t += st[i].layers;
+      mtp += st[i].mtp;
+      loss += st[i].loss;
+      if (st[i].layers > 0) last_t = static_cast<int>(i);
+      if (st[i].mtp > 0 && first_m < 0) first_m = static_cast<int>(i);
+    }
+    const std::string& text = p.layout->text;
+    if (static_cast<int>(st.size()) != p.pp * p.interleave)
+      return InvalidArgument(fmt::format("--pp-layout '{}' has {} stages; PP x interleave is {} x {}", text, st.size(),
+                                         p.pp, p.interleave));
+    if (e != 1 || st.front().embedding != 1)
+      return InvalidArgument(fmt::format("--pp-layout '{}': the embedding (E) must appear once, in the first stage", text));
+    if (loss != 1 || st.back().loss != 1)
+      return InvalidArgument(fmt::format("--pp-layout '{}': the loss (L) must appear once, in the last stage", text));
+    if (t != m.layers)
+      return InvalidArgument(fmt::format("--pp-layout '{}' places {} transformer layers (t); {} has {}", text, t, m.id,
+                                         m.layers));
+    if (mtp != r.mtp_layers)
+      return InvalidArgument(fmt::format("--pp-layout '{}' places {} MTP modules (m) but --mtp-layers is {}", text, mtp,
+                                         r.mtp_layers));
+    if (mtp > 0 && first_m < last_t)
+      return InvalidArgument(fmt::format("--pp-layout '{}': MTP modules (m) come after the last transformer layer", text));
   } else if (p.interleave > 1 && (p.pp == 1 || m.layers % (p.pp * p.interleave) != 0)) {
     std::string hint;
     if (p.pp > 1 && (m.layers + 2) % (p.pp * p.interleave) == 0)
@@ -376,6 +407,12 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
     return InvalidArgument(fmt::format("--offload-layers applies to --mode train (pretraining), not {}", ModeName(r.mode)));
   }
   if (r.recompute_modules.any()) SUANLI_RETURN_IF_ERROR(CheckRecomputeModules(m, r.mode, r.recompute, r.recompute_modules));
+  if (r.mtp_layers != 0) {
+    if (r.mode != Mode::kTrain)
+      return InvalidArgument(fmt::format("--mtp-layers {} applies to --mode train (pretraining)", r.mtp_layers));
+    if (r.mtp_layers < 0 || r.mtp_layers > 16)
+      return InvalidArgument(fmt::format("--mtp-layers must be between 0 and 16, got {}", r.mtp_layers));
+  }
   if (r.mode == Mode::kTrain) SUANLI_RETURN_IF_ERROR(CheckRecomputeLayers(m, p, r.recompute, r.recompute_layers));
   else if (r.recompute_layers != 0)
     return InvalidArgument(fmt::format("--recompute-layers applies to --mode train (pretraining); {} uses {}", ModeName(r.mode),
@@ -455,6 +492,11 @@ double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool 
 }
 
 double RecomputeChunkLayers(const ModelSpec& m, const Parallelism& p) {
+  if (p.layout) {  // the largest virtual stage
+    int most = 0;
+    for (const auto& st : p.layout->stages) most = std::max(most, st.layers);
+    return most;
+  }
   int most = 0;
   for (int st = 0; st < std::max(1, p.pp); ++st) most = std::max(most, LayersOnStage(m, p, st));
   return double(most) / std::max(1, p.interleave);
@@ -496,8 +538,92 @@ Status CheckRecomputeLayers(const ModelSpec& m, const Parallelism& p, Recompute 
   return Status::Ok();
 }
 
+Result<PipelineLayout> ParsePipelineLayout(std::string_view text) {
+  PipelineLayout out;
+  out.text = std::string(text);
+  std::string s;
+  for (char ch : text)
+    if (ch != ',' && ch != ' ') s += ch;
+  const auto repeat = [&](std::string& str, size_t pos, size_t len, const std::string& unit) -> Status {
+    // str[pos, pos + len) is "*n": replace unit + "*n" (the unit ends at pos) by n copies.
+    size_t end = pos + 1;
+    while (end < str.size() && std::isdigit(static_cast<unsigned char>(str[end]))) ++end;
+    if (end == pos + 1)
+      return InvalidArgument(fmt::format("--pp-layout '{}': '*' must be followed by a count", text));
+    const int n = std::atoi(str.substr(pos + 1, end - pos - 1).c_str());
+    if (n < 1 || n > 100000)
+      return InvalidArgument(fmt::format("--pp-layout '{}': repeat count {} is out of range", text, n));
+    std::string rep;
+    for (int i = 0; i < n; ++i) rep += unit;
+    str = str.substr(0, pos - len) + rep + str.substr(end);
+    return Status::Ok();
+  };
+  // (...)*n first, as Megatron-Core does (no nesting), then x*n.
+  for (size_t open; (open = s.find('(')) != std::string::npos;) {
+    const size_t close = s.find(')', open);
+    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != '*')
+      return InvalidArgument(fmt::format("--pp-layout '{}': a group '(...)' must close and be followed by '*n'", text));
+    const std::string unit = s.substr(open + 1, close - open - 1);
+    if (unit.find('(') != std::string::npos)
+      return InvalidArgument(fmt::format("--pp-layout '{}': groups do not nest", text));
+    SUANLI_RETURN_IF_ERROR(repeat(s, close + 1, close + 1 - open, unit));
+  }
+  for (size_t star; (star = s.find('*')) != std::string::npos;) {
+    if (star == 0 || s[star - 1] == '|')
+      return InvalidArgument(fmt::format("--pp-layout '{}': '*' must follow a layer character", text));
+    SUANLI_RETURN_IF_ERROR(repeat(s, star, 1, std::string(1, s[star - 1])));
+  }
+  if (s.size() > 1000000) return InvalidArgument(fmt::format("--pp-layout '{}' expands to too many layers", text));
+  out.stages.emplace_back();
+  for (char ch : s) {
+    PipelineLayout::Stage& st = out.stages.back();
+    switch (ch) {
+      case '|': out.stages.emplace_back(); break;
+      case 'E': ++st.embedding; break;
+      case 't': ++st.layers; break;
+      case 'm': ++st.mtp; break;
+      case 'L': ++st.loss; break;
+      default:
+        return InvalidArgument(fmt::format("--pp-layout '{}': unknown character '{}' (E embedding, t transformer layer, "
+                                           "m MTP module, L loss, | between stages, (...)*n and x*n repeat)",
+                                           text, ch));
+    }
+  }
+  return out;
+}
+
+Status ApplyPipelineLayout(Parallelism& p, std::string_view text) {
+  SUANLI_ASSIGN_OR_RETURN(PipelineLayout layout, ParsePipelineLayout(text));
+  const int n = static_cast<int>(layout.stages.size());
+  if (p.pp < 2) return InvalidArgument(fmt::format("--pp-layout '{}' needs PP > 1", text));
+  if (n % p.pp != 0)
+    return InvalidArgument(fmt::format("--pp-layout '{}' has {} stages, not a multiple of PP = {} (each rank takes every "
+                                       "PP-th stage)", text, n, p.pp));
+  if (p.interleave != 1 && p.interleave != n / p.pp)
+    return InvalidArgument(fmt::format("--pp-layout '{}' has {} stages = PP {} x {} virtual stages, but --interleave is {} "
+                                       "(omit it: the layout sets it)", text, n, p.pp, n / p.pp, p.interleave));
+  p.interleave = n / p.pp;
+  p.layout = std::make_shared<const PipelineLayout>(std::move(layout));
+  return Status::Ok();
+}
+
+int MtpOnStage(const Parallelism& p, int mtp_layers, int stage) {
+  if (p.pp < 1 || stage < 0 || stage >= p.pp || mtp_layers <= 0) return 0;
+  if (p.layout) {
+    int n = 0;
+    for (size_t i = stage; i < p.layout->stages.size(); i += p.pp) n += p.layout->stages[i].mtp;
+    return n;
+  }
+  return stage == p.pp - 1 ? mtp_layers : 0;
+}
+
 int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage) {
   if (p.pp < 1 || stage < 0 || stage >= p.pp) return 0;
+  if (p.layout) {
+    int n = 0;
+    for (size_t i = stage; i < p.layout->stages.size(); i += p.pp) n += p.layout->stages[i].layers;
+    return n;
+  }
   if (p.embedding_loss_in_split && p.pp > 1)
     return (m.layers + 2) / p.pp - (stage == 0 ? 1 : 0) - (stage == p.pp - 1 ? 1 : 0);
   return m.layers / p.pp + (stage < m.layers % p.pp ? 1 : 0);
@@ -513,13 +639,24 @@ struct StageShare {
 };
 
 
-// Parameters held by one GPU of pipeline stage `stage`.
-StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Parallelism& p, int stage) {
+// Parameters held by one GPU of pipeline stage `stage`, with `mtp_layers` MTP modules in the model.
+StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Parallelism& p, int stage, int mtp_layers) {
   StageShare s;
   const double layers_here = LayersOnStage(m, p, stage);
   const double dense_layer_params = (c.attention + c.mlp_dense + c.moe_shared + c.router + c.norms) / m.layers;
   s.layer_params = dense_layer_params * layers_here / p.tp;
   s.expert_params = c.moe_experts / m.layers * layers_here / (p.expert_tp() * p.ep);
+  // An MTP module: the projection of [norm(h); norm(embedding)] (2h to h), its two norms and the final one, and one
+  // transformer layer of the model's last kind (an MoE layer where the model has them).
+  if (const int mtp = MtpOnStage(p, mtp_layers, stage); mtp > 0) {
+    const double h = static_cast<double>(m.hidden);
+    const int moe_layers = m.moe_layer_count();
+    const double layer_dense = moe_layers > 0
+                                   ? c.attention / m.layers + c.norms / m.layers + (c.moe_shared + c.router) / moe_layers
+                                   : dense_layer_params;
+    s.layer_params += mtp * (2 * h * h + 3 * h + layer_dense) / p.tp;
+    if (moe_layers > 0) s.expert_params += mtp * c.moe_experts / moe_layers / (p.expert_tp() * p.ep);
+  }
   const bool first = stage == 0, last = stage == p.pp - 1;
   if (first) s.non_layer_params += c.embedding / p.tp;
   if (last) s.non_layer_params += (m.tie_embeddings ? (p.pp > 1 ? c.embedding : 0.0) : c.lm_head) / p.tp;
@@ -653,12 +790,18 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   int best_inflight = 0;
   // The first stage holds the most in-flight activations and the last the head; with the embedding and the loss
   // counted as layers, a middle stage holds one layer more than either, so it is evaluated too.
-  int stages[3] = {0, 0, 0}, n_stages = 1;
-  if (p.embedding_loss_in_split && p.pp > 2) stages[n_stages++] = 1;
-  if (p.pp > 1) stages[n_stages++] = p.pp - 1;
-  for (int si = 0; si < n_stages; ++si) {
+  // With a custom layout any stage may hold the most, so each is evaluated.
+  std::vector<int> stages = {0};
+  if (p.layout) {
+    for (int st = 1; st < p.pp; ++st) stages.push_back(st);
+  } else {
+    if (p.embedding_loss_in_split && p.pp > 2) stages.push_back(1);
+    if (p.pp > 1) stages.push_back(p.pp - 1);
+  }
+  const int mtp_layers = training ? r.mtp_layers : 0;
+  for (size_t si = 0; si < stages.size(); ++si) {
     const int stage = stages[si];
-    const StageShare sh = ParamsOnGpu(m, c, p, stage);
+    const StageShare sh = ParamsOnGpu(m, c, p, stage, mtp_layers);
     MemoryBreakdown b;
     const double dense = sh.layer_params, experts = sh.expert_params, nonlayer = sh.non_layer_params;
     const double params_here = dense + experts + nonlayer;
@@ -699,21 +842,26 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     // Activations.
     int inflight = 1;
     if (training || finetune) {
-      if (stage == 0) {
-        inflight = static_cast<int>(std::min<int64_t>(p.pp, std::max<int64_t>(1, num_micro)));
-      }
-      // CPU offloading (PP 1, no recompute): at most layers - N layers' activations on the GPU at a time.
-      const int resident_layers = LayersOnStage(m, p, stage) - (training ? r.offload_layers : 0);
-      double act = act_layer_kept * resident_layers * inflight;
-      if (p.interleave > 1 && stage == 0 && num_micro >= p.pp) {
-        act *= 1.0 + static_cast<double>(p.pp - 1) / (p.pp * p.interleave);  // Korthikanti et al. §4.2.3
-      }
+      // 1F1B: stage s holds PP - s micro-batches' activations at its peak. Interleaved (Megatron-Core's warm-up):
+      // rank r runs 2(PP - r - 1) + (V - 1) PP chunk-micro-batches ahead plus the one in flight, which in units of
+      // the rank's layers is, for rank 0, Korthikanti et al.'s PP (1 + (PP - 1)/(PP V)) (§4.2.3).
+      const int64_t nm = std::max<int64_t>(1, num_micro);
+      inflight = static_cast<int>(std::min<int64_t>(p.pp - stage, nm));
+      double held = inflight;
+      if (p.interleave > 1 && num_micro >= p.pp)
+        held = std::min(2.0 * (p.pp - stage - 1) + (p.interleave - 1.0) * p.pp + 1, double(nm) * p.interleave) /
+               p.interleave;
+      // CPU offloading (PP 1, no recompute): at most layers - N layers' activations on the GPU at a time. An MTP
+      // module keeps about one more layer's.
+      const int mtp_here = MtpOnStage(p, mtp_layers, stage);
+      const int resident_layers = LayersOnStage(m, p, stage) + mtp_here - (training ? r.offload_layers : 0);
+      double act = act_layer_kept * resident_layers * held;
       if (rc == Recompute::kFull) act += act_layer_full;  // one layer recomputed during backward
       b.activations += act;
-      if (stage == p.pp - 1) {
-        b.logits =
-            s_local * static_cast<double>(r.micro_batch) * static_cast<double>(m.vocab) * r.loss_bytes_per_logit / p.tp;
-      }
+      const double logits =
+          s_local * static_cast<double>(r.micro_batch) * static_cast<double>(m.vocab) * r.loss_bytes_per_logit / p.tp;
+      if (stage == p.pp - 1) b.logits = logits;
+      b.logits += mtp_here * logits;  // each MTP module's own output layer and loss
     } else {
       // Inference forward workspace: one layer's transient tensors for one prefill chunk, plus logits of the
       // last position of each sequence (FP32).

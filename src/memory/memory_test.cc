@@ -583,6 +583,79 @@ TEST_F(Memory, ZeroThreeGathersOnlyTheShardedPartOfAnMoeLayer) {
   EXPECT_NEAR(Est(m, r).breakdown.weights, expected4, 1e-6 * expected4);
 }
 
+// Megatron-Core's layout strings: commas are cosmetic, (...)*n and x*n repeat (the docstring's example and
+// DeepSeek-V3's 16-stage layout), and what cannot be read is an error that names it.
+TEST(PipelineLayouts, ParseAsMegatronCoreDoes) {
+  auto doc = ParsePipelineLayout("Ettt|(tt|)*29,m|L");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  ASSERT_EQ(doc->stages.size(), 32u);
+  EXPECT_EQ(doc->stages[0].embedding, 1);
+  EXPECT_EQ(doc->stages[0].layers, 3);
+  EXPECT_EQ(doc->stages[29].layers, 2);
+  EXPECT_EQ(doc->stages[30].layers + doc->stages[30].mtp, 1);
+  EXPECT_EQ(doc->stages[30].mtp, 1);
+  EXPECT_EQ(doc->stages[31].loss, 1);
+  auto ds = ParsePipelineLayout("Et*4|(t*4|)*14tmL");
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  ASSERT_EQ(ds->stages.size(), 16u);
+  int t = 0;
+  for (const auto& st : ds->stages) t += st.layers;
+  EXPECT_EQ(t, 61);
+  EXPECT_EQ(ds->stages[15].layers, 1);
+  EXPECT_EQ(ds->stages[15].mtp, 1);
+  EXPECT_EQ(ds->stages[15].loss, 1);
+  for (const char* bad : {"Ext|L", "(tt|L", "*3t|L", "(t(t)*2)*2|L", "Et*|L"}) {
+    auto r = ParsePipelineLayout(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) EXPECT_NE(r.status().message().find(bad), std::string::npos) << r.status().message();
+  }
+}
+
+// The layout sets VP (stages / PP) and where layers and MTP modules sit: DeepSeek-V3's 16 stages on PP 4 give ranks
+// of 16, 16, 16 and 13 layers with the MTP module on the last; the checks Megatron-Core makes are errors here.
+TEST_F(Memory, PipelineLayoutPlacesLayersAndMtpModules) {
+  const ModelSpec m = M("deepseek-v3");
+  Parallelism p;
+  p.pp = 4;
+  ASSERT_TRUE(ApplyPipelineLayout(p, "Et*4|(t*4|)*14tmL").ok());
+  EXPECT_EQ(p.interleave, 4);
+  EXPECT_EQ(LayersOnStage(m, p, 0), 16);
+  EXPECT_EQ(LayersOnStage(m, p, 3), 13);
+  EXPECT_EQ(MtpOnStage(p, 1, 3), 1);
+  EXPECT_EQ(MtpOnStage(p, 1, 0), 0);
+  EXPECT_DOUBLE_EQ(RecomputeChunkLayers(m, p), 4);
+  Parallelism three;
+  three.pp = 3;
+  EXPECT_FALSE(ApplyPipelineLayout(three, "Et*4|(t*4|)*14tmL").ok());  // 16 stages on 3 ranks
+  Parallelism fixed;
+  fixed.pp = 4;
+  fixed.interleave = 2;
+  EXPECT_FALSE(ApplyPipelineLayout(fixed, "Et*4|(t*4|)*14tmL").ok());  // says VP 4
+  const auto err = [&](const char* layout, int mtp) {
+    FitRequest r = Train(4096, 4096, 1, 4);
+    r.par.dp = 64;
+    r.par.ep = 64;
+    r.mtp_layers = mtp;
+    EXPECT_TRUE(ApplyPipelineLayout(r.par, layout).ok()) << layout;
+    auto e = EstimateMemory(m, r);
+    return e.ok() ? std::string() : std::string(e.status().message());
+  };
+  EXPECT_EQ(err("Et*4|(t*4|)*14tmL", 1), "");
+  EXPECT_NE(err("Et*4|(t*4|)*14tmL", 0).find("places 1 MTP modules"), std::string::npos);
+  EXPECT_NE(err("Et*4|(t*4|)*14mL", 1).find("places 60 transformer layers"), std::string::npos);
+  EXPECT_NE(err("t*4|E(t*4|)*14tmL", 1).find("the embedding (E) must appear once, in the first stage"),
+            std::string::npos);
+  // An MTP module adds its layer's activations and its own logits to its rank.
+  FitRequest with = Train(4096, 4096, 1, 4), without = with;
+  with.par.dp = without.par.dp = 64;
+  with.par.ep = without.par.ep = 64;
+  with.mtp_layers = 1;
+  ASSERT_TRUE(ApplyPipelineLayout(with.par, "Et*4|(t*4|)*14tmL").ok());
+  ASSERT_TRUE(ApplyPipelineLayout(without.par, "Et*4|(t*4|)*14tL").ok());
+  EXPECT_GT(Est(m, with).per_gpu_peak_bytes, 0.0);
+  EXPECT_GE(Est(m, with).per_gpu_peak_bytes, Est(m, without).per_gpu_peak_bytes);
+}
+
 // Serving: expert parallelism splits the tensor-parallel group (TensorRT-LLM moe_ep_size x moe_tp_size = tp_size),
 // so --ep 8 on TP 8 means ETP 1 without saying so, and each GPU holds 1 of Mixtral's 8 experts whole: the same
 // bytes as 1/8 of each. Training keeps Megatron-Core's ETP = TP, which that layout does not satisfy.

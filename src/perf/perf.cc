@@ -1066,6 +1066,7 @@ std::vector<RecomputeModules> RecomputeModuleLadder(const ModelSpec& m, Attentio
 
 Result<TrainResult> FastestInterleave(const ModelSpec& m, const Cluster& cl, TrainConfig cfg, const Efficiency& eff) {
   if (cfg.fit.par.pp < 2) return InvalidArgument("choosing the interleaving needs PP > 1");
+  if (cfg.fit.par.layout) return InvalidArgument("a --pp-layout sets the interleaving itself");
   const int64_t units = m.layers + (cfg.fit.par.embedding_loss_in_split ? 2 : 0);
   std::optional<TrainResult> best;
   Status last = Status::Ok();
@@ -1407,29 +1408,48 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     offload_h2d = bytes / (cl.host_bw_per_dir * eff.host_h2d);
     offload_stall = OffloadStallSeconds(m.layers, cfg.fit.offload_layers, lf, lb, head_time, offload_d2h, offload_h2d);
   }
+  // A multi-token-prediction module (--mtp-layers): one more layer of the model's last kind (an MoE layer where the
+  // model has them), the projection of [norm(h); norm(embedding of the next token)] (2h to h, column-parallel), and
+  // the shared output layer and loss again (Megatron-Core's MultiTokenPredictionBlock), forward and backward.
+  const bool mtp_moe = moe_layers > 0;
+  const PassTimes& mtp_layer = mtp_moe ? moe : dense;
+  double mtp_time = 0;
+  if (cfg.fit.mtp_layers > 0) {
+    const GemmTime proj = EstimateGemm(T, double(m.hidden) / par.tp, 2.0 * m.hidden, 1, elem, peak, gemm_eff, gpu, eff);
+    mtp_time = mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute + 3 * proj.time_s + head_time;
+    if (opsp) ops.Add("MTP projection (2h to h)", "forward", proj.flops, proj.bytes, proj.time_s, 1, proj.bound);
+  }
   double stage_compute = 0, stage_comm = 0, stage_host = 0;
-  int stage_ls = max_stage_layers;  // layers of the stage that sets the pace
+  int stage_ls = max_stage_layers, stage_mtp = 0;  // layers and MTP modules of the stage that sets the pace
   // The slowest stage sets the pace: the first holds the most layers of an uneven split, the last adds the head,
-  // and with the embedding and loss counted as layers the middle ones hold one layer more than both.
+  // with the embedding and loss counted as layers the middle ones hold one layer more than both, and a custom
+  // layout (--pp-layout) puts layers and MTP modules where it says.
   for (int st = 0; st < par.pp; ++st) {
     const int ls = stage_layers(st);
-    double comp = ls * (lf + lb + lr) + (st == par.pp - 1 ? head_time : 0);
+    const int mtp = MtpOnStage(par, cfg.fit.mtp_layers, st);
+    const double layer_work = ls * (lf + lb + lr) + mtp * (mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute);
+    double comp = layer_work + mtp * (mtp_time - (mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute)) +
+                  (st == par.pp - 1 ? head_time : 0);
     // With --tp-overlap the TP collectives hide under the layer's GEMMs, and with --ep-overlap the expert
     // all-to-all under the other micro-batch's compute, both at the contention cost (one compute window shared).
-    const double hidden_comm = (cfg.tp_overlap ? ltp : 0) + (cfg.ep_overlap ? lep : 0);
-    double comm = OverlapCost(ls * (lf + lb + lr), ls * hidden_comm, eff.overlap_slowdown);
-    comm += ls * ((cfg.tp_overlap ? 0 : ltp) + (cfg.ep_overlap ? 0 : lep) + lcp);
-    const double host = ls * host_layer;
+    const double mtp_tp = mtp * mtp_layer.tp_comm, mtp_ep = mtp * mtp_layer.ep_comm;
+    const double hidden_comm = (cfg.tp_overlap ? ls * ltp + mtp_tp : 0) + (cfg.ep_overlap ? ls * lep + mtp_ep : 0);
+    double comm = OverlapCost(layer_work, hidden_comm, eff.overlap_slowdown);
+    comm += (cfg.tp_overlap ? 0 : ls * ltp + mtp_tp) + (cfg.ep_overlap ? 0 : ls * lep + mtp_ep) + ls * lcp;
+    const double host = (ls + mtp) * host_layer;
     if (comp + comm + host > stage_compute + stage_comm + stage_host) {
       stage_compute = comp;
       stage_comm = comm;
       stage_host = host;
       stage_ls = ls;
+      stage_mtp = mtp;
     }
   }
   // The calibrated MoE-layer overhead inside the pacing stage's compute, per micro-batch.
   const double moe_overhead_mb =
-      moe_overhead > 1 ? stage_ls * moe_frac * (1 - 1 / moe_overhead) * (moe.fwd + moe.bwd + moe.recompute) : 0;
+      moe_overhead > 1 ? (stage_ls * moe_frac + (mtp_moe ? stage_mtp : 0)) * (1 - 1 / moe_overhead) *
+                             (moe.fwd + moe.bwd + moe.recompute)
+                       : 0;
   // Pipeline point-to-point: activations forward, gradients backward, per micro-batch per boundary
   // (Megatron's scatter-gather optimisation sends 1/TP of the tensor per rank).
   double p2p = 0, p2p_total = 0;
@@ -1550,6 +1570,19 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.model_flops_per_step = (lora ? LoraFlopsPerToken(m, attn_s, res.memory.trainable_params)
                                    : ModelFlopsPerToken(m, attn_s, cfg.convention)) *
                              tokens_step;
+  // MTP modules are model work too (6N convention): each token goes through the projection, one more layer and the
+  // output layer again, 6 x those matmul parameters plus the layer's attention.
+  if (cfg.fit.mtp_layers > 0 && cfg.convention == FlopConvention::k6N) {
+    const ParamCounts pc = CountParams(m);
+    const double h = double(m.hidden);
+    const double moe_active_mlp = pc.active - (pc.total - pc.moe_experts - pc.moe_shared - pc.router);
+    const double layer = pc.attention / m.layers +
+                         (moe_layers > 0 ? moe_active_mlp / moe_layers : pc.mlp_dense / std::max(1, m.layers - moe_layers));
+    const double attn_dim = m.mla ? double(m.heads) * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim)
+                                  : double(m.heads) * m.head_dim;
+    const double per_token = 6 * (2 * h * h + layer + double(m.vocab) * h) + 12.0 * attn_dim * attn_s;
+    res.model_flops_per_step += cfg.fit.mtp_layers * per_token * tokens_step;
+  }
   double recompute_frac = 0;
   if (cfg.fit.recompute == Recompute::kFull) recompute_frac = rc_share / 3.0;  // one more forward of 3 passes
   const double hw_extra = per_layer(dense.recompute_flops, moe.recompute_flops) * m.layers / par.pp;
@@ -1669,7 +1702,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         cfg.eager ? "; it was measured on Megatron-Core, and no eager-PyTorch MoE run (torchtitan, HF) checks it" : ""));
     res.notes.push_back(fmt::format(
         "uncertain: MoE training is checked against {} held-out Megatron-Core runs (Qwen3 30B-A3B and 235B-A22B, "
-        "GPT-OSS 120B; on H100, B200 and GB200), where its throughput was {:+.0f}% to {:+.0f}% off (mean "
+        "GPT-OSS 120B, DeepSeek-V3; on H100, B200 and GB200), where its throughput was {:+.0f}% to {:+.0f}% off (mean "
         "{:+.0f}%; positive: too fast), {} runs of the older Megatron-Bridge 25.11 stack ({:+.0f}% to {:+.0f}%), and {} "
         "runs of NeMo AutoModel's PyTorch FSDP2 stack ({:+.0f}% to {:+.0f}%: there the multiple makes the model too "
         "slow); the model knows neither the stack's version nor its kernels (docs/validation.md section 5)",
@@ -1705,7 +1738,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   }
   // A pipeline without interleaving that spends a noticeable share of the step in its bubble: the fastest depth that
   // fits, at the same micro-batch and recompute (estimated without detail, so this does not recurse).
-  if (cfg.detail && par.pp > 1 && par.interleave == 1 && res.breakdown_s.pipeline_bubble > 0.05 * res.step_time_s) {
+  if (cfg.detail && par.pp > 1 && par.interleave == 1 && !par.layout &&
+      res.breakdown_s.pipeline_bubble > 0.05 * res.step_time_s) {
     TrainConfig alt = cfg;
     alt.detail = false;
     alt.micro_batch_auto = alt.recompute_auto = false;

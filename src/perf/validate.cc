@@ -67,6 +67,8 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"inter_node", KeyType::kString},
               {"gpus_per_node", KeyType::kInteger},
               {"embedding_loss_in_split", KeyType::kBool},
+              {"pp_layout", KeyType::kString},
+              {"mtp_layers", KeyType::kInteger},
               {"ep", KeyType::kInteger},
               {"etp", KeyType::kInteger},
               {"moe_imbalance", KeyType::kNumber},
@@ -187,6 +189,12 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
     return ParseError(fmt::format("gpus = {} is not a multiple of tp x pp x cp = {}", gpus, model_parallel));
   c.fit.par.dp = gpus / model_parallel;
   c.fit.par.sequence_parallel = t["sequence_parallel"].value_or(false);
+  // Megatron-Core's pipeline_model_parallel_layout string (sets the interleaving) and --mtp-num-layers.
+  if (auto layout = t["pp_layout"].value<std::string>()) {
+    if (t.contains("interleave")) return ParseError("pp_layout sets the interleaving; drop interleave");
+    SUANLI_RETURN_IF_ERROR(ApplyPipelineLayout(c.fit.par, *layout));
+  }
+  SUANLI_ASSIGN_OR_RETURN(c.fit.mtp_layers, IntKey(t, "mtp_layers", 0));
   c.fit.batch = t["global_batch"].value_or(int64_t{1});
   c.fit.seq = t["seq"].value_or(int64_t{2048});
   c.fit.dropout = t["dropout"].value_or(false);
