@@ -45,6 +45,9 @@ Result<RecomputeModules> ParseRecomputeModules(std::string_view list);
 std::string RecomputeModulesList(const RecomputeModules& mods);
 // The modules that recompute: under selective, those given, or core_attn when none are; none otherwise.
 RecomputeModules EffectiveRecomputeModules(Recompute rc, const RecomputeModules& given);
+// Whether a setting names modules beyond Megatron-Core's default (selective with a set other than core_attn alone):
+// what launch flags and tables then spell out.
+bool NamesRecomputeModules(Recompute rc, const RecomputeModules& modules);
 
 const char* ModeName(Mode m);
 const char* RecomputeName(Recompute r);

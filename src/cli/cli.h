@@ -81,6 +81,16 @@ nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu);
 std::string BandWords(const char* what, const ErrorBand& b, const char* runs, const GpuSpec& gpu);
 // --host-memory SIZE (host memory per GPU for offloaded activations, e.g. "240GB"): bytes, 0 when empty.
 Result<double> ParseHostMemoryFlag(const std::string& text);
+// Shared by fit and perf train.
+inline constexpr const char* kRecomputeModulesHelp =
+    "With --recompute selective (implied when omitted): the modules that recompute, comma-separated (Megatron-Core's "
+    "names: core_attn, layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj; default core_attn)";
+inline constexpr const char* kPpLayoutHelp =
+    "Megatron-Core's --pipeline-model-parallel-layout: stages separated by |, E embedding, t layer, m MTP module, L "
+    "loss, (...)*n and x*n repeat (e.g. \"Et*4|(t*4|)*14tmL\"); sets --interleave";
+inline constexpr const char* kMtpLayersHelp =
+    "--mode train: multi-token-prediction modules trained with the model (Megatron-Core --mtp-num-layers; "
+    "DeepSeek-V3: 1), on the last pipeline stage or where --pp-layout puts them";
 inline constexpr const char* kHostMemoryHelp =
     "Host memory per GPU for CPU-offloaded activations (e.g. 240GB); default: the catalog's where the CPU comes "
     "with the GPU (GB200, see `suanli gpus gb200`), else unchecked";

@@ -152,19 +152,14 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_option("--etp", f->etp, "Expert tensor-parallel degree (MoE; default: TP in training, TP / EP in serving)");
   sub->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->capture_default_str();
   sub->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
-  sub->add_option("--pp-layout", f->pp_layout,
-                  "Megatron-Core's --pipeline-model-parallel-layout (E embedding, t layer, m MTP module, L loss, | between "
-                  "stages, (...)*n and x*n repeat); sets --interleave");
-  sub->add_option("--mtp-layers", f->mtp_layers, "--mode train: multi-token-prediction modules (Megatron-Core --mtp-num-layers)");
+  sub->add_option("--pp-layout", f->pp_layout, kPpLayoutHelp);
+  sub->add_option("--mtp-layers", f->mtp_layers, kMtpLayersHelp);
   sub->add_flag("--account-for-embedding-loss", f->embedding_loss_in_split,
                 "Count the embedding and the loss as one layer each when splitting layers into pipeline stages "
                 "(Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split)");
   sub->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism (needs TP > 1)");
   sub->add_option("--recompute", f->recompute, "Activation recompute: none | selective | full (default: none)");
-  sub->add_option("--recompute-modules", f->recompute_modules,
-                  "With --recompute selective (implied when omitted): the modules that drop their activations, "
-                  "comma-separated (Megatron-Core's names: core_attn, layernorm, mlp, moe_act, moe, shared_experts, "
-                  "mla_up_proj; default core_attn)");
+  sub->add_option("--recompute-modules", f->recompute_modules, kRecomputeModulesHelp);
   sub->add_option("--recompute-layers", f->recompute_layers,
                   "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "
                   "--recompute-method block --recompute-num-layers N)");

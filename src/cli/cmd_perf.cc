@@ -126,10 +126,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--global-batch", f->global_batch, "Sequences per step")->required();
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
   train->add_option("--recompute", f->recompute, "none | selective | full (default: fastest that fits)");
-  train->add_option("--recompute-modules", f->recompute_modules,
-                    "With --recompute selective (implied when omitted): the modules that recompute, comma-separated "
-                    "(Megatron-Core's names: core_attn, layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj; "
-                    "default core_attn)");
+  train->add_option("--recompute-modules", f->recompute_modules, kRecomputeModulesHelp);
   train->add_option("--recompute-layers", f->recompute_layers,
                     "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "
                     "--recompute-method block --recompute-num-layers N)");
@@ -139,12 +136,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--host-memory", f->host_memory, kHostMemoryHelp);
   train->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism");
   train->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
-  train->add_option("--pp-layout", f->pp_layout,
-                    "Megatron-Core's --pipeline-model-parallel-layout: stages separated by |, E embedding, t layer, m MTP "
-                    "module, L loss, (...)*n and x*n repeat (e.g. \"Et*4|(t*4|)*14tmL\"); sets --interleave");
-  train->add_option("--mtp-layers", f->mtp_layers,
-                    "Multi-token-prediction modules trained with the model (Megatron-Core --mtp-num-layers; DeepSeek-V3: "
-                    "1), on the last pipeline stage or where --pp-layout puts them");
+  train->add_option("--pp-layout", f->pp_layout, kPpLayoutHelp);
+  train->add_option("--mtp-layers", f->mtp_layers, kMtpLayersHelp);
   train->add_flag("--account-for-embedding-loss", f->embedding_loss_in_split,
                   "Count the embedding and the loss as one layer each when splitting layers into pipeline stages "
                   "(Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split)");

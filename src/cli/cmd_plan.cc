@@ -275,8 +275,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       for (const auto& x : c.top) {
         t.Row({std::to_string(i++), Layout(x), std::to_string(x.micro_batch),
                x.recompute_layers > 0 ? fmt::format("full/{}", x.recompute_layers)
-               : x.recompute == Recompute::kSelective && x.recompute_modules.any() &&
-                         !(x.recompute_modules == EffectiveRecomputeModules(Recompute::kSelective, {}))
+               : NamesRecomputeModules(x.recompute, x.recompute_modules)
                    ? "selective/" + RecomputeModulesList(x.recompute_modules)
                    : std::string(RecomputeName(x.recompute)),
                FormatSeconds(x.result.step_time_s), fmt::format("{:.1f}%", 100 * x.result.mfu),

@@ -157,9 +157,13 @@ RecomputeModules EffectiveRecomputeModules(Recompute rc, const RecomputeModules&
   return def;
 }
 
+bool NamesRecomputeModules(Recompute rc, const RecomputeModules& modules) {
+  return rc == Recompute::kSelective && modules.any() && !(modules == EffectiveRecomputeModules(rc, {}));
+}
+
 std::string RecomputeWords(Recompute rc, int recompute_layers, const RecomputeModules& modules) {
   if (rc == Recompute::kFull && recompute_layers > 0) return fmt::format("full ({} layers per chunk)", recompute_layers);
-  if (rc == Recompute::kSelective && modules.any() && !(modules == EffectiveRecomputeModules(rc, {}))) {
+  if (NamesRecomputeModules(rc, modules)) {
     std::string list = RecomputeModulesList(modules);
     for (auto& ch : list)
       if (ch == ',') ch = ' ';

@@ -85,7 +85,7 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   if (c.recompute == Recompute::kSelective) {
     a.push_back({"--recompute-granularity", "selective"});
     // Megatron-Core's default module list is core_attn; any other set is written out (space-separated).
-    if (c.recompute_modules.any() && !(c.recompute_modules == EffectiveRecomputeModules(Recompute::kSelective, {}))) {
+    if (NamesRecomputeModules(c.recompute, c.recompute_modules)) {
       std::string list = RecomputeModulesList(c.recompute_modules);
       for (auto& ch : list)
         if (ch == ',') ch = ' ';
@@ -191,8 +191,7 @@ std::string DeepSpeedConfig(const PlanCandidate& c, const LaunchContext& x) {
     j["activation_checkpointing"] = {{"partition_activations", c.par.tp > 1}, {"contiguous_memory_optimization", false},
                                      {"cpu_checkpointing", false}};
   // Which modules recompute is the model code's choice under DeepSpeed (it checkpoints what the code wraps).
-  if (c.recompute == Recompute::kSelective && c.recompute_modules.any() &&
-      !(c.recompute_modules == EffectiveRecomputeModules(Recompute::kSelective, {})))
+  if (NamesRecomputeModules(c.recompute, c.recompute_modules))
     j["suanli_note"] = fmt::format(
         "this layout recomputes only these modules of each layer: {} (Megatron-Core's --recompute-modules); DeepSpeed "
         "checkpoints whatever the model code wraps in deepspeed.checkpointing.checkpoint, so the code must wrap "
