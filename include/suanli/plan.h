@@ -31,6 +31,7 @@ struct PlanRequest {
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with dtype fp8
   AttentionImpl attention = AttentionImpl::kFlash;
   CrossEntropyImpl cross_entropy = CrossEntropyImpl::kFused;  // the loss; written into the Megatron-LM flags
+  int mtp_layers = 0;                // multi-token-prediction modules on the last stage (FitRequest::mtp_layers)
   bool eager = false;                // eager PyTorch element-wise kernels (TrainConfig::eager)
   bool dp_overlap = true;
   // Overlaps the stack runs (Megatron-Core --tp-comm-overlap, --overlap-moe-expert-parallel-comm): applied to the
@@ -97,6 +98,7 @@ struct LaunchContext {
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // written as --fp8-recipe when the plan runs FP8
   CudaGraphs cuda_graphs = CudaGraphs::kNone;  // written as --cuda-graph-impl / --cuda-graph-scope
   CrossEntropyImpl cross_entropy = CrossEntropyImpl::kFused;  // written as --cross-entropy-loss-fusion [-impl te]
+  int mtp_layers = 0;                // written as --mtp-num-layers
   std::string job_name = "suanli-train";
   std::string image = "nvcr.io/nvidia/pytorch:24.05-py3";
 };

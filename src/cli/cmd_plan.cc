@@ -109,6 +109,7 @@ struct PlanFlags {
   std::string model = "gpt3-175b", gpu = "a100-sxm-80gb", gpus = "1024", inter_node = "ib-hdr", objective = "time";
   std::string dtype = "bf16", fp8_recipe, attention = "flash", emit, out_dir, host_memory, moe_dispatcher, cuda_graphs;
   std::string cross_entropy = "fused";
+  int mtp_layers = 0;
   int gpus_per_node = 8, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
   int64_t global_batch = 1024, seq = 2048;
   double tokens = 0, price = 0;
@@ -138,6 +139,9 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--fp8-recipe", f->fp8_recipe, kFp8RecipeHelp);
   sub->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
   sub->add_option("--cross-entropy", f->cross_entropy, kCrossEntropyHelp)->capture_default_str();
+  sub->add_option("--mtp-layers", f->mtp_layers,
+                  "Multi-token-prediction modules trained on every candidate's last pipeline stage (Megatron-Core "
+                  "--mtp-num-layers; DeepSeek-V3: 1)");
   sub->add_flag("--eager", f->eager, "Eager PyTorch (HF transformers, Composer, torchtitan without torch.compile)");
   sub->add_option("--tp", f->tp, "Fix TP (default: search)");
   sub->add_option("--pp", f->pp, "Fix PP (default: search)");
@@ -220,6 +224,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     auto ce = ParseCrossEntropyImpl(f->cross_entropy);
     if (!ce.ok()) return PrintError(ce.status());
     req.cross_entropy = *ce;
+    req.mtp_layers = f->mtp_layers;
     req.eager = f->eager;
     req.fixed_tp = f->tp;
     req.fixed_pp = f->pp;
@@ -325,6 +330,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       lc.fp8_recipe = req.fp8_recipe;
       lc.cuda_graphs = req.cuda_graphs;
       lc.cross_entropy = req.cross_entropy;
+      lc.mtp_layers = req.mtp_layers;
       if (f->tokens > 0) lc.train_iters = f->tokens / (double(f->global_batch) * f->seq);
       std::vector<std::pair<std::string, std::string>> files;
       if (f->emit == "megatron" || f->emit == "all") files.push_back({"megatron_args.txt", MegatronArgs(w, lc)});

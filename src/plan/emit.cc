@@ -82,6 +82,7 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   // which moves 52 B per logit against the fused 32 and the single-pass kernel's 6.
   if (x.cross_entropy != CrossEntropyImpl::kUnfused) a.push_back({"--cross-entropy-loss-fusion", ""});
   if (x.cross_entropy == CrossEntropyImpl::kOnline) a.push_back({"--cross-entropy-fusion-impl", "te"});
+  if (x.mtp_layers > 0) a.push_back({"--mtp-num-layers", std::to_string(x.mtp_layers)});
   if (c.recompute == Recompute::kSelective) {
     a.push_back({"--recompute-granularity", "selective"});
     // Megatron-Core's default module list is core_attn; any other set is written out (space-separated).

@@ -198,6 +198,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.fp8_recipe = req.fp8_recipe;
               c.attention = req.attention;
               c.cross_entropy = req.cross_entropy;
+              c.fit.mtp_layers = req.mtp_layers;
               c.eager = req.eager;
               c.dp_overlap = req.dp_overlap;
               c.tp_overlap = req.tp_overlap && sp;
@@ -264,6 +265,8 @@ Result<PlanResult> Plan(const PlanRequest& req) {
   if (req.seq < 1) return InvalidArgument("--seq must be at least 1");
   if (req.dtype == Precision::kFp8) SUANLI_RETURN_IF_ERROR(CheckFp8Training(*req.cluster.gpu, req.fp8_recipe));
   if (req.top_k < 1 || req.top_k > 1000) return InvalidArgument("--top must be between 1 and 1000");
+  if (req.mtp_layers < 0 || req.mtp_layers > 16)
+    return InvalidArgument(fmt::format("--mtp-layers must be between 0 and 16, got {}", req.mtp_layers));
   for (const auto& [flag, v] : {std::pair{"--tp", req.fixed_tp}, std::pair{"--pp", req.fixed_pp},
                                 std::pair{"--cp", req.fixed_cp}, std::pair{"--ep", req.fixed_ep}})
     if (v < 0) return InvalidArgument(fmt::format("{} must be at least 1 (omit it to search), got {}", flag, v));
@@ -349,6 +352,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.fp8_recipe = req.fp8_recipe;
       tc.attention = req.attention;
       tc.cross_entropy = req.cross_entropy;
+      tc.fit.mtp_layers = req.mtp_layers;
       tc.eager = req.eager;
       tc.dp_overlap = req.dp_overlap;
       tc.tp_overlap = c.tp_overlap;

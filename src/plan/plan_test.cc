@@ -206,6 +206,26 @@ TEST_F(Planner, ModuleRecomputeIsOfferedWhereNoneDoesNotFitAndWrittenAsMegatronF
   EXPECT_NE(args.find("--recompute-modules layernorm"), std::string::npos) << args;
 }
 
+// Multi-token prediction (--mtp-layers): every candidate trains the module on its last stage, which costs time, and
+// the Megatron flags ask for it; a count out of range is an error.
+TEST_F(Planner, MtpModulesAreTimedAndWrittenAsMegatronFlags) {
+  const ModelSpec m = M("llama-3.1-8b");
+  PlanRequest req = Req(m, "h100-sxm", {8}, 64, 4096, "ib-ndr");
+  req.top_k = 1;
+  req.fixed_tp = req.fixed_pp = 1;
+  auto without = Plan(req);
+  req.mtp_layers = 1;
+  auto with = Plan(req);
+  ASSERT_TRUE(without.ok() && with.ok());
+  const PlanCandidate& w = with->counts[0].top[0];
+  EXPECT_GT(w.result.step_time_s, without->counts[0].top[0].result.step_time_s);
+  LaunchContext lc = Launch(req);
+  lc.mtp_layers = req.mtp_layers;
+  EXPECT_NE(MegatronArgs(w, lc).find("--mtp-num-layers 1"), std::string::npos);
+  req.mtp_layers = -1;
+  EXPECT_FALSE(Plan(req).ok());
+}
+
 // CPU activation offloading is considered only when asked (it needs host memory): LLaMA-3.1 70B FP8 on 64 GB200s
 // with FSDP, one stage. With --offload, a layout that fits only by offloading is offered with the fewest layers
 // that fit, and its Megatron flags carry --cpu-offloading-num-layers; without it, no candidate offloads.
