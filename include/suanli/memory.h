@@ -135,6 +135,9 @@ Status CheckOffloadLayers(const ModelSpec& m, const Parallelism& p, Recompute rc
 int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage);
 // Multi-token-prediction modules on pipeline stage `stage`: the layout's, or all of them on the last stage.
 int MtpOnStage(const Parallelism& p, int mtp_layers, int stage);
+// Of LayersOnStage, how many are MoE layers: layers go to virtual stages in order (the layout's, or the even split's
+// chunks, virtual stage i on rank i mod PP), so DeepSeek's first dense layers sit on the first rank.
+int MoeLayersOnStage(const ModelSpec& m, const Parallelism& p, int stage);
 
 struct FitRequest {
   Mode mode = Mode::kInfer;

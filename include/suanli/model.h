@@ -74,6 +74,7 @@ struct ModelSpec {
   AttentionKind attention() const;
   bool is_moe() const { return moe.has_value(); }
   int moe_layer_count() const;    // layers with routed experts
+  bool is_moe_layer(int i) const;  // layer i (from 0) has routed experts: past the first dense ones, every layer_step-th
 };
 
 // Parameter counts by part. All counts are numbers of parameters.

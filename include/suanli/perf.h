@@ -386,6 +386,14 @@ struct TrainResult {
   double train_time_s = 0, gpu_hours = 0, cost_usd = 0;
   std::string dominant;                // which term dominates, in words
   std::vector<OpCost> ops;             // per-layer operators of one micro-batch, plus step ops
+  // Per pipeline rank (PP > 1): its transformer layers, MTP modules, whether it runs the output layer and loss, and
+  // its time per micro-batch (compute, exposed communication and host); the slowest paces the step.
+  struct PipelineRank {
+    int layers = 0, mtp = 0;
+    bool output_layer = false;
+    double seconds_per_micro_batch = 0;
+  };
+  std::vector<PipelineRank> pipeline_ranks;
   std::string convention;              // the FLOP convention in words
   ErrorBand error;                     // step time and throughput: the training validation group
   std::vector<std::string> notes;
@@ -561,7 +569,7 @@ inline constexpr LeaveOneOut kMoeLayerMultipleLeaveOneOut{9, 0.184, 0.289};
 // same layout. Error of the predicted step-time ratio (selective / full) against the published one. The only
 // published pairs of one job on one stack in the set, so the resolution `plan` can claim between close layouts.
 inline constexpr ValidationEvidence kSameJobRatio{4, -0.032, -0.049, -0.008};
-inline constexpr ValidationEvidence kMoeTrainingHoldout{14, 0.081, -0.246, 0.463};
+inline constexpr ValidationEvidence kMoeTrainingHoldout{14, 0.078, -0.246, 0.463};
 inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{6, 0.511, -0.184, 1.343};
 // The same model on another stack: NeMo AutoModel's PyTorch FSDP2 with DeepEP on H100 in BF16 (Qwen3 30B-A3B,
 // GPT-OSS 120B; twenty-first session, held out), where the Megatron-Core multiple makes the model too slow.

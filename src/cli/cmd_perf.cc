@@ -405,6 +405,13 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["num_micro_batches"] = r->num_micro_batches;
         j["recompute"] = RecomputeName(r->recompute);
         if (r->recompute_layers > 0) j["recompute_layers"] = r->recompute_layers;
+        if (!r->pipeline_ranks.empty()) {
+          json ranks = json::array();
+          for (const auto& pr : r->pipeline_ranks)
+            ranks.push_back({{"layers", pr.layers}, {"mtp", pr.mtp}, {"output_layer", pr.output_layer},
+                             {"seconds_per_micro_batch", pr.seconds_per_micro_batch}});
+          j["pipeline_ranks"] = ranks;
+        }
         if (r->recompute == Recompute::kSelective) j["recompute_modules"] = RecomputeModulesList(r->recompute_modules);
         if (r->offload_layers > 0) {
           j["offload_layers"] = r->offload_layers;
@@ -496,6 +503,19 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "
                      "equivalents per step on the critical stage):\n";
         PrintOps(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype), r->step_time_s);
+        if (!r->pipeline_ranks.empty()) {
+          double slowest = 0;
+          for (const auto& pr : r->pipeline_ranks) slowest = std::max(slowest, pr.seconds_per_micro_batch);
+          std::cout << "\npipeline ranks (per micro-batch; the slowest paces the step):\n";
+          Table t({"rank", "layers", "MTP", "output layer", "time", "of slowest"});
+          for (size_t i = 0; i < r->pipeline_ranks.size(); ++i) {
+            const auto& pr = r->pipeline_ranks[i];
+            t.Row({std::to_string(i), std::to_string(pr.layers), std::to_string(pr.mtp), pr.output_layer ? "yes" : "",
+                   FormatSeconds(pr.seconds_per_micro_batch),
+                   fmt::format("{:.0f}%", slowest > 0 ? 100 * pr.seconds_per_micro_batch / slowest : 0.0)});
+          }
+          std::cout << t.Render();
+        }
       }
       return r->fits ? kExitOk : kExitNoFit;
     }

@@ -621,6 +621,32 @@ int MtpOnStage(const Parallelism& p, int mtp_layers, int stage) {
   return stage == p.pp - 1 ? mtp_layers : 0;
 }
 
+int MoeLayersOnStage(const ModelSpec& m, const Parallelism& p, int stage) {
+  if (!m.moe || p.pp < 1 || stage < 0 || stage >= p.pp) return 0;
+  const int moe_layers = m.moe_layer_count();
+  if (moe_layers == m.layers) return LayersOnStage(m, p, stage);
+  if (p.pp == 1) return moe_layers;
+  // Layers per virtual stage, in order.
+  std::vector<int> per_virtual;
+  if (p.layout) {
+    for (const auto& st : p.layout->stages) per_virtual.push_back(st.layers);
+  } else {
+    const int v = std::max(1, p.interleave);
+    for (int i = 0; i < p.pp * v; ++i) {
+      const int rank = i % p.pp;
+      // The even split's chunks: a rank's layers divided equally among its v chunks (the remainder on early chunks).
+      const int rank_layers = LayersOnStage(m, p, rank), chunk = i / p.pp;
+      per_virtual.push_back(rank_layers / v + (chunk < rank_layers % v ? 1 : 0));
+    }
+  }
+  int layer = 0, n = 0;
+  for (size_t i = 0; i < per_virtual.size(); ++i)
+    for (int k = 0; k < per_virtual[i]; ++k, ++layer) {
+      if (static_cast<int>(i % p.pp) == stage) n += m.is_moe_layer(layer);
+    }
+  return n;
+}
+
 int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage) {
   if (p.pp < 1 || stage < 0 || stage >= p.pp) return 0;
   if (p.layout) {
@@ -646,15 +672,21 @@ struct StageShare {
 // Parameters held by one GPU of pipeline stage `stage`, with `mtp_layers` MTP modules in the model.
 StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Parallelism& p, int stage, int mtp_layers) {
   StageShare s;
-  const double layers_here = LayersOnStage(m, p, stage);
+  // The rank's own dense and MoE layers (DeepSeek's first dense layers sit on the first rank): attention and norms
+  // per layer, a dense MLP per dense layer, shared experts, router and routed experts per MoE layer.
+  const int layers_here = LayersOnStage(m, p, stage), moe_layers = m.moe_layer_count();
+  const int moe_here = MoeLayersOnStage(m, p, stage), dense_here = layers_here - moe_here;
+  const int dense_layers = m.layers - moe_layers;
   const double dense_layer_params = (c.attention + c.mlp_dense + c.moe_shared + c.router + c.norms) / m.layers;
-  s.layer_params = dense_layer_params * layers_here / p.tp;
-  s.expert_params = c.moe_experts / m.layers * layers_here / (p.expert_tp() * p.ep);
+  s.layer_params = ((c.attention + c.norms) / m.layers * layers_here +
+                    (dense_layers > 0 ? c.mlp_dense / dense_layers * dense_here : 0.0) +
+                    (moe_layers > 0 ? (c.moe_shared + c.router) / moe_layers * moe_here : 0.0)) /
+                   p.tp;
+  s.expert_params = moe_layers > 0 ? c.moe_experts / moe_layers * moe_here / (p.expert_tp() * p.ep) : 0.0;
   // An MTP module: the projection of [norm(h); norm(embedding)] (2h to h), its two norms and the final one, and one
   // transformer layer of the model's last kind (an MoE layer where the model has them).
   if (const int mtp = MtpOnStage(p, mtp_layers, stage); mtp > 0) {
     const double h = static_cast<double>(m.hidden);
-    const int moe_layers = m.moe_layer_count();
     const double layer_dense = moe_layers > 0
                                    ? c.attention / m.layers + c.norms / m.layers + (c.moe_shared + c.router) / moe_layers
                                    : dense_layer_params;
@@ -796,7 +828,8 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   // counted as layers, a middle stage holds one layer more than either, so it is evaluated too.
   // With a custom layout any stage may hold the most, so each is evaluated.
   std::vector<int> stages = {0};
-  if (p.layout) {
+  // So may one of a model whose first layers are dense (they lighten the first rank's experts).
+  if (p.layout || (m.moe_layer_count() > 0 && m.moe_layer_count() < m.layers)) {
     for (int st = 1; st < p.pp; ++st) stages.push_back(st);
   } else {
     if (p.embedding_loss_in_split && p.pp > 2) stages.push_back(1);

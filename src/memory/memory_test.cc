@@ -656,6 +656,51 @@ TEST_F(Memory, PipelineLayoutPlacesLayersAndMtpModules) {
   EXPECT_GE(Est(m, with).per_gpu_peak_bytes, Est(m, without).per_gpu_peak_bytes);
 }
 
+// DeepSeek-V3's first three layers are dense: under its 16-stage layout on PP 8 (VP 2) rank 0 runs virtual stages 0
+// (layers 0-3) and 8 (layers 32-35), so 5 of its 8 layers are MoE; under the even split on PP 4 rank 0 holds
+// layers 0-14 (12 MoE). Every MoE layer is on exactly one rank, and rank 0 holds fewer routed experts than rank 1.
+TEST_F(Memory, MoeLayersSitWhereTheLayoutPutsThem) {
+  const ModelSpec m = M("deepseek-v3");
+  ASSERT_EQ(m.moe_layer_count(), 58);
+  EXPECT_FALSE(m.is_moe_layer(2));
+  EXPECT_TRUE(m.is_moe_layer(3));
+  Parallelism lay;
+  lay.pp = 8;
+  ASSERT_TRUE(ApplyPipelineLayout(lay, "Et*4|(t*4|)*14tmL").ok());
+  EXPECT_EQ(LayersOnStage(m, lay, 0), 8);
+  EXPECT_EQ(MoeLayersOnStage(m, lay, 0), 5);
+  EXPECT_EQ(MoeLayersOnStage(m, lay, 1), 8);
+  EXPECT_EQ(MoeLayersOnStage(m, lay, 7), 5);  // virtual stages 7 (layers 28-31) and 15 (layer 60)
+  Parallelism even;
+  even.pp = 4;
+  const auto total = [&](const Parallelism& p) {
+    int n = 0;
+    for (int st = 0; st < p.pp; ++st) n += MoeLayersOnStage(m, p, st);
+    return n;
+  };
+  EXPECT_EQ(MoeLayersOnStage(m, even, 0), LayersOnStage(m, even, 0) - 3);
+  EXPECT_EQ(total(even), 58);
+  EXPECT_EQ(total(lay), 58);
+  even.interleave = 2;  // chunks: rank 0 runs virtual stages 0 and 4, the dense layers are still its own
+  EXPECT_EQ(MoeLayersOnStage(m, even, 0), LayersOnStage(m, even, 0) - 3);
+  EXPECT_EQ(total(even), 58);
+  // Memory: rank 0 holds the three dense MLPs and 5 MoE layers' shared expert, router and 8 of 32 experts' shares
+  // (not 8 layers of the model's mean), beside the embedding; with short sequences (parameters dominate) it is the
+  // fullest rank.
+  FitRequest r = Train(128, 256, 1, 8);
+  r.par = lay;
+  r.par.dp = 32;
+  r.par.ep = 32;
+  r.mtp_layers = 1;
+  const auto e = EstimateMemory(m, r);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->peak_stage, "first pipeline stage");
+  const ParamCounts& c = e->params;
+  const double rank0 = (c.attention + c.norms) / 61 * 8 + c.mlp_dense +
+                       (c.moe_shared + c.router + c.moe_experts / 32) / 58 * 5 + c.embedding;
+  EXPECT_NEAR(e->params_per_gpu, rank0, 1e-9 * rank0);
+}
+
 // Serving: expert parallelism splits the tensor-parallel group (TensorRT-LLM moe_ep_size x moe_tp_size = tp_size),
 // so --ep 8 on TP 8 means ETP 1 without saying so, and each GPU holds 1 of Mixtral's 8 experts whole: the same
 // bytes as 1/8 of each. Training keeps Megatron-Core's ETP = TP, which that layout does not satisfy.

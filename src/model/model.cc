@@ -25,13 +25,13 @@ AttentionKind ModelSpec::attention() const {
   return AttentionKind::kMha;
 }
 
+bool ModelSpec::is_moe_layer(int i) const {
+  return moe && i >= moe->first_dense_layers && i < layers && (i + 1) % std::max(1, moe->layer_step) == 0;
+}
+
 int ModelSpec::moe_layer_count() const {
-  if (!moe) return 0;
   int n = 0;
-  for (int i = 0; i < layers; ++i) {
-    if (i < moe->first_dense_layers) continue;
-    if ((i + 1) % std::max(1, moe->layer_step) == 0) ++n;
-  }
+  for (int i = 0; i < layers; ++i) n += is_moe_layer(i);
   return n;
 }
 

@@ -1369,8 +1369,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   auto per_layer = [&](double dense_v, double moe_v) { return (1 - moe_frac) * dense_v + moe_frac * moe_v; };
   const double lf = per_layer(dense.fwd, moe.fwd), lb = per_layer(dense.bwd, moe.bwd),
                lr = per_layer(dense.recompute, moe.recompute);
-  const double ltp = per_layer(dense.tp_comm, moe.tp_comm), lep = moe_frac * moe.ep_comm,
-               lcp = per_layer(dense.cp_comm, moe.cp_comm);
+  const double ltp = per_layer(dense.tp_comm, moe.tp_comm), lep = moe_frac * moe.ep_comm;
   // Logits and loss on the last stage.
   const double T = b * s / par.cp;
   // The output layer stays in 16-bit under FP8 training: Transformer Engine's FP8 covers the transformer
@@ -1420,34 +1419,41 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     if (opsp) ops.Add("MTP projection (2h to h)", "forward", proj.flops, proj.bytes, proj.time_s, 1, proj.bound);
   }
   double stage_compute = 0, stage_comm = 0, stage_host = 0;
-  int stage_ls = max_stage_layers, stage_mtp = 0;  // layers and MTP modules of the stage that sets the pace
+  int stage_moe = 0, stage_mtp = 0;  // the pacing stage's MoE layers and MTP modules
   // The slowest stage sets the pace: the first holds the most layers of an uneven split, the last adds the head,
   // with the embedding and loss counted as layers the middle ones hold one layer more than both, and a custom
   // layout (--pp-layout) puts layers and MTP modules where it says.
   for (int st = 0; st < par.pp; ++st) {
     const int ls = stage_layers(st);
     const int mtp = MtpOnStage(par, cfg.fit.mtp_layers, st);
-    const double layer_work = ls * (lf + lb + lr) + mtp * (mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute);
+    // The rank's own mix of dense and MoE layers (DeepSeek's first dense layers sit on the first rank).
+    const int ls_moe = moe_layers > 0 ? MoeLayersOnStage(m, par, st) : 0, ls_dense = ls - ls_moe;
+    const double rank_tp = ls_dense * dense.tp_comm + ls_moe * moe.tp_comm, rank_ep = ls_moe * moe.ep_comm,
+                 rank_cp = ls_dense * dense.cp_comm + ls_moe * moe.cp_comm;
+    const double layer_work = ls_dense * (dense.fwd + dense.bwd + dense.recompute) +
+                              ls_moe * (moe.fwd + moe.bwd + moe.recompute) +
+                              mtp * (mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute);
     double comp = layer_work + mtp * (mtp_time - (mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute)) +
                   (st == par.pp - 1 ? head_time : 0);
     // With --tp-overlap the TP collectives hide under the layer's GEMMs, and with --ep-overlap the expert
     // all-to-all under the other micro-batch's compute, both at the contention cost (one compute window shared).
     const double mtp_tp = mtp * mtp_layer.tp_comm, mtp_ep = mtp * mtp_layer.ep_comm;
-    const double hidden_comm = (cfg.tp_overlap ? ls * ltp + mtp_tp : 0) + (cfg.ep_overlap ? ls * lep + mtp_ep : 0);
+    const double hidden_comm = (cfg.tp_overlap ? rank_tp + mtp_tp : 0) + (cfg.ep_overlap ? rank_ep + mtp_ep : 0);
     double comm = OverlapCost(layer_work, hidden_comm, eff.overlap_slowdown);
-    comm += (cfg.tp_overlap ? 0 : ls * ltp + mtp_tp) + (cfg.ep_overlap ? 0 : ls * lep + mtp_ep) + ls * lcp;
+    comm += (cfg.tp_overlap ? 0 : rank_tp + mtp_tp) + (cfg.ep_overlap ? 0 : rank_ep + mtp_ep) + rank_cp;
     const double host = (ls + mtp) * host_layer;
+    if (par.pp > 1) res.pipeline_ranks.push_back({ls, mtp, st == par.pp - 1, comp + comm + host});
     if (comp + comm + host > stage_compute + stage_comm + stage_host) {
       stage_compute = comp;
       stage_comm = comm;
       stage_host = host;
-      stage_ls = ls;
+      stage_moe = ls_moe;
       stage_mtp = mtp;
     }
   }
   // The calibrated MoE-layer overhead inside the pacing stage's compute, per micro-batch.
   const double moe_overhead_mb =
-      moe_overhead > 1 ? (stage_ls * moe_frac + (mtp_moe ? stage_mtp : 0)) * (1 - 1 / moe_overhead) *
+      moe_overhead > 1 ? (stage_moe + (mtp_moe ? stage_mtp : 0)) * (1 - 1 / moe_overhead) *
                              (moe.fwd + moe.bwd + moe.recompute)
                        : 0;
   // Pipeline point-to-point: activations forward, gradients backward, per micro-batch per boundary

@@ -1603,6 +1603,32 @@ TEST_F(Perf, PipelineLayoutAndMtpModules) {
   EXPECT_NEAR(mtp.model_flops_per_step - def.model_flops_per_step, per_token * 64 * 4096, 1e-6 * per_token * 64 * 4096);
 }
 
+// Each pipeline rank runs its own layers' kinds: under DeepSeek-V3's 16-stage layout on PP 8 ranks 0 and 1 both hold 8
+// layers, but rank 0's first three are dense, so it is faster per micro-batch than rank 1's eight MoE layers, and
+// an all-MoE rank paces the step.
+TEST_F(Perf, EachPipelineRankRunsItsOwnDenseAndMoeLayers) {
+  const ModelSpec m = M("deepseek-v3");
+  const GpuSpec& g = G("b200");
+  TrainConfig c = Train(256, 1, 8, 4096);
+  c.fit.par.ep = 32;
+  c.fit.mtp_layers = 1;
+  c.fit.recompute = Recompute::kFull;
+  ASSERT_TRUE(ApplyPipelineLayout(c.fit.par, "Et*4|(t*4|)*14tmL").ok());
+  const auto r = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->pipeline_ranks.size(), 8u);
+  const auto& ranks = r->pipeline_ranks;
+  EXPECT_EQ(ranks[0].layers, 8);
+  EXPECT_EQ(ranks[1].layers, 8);
+  EXPECT_EQ(ranks[7].layers, 5);
+  EXPECT_EQ(ranks[7].mtp, 1);
+  EXPECT_TRUE(ranks[7].output_layer);
+  EXPECT_LT(ranks[0].seconds_per_micro_batch, ranks[1].seconds_per_micro_batch);
+  for (int i = 2; i < 7; ++i)
+    EXPECT_NEAR(ranks[i].seconds_per_micro_batch, ranks[1].seconds_per_micro_batch,
+                1e-9 * ranks[1].seconds_per_micro_batch);
+}
+
 // Megatron-Core refuses moe_act and layernorm recompute under FP8 delayed scaling; LoRA recomputes whole layers or
 // none.
 TEST_F(Perf, RecomputeModulesRefusedWhereMegatronCoreRefusesThem) {
