@@ -288,5 +288,13 @@ ModelStateBytes ShardModelStates(double params, double weight_bytes, double grad
 double LayerActivationBytes(const ModelSpec& m, double seq, double micro_batch, int tp, bool sequence_parallel,
                             Recompute recompute, bool flash_attention, bool dropout, bool fp8_gemm_inputs = false,
                             const RecomputeModules& modules = {}, int expert_tp = 0);
+// The same per layer kind: a dense layer's and an MoE layer's (equal for a model without MoE layers).
+struct LayerActivationByKind {
+  double dense = 0, moe = 0;
+};
+LayerActivationByKind LayerActivationBytesByKind(const ModelSpec& m, double seq, double micro_batch, int tp,
+                                                 bool sequence_parallel, Recompute recompute, bool flash_attention,
+                                                 bool dropout, bool fp8_gemm_inputs = false,
+                                                 const RecomputeModules& modules = {}, int expert_tp = 0);
 
 }  // namespace suanli

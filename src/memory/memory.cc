@@ -436,11 +436,21 @@ ModelStateBytes ShardModelStates(double params, double wb, double gb, double ob,
 
 double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool sp, Recompute rc, bool flash,
                             bool dropout, bool fp8_gemm_inputs, const RecomputeModules& modules, int expert_tp) {
+  const LayerActivationByKind a =
+      LayerActivationBytesByKind(m, s, b, t, sp, rc, flash, dropout, fp8_gemm_inputs, modules, expert_tp);
+  const double moe_share = m.layers > 0 ? double(m.moe_layer_count()) / m.layers : 0;
+  return (1 - moe_share) * a.dense + moe_share * a.moe;
+}
+
+LayerActivationByKind LayerActivationBytesByKind(const ModelSpec& m, double s, double b, int t, bool sp, Recompute rc,
+                                                 bool flash, bool dropout, bool fp8_gemm_inputs,
+                                                 const RecomputeModules& modules, int expert_tp) {
   const double h = static_cast<double>(m.hidden);
   const double tokens = s * b;
   if (rc == Recompute::kFull) {
     // Only the layer input is kept (2h per token), sharded by SP if on.
-    return tokens * 2 * h / (sp ? t : 1);
+    const double input = tokens * 2 * h / (sp ? t : 1);
+    return {input, input};
   }
   double q_dim, kv_dim, o_dim, extra = 0;
   if (m.mla) {
@@ -489,10 +499,8 @@ double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool 
   }
   const double rep = sp ? replicated / t : replicated;
   const double per_token_dense = rep + (attn + dense_mlp) / t;
-  const double per_token_moe = rep + (attn + moe_mlp) / t;
-  const double moe_layers = m.moe ? m.moe_layer_count() : 0;
-  const double moe_share = m.layers > 0 ? moe_layers / m.layers : 0;
-  return tokens * ((1 - moe_share) * per_token_dense + moe_share * per_token_moe);
+  const double per_token_moe = m.moe ? rep + (attn + moe_mlp) / t : per_token_dense;
+  return {tokens * per_token_dense, tokens * per_token_moe};
 }
 
 double RecomputeChunkLayers(const ModelSpec& m, const Parallelism& p) {
@@ -818,6 +826,15 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   // Block recompute (recompute_layers): the layers that do not recompute keep all their activations.
   const double rc_share = RecomputedLayerShare(m, p, rc, training ? r.recompute_layers : 0);
   const double act_layer_kept = rc == Recompute::kFull ? rc_share * act_layer + (1 - rc_share) * act_layer_full : act_layer;
+  // The same by layer kind, for the pipeline ranks' own mix of dense and MoE layers.
+  const LayerActivationByKind by_kind = LayerActivationBytesByKind(
+      m, s_local, static_cast<double>(r.micro_batch), p.tp, p.sequence_parallel, rc, r.flash_attention, r.dropout, fp8,
+      r.recompute_modules, p.expert_tp());
+  const LayerActivationByKind by_kind_full = LayerActivationBytesByKind(
+      m, s_local, static_cast<double>(r.micro_batch), p.tp, p.sequence_parallel, Recompute::kNone, r.flash_attention,
+      r.dropout, fp8, {}, p.expert_tp());
+  const auto kept = [&](double a, double full) { return rc == Recompute::kFull ? rc_share * a + (1 - rc_share) * full : a; };
+  const double kept_dense = kept(by_kind.dense, by_kind_full.dense), kept_moe = kept(by_kind.moe, by_kind_full.moe);
 
   MemoryBreakdown best;
   double best_total = -1;
@@ -890,9 +907,13 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
                p.interleave;
       // CPU offloading (PP 1, no recompute): at most layers - N layers' activations on the GPU at a time. An MTP
       // module keeps about one more layer's.
+      // Each of the rank's layers keeps its own kind's activations (an MTP module's layer is of the model's last
+      // kind); offloaded layers (PP 1) free the mean layer's.
       const int mtp_here = MtpOnStage(p, mtp_layers, stage);
-      const int resident_layers = LayersOnStage(m, p, stage) + mtp_here - (training ? r.offload_layers : 0);
-      double act = act_layer_kept * resident_layers * held;
+      const int moe_here = MoeLayersOnStage(m, p, stage) + (m.moe_layer_count() > 0 ? mtp_here : 0);
+      const int dense_here = LayersOnStage(m, p, stage) + mtp_here - moe_here;
+      double act = (kept_dense * dense_here + kept_moe * moe_here -
+                    act_layer_kept * (training ? r.offload_layers : 0)) * held;
       if (rc == Recompute::kFull) act += act_layer_full;  // one layer recomputed during backward
       b.activations += act;
       const double logits =

@@ -701,6 +701,30 @@ TEST_F(Memory, MoeLayersSitWhereTheLayoutPutsThem) {
   EXPECT_NEAR(e->params_per_gpu, rank0, 1e-9 * rank0);
 }
 
+// Activations by layer kind: DeepSeek-V3's MoE layer keeps each token's 8 dispatched copies and the experts' and
+// shared expert's inner tensors, a third more than a dense layer's 18,432-wide MLP. Under the 16-stage layout on PP 8 (VP 2), rank 0 holds 11.5 micro-batches'
+// worth of its 3 dense and 5 MoE layers, rank 1 10.5 of 8 MoE layers: rank 1 holds the most (with the model's mean
+// layer, rank 0 did).
+TEST_F(Memory, EachRankKeepsItsOwnLayersActivations) {
+  const ModelSpec m = M("deepseek-v3");
+  FitRequest r = Train(4096, 4096, 1, 8);
+  r.par.dp = 32;
+  r.par.ep = 32;
+  r.par.zero = 1;
+  r.recompute = Recompute::kSelective;
+  r.mtp_layers = 1;
+  ASSERT_TRUE(ApplyPipelineLayout(r.par, "Et*4|(t*4|)*14tmL").ok());
+  const auto a = LayerActivationBytesByKind(m, 4096, 1, 1, false, Recompute::kSelective, r.flash_attention, r.dropout);
+  EXPECT_GT(a.moe, 1.3 * a.dense);
+  EXPECT_NEAR(LayerActivationBytes(m, 4096, 1, 1, false, Recompute::kSelective, r.flash_attention, r.dropout),
+              (3 * a.dense + 58 * a.moe) / 61, 1e-9 * a.moe);
+  const auto e = EstimateMemory(m, r);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->peak_stage, "a middle pipeline stage");
+  EXPECT_NEAR(e->breakdown.activations, 8 * a.moe * 10.5, 1e-9 * e->breakdown.activations);
+  EXPECT_LT((3 * a.dense + 5 * a.moe) * 11.5, 8 * a.moe * 10.5);
+}
+
 // Serving: expert parallelism splits the tensor-parallel group (TensorRT-LLM moe_ep_size x moe_tp_size = tp_size),
 // so --ep 8 on TP 8 means ETP 1 without saying so, and each GPU holds 1 of Mixtral's 8 experts whole: the same
 // bytes as 1/8 of each. Training keeps Megatron-Core's ETP = TP, which that layout does not satisfy.
