@@ -1419,6 +1419,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     if (opsp) ops.Add("MTP projection (2h to h)", "forward", proj.flops, proj.bytes, proj.time_s, 1, proj.bound);
   }
   double stage_compute = 0, stage_comm = 0, stage_host = 0;
+  double ranks_total = 0;            // every rank's time per micro-batch, summed: the pipeline's fill and drain
   int stage_moe = 0, stage_mtp = 0;  // the pacing stage's MoE layers and MTP modules
   // The slowest stage sets the pace: the first holds the most layers of an uneven split, the last adds the head,
   // with the embedding and loss counted as layers the middle ones hold one layer more than both, and a custom
@@ -1443,6 +1444,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     comm += (cfg.tp_overlap ? 0 : rank_tp + mtp_tp) + (cfg.ep_overlap ? 0 : rank_ep + mtp_ep) + rank_cp;
     const double host = (ls + mtp) * host_layer;
     if (par.pp > 1) res.pipeline_ranks.push_back({ls, mtp, st == par.pp - 1, comp + comm + host});
+    ranks_total += comp + comm + host;
     if (comp + comm + host > stage_compute + stage_comm + stage_host) {
       stage_compute = comp;
       stage_comm = comm;
@@ -1490,8 +1492,13 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     zero3_exposed_mb = OverlapCost(stage_compute, zero3_comm_mb, eff.overlap_slowdown);
   }
   const double t_mb = stage_compute + stage_comm + p2p + zero3_exposed_mb + stage_host + offload_stall;
-  // Filling and draining the pipeline waits for every hop's transfer, overlapped or not.
-  const double bubble = double(par.pp - 1) / par.interleave * (t_mb - p2p + p2p_total);
+  // The bubble: filling and draining the pipeline takes every other rank's time per micro-batch once (a flow shop of
+  // identical jobs: makespan = the sum of the stage times + (m - 1) x the slowest; (PP - 1) x the slowest when the
+  // ranks are equal), over VP with interleaving (Narayanan et al. 2021 §2.2), and waits for every hop's transfer,
+  // overlapped or not.
+  const double pacing_rank = stage_compute + stage_comm + stage_host;
+  const double bubble =
+      ((ranks_total - pacing_rank) + double(par.pp - 1) * (t_mb - pacing_rank - p2p + p2p_total)) / par.interleave;
   const double pipeline = mb_count * t_mb + bubble;
 
   // Data-parallel gradient reduction (ZeRO 0-2: all-reduce volume; 1-2 as reduce-scatter + all-gather).

@@ -146,9 +146,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // and LoRA, packed sequences) 9.50%; with the interleaved schedule's point-to-point transfers overlapped with the
   // next chunk's compute (Megatron's --overlap-p2p-communication, on in Megatron-LM and in NeMo's launcher configs)
   // 10.03%; the twenty-first session's three held-out NeMo AutoModel dense rows (LLaMA 3.1 70B FSDP2 +13.6%, two
-  // single-GPU LoRA runs -9% and -12%) 10.08%. Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before
+  // single-GPU LoRA runs -9% and -12%) 10.08%; the same session's pipeline bubble as the other ranks' fill and drain
+  // (a flow shop: the slowest rank no longer counted PP - 1 times, so a last stage slowed by the head shortens it)
+  // 10.11%. Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before
   // the ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.1009);
+  EXPECT_LE(mean_dense, 0.1012);
   EXPECT_LE(worst_dense, 0.357);  // 34.7% (the README's 119B and 177B on 1536 and 2304 H100s), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 2.4% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
