@@ -386,7 +386,7 @@ struct TrainResult {
   double train_time_s = 0, gpu_hours = 0, cost_usd = 0;
   std::string dominant;                // which term dominates, in words
   std::vector<OpCost> ops;             // per-layer operators of one micro-batch, plus step ops
-  // Per pipeline rank (PP > 1): its transformer layers, MTP modules, whether it runs the output layer and loss, and
+  // With detail, per pipeline rank (PP > 1): its transformer layers, MTP modules, whether it runs the output layer and loss, and
   // its time per micro-batch (compute, exposed communication and host); the slowest paces the step.
   struct PipelineRank {
     int layers = 0, mtp = 0;

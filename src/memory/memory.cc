@@ -816,24 +816,22 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
 
   const Recompute rc = finetune ? (r.gradient_checkpointing ? Recompute::kFull : Recompute::kNone) : r.recompute;
   const bool fp8 = training && r.fp8_activations;
-  const double act_layer = LayerActivationBytes(m, s_local, static_cast<double>(r.micro_batch), p.tp,
-                                                p.sequence_parallel, rc, r.flash_attention, r.dropout, fp8,
-                                                r.recompute_modules, p.expert_tp());
-  const double act_layer_full = LayerActivationBytes(m, s_local, static_cast<double>(r.micro_batch), p.tp,
-                                                     p.sequence_parallel, Recompute::kNone, r.flash_attention, r.dropout,
-                                                     fp8, {}, p.expert_tp());
-
-  // Block recompute (recompute_layers): the layers that do not recompute keep all their activations.
-  const double rc_share = RecomputedLayerShare(m, p, rc, training ? r.recompute_layers : 0);
-  const double act_layer_kept = rc == Recompute::kFull ? rc_share * act_layer + (1 - rc_share) * act_layer_full : act_layer;
-  // The same by layer kind, for the pipeline ranks' own mix of dense and MoE layers.
+  // Activations per layer, by kind (a dense and an MoE layer), kept and with nothing recomputed; the means over the
+  // model's layers where one figure serves.
   const LayerActivationByKind by_kind = LayerActivationBytesByKind(
       m, s_local, static_cast<double>(r.micro_batch), p.tp, p.sequence_parallel, rc, r.flash_attention, r.dropout, fp8,
       r.recompute_modules, p.expert_tp());
   const LayerActivationByKind by_kind_full = LayerActivationBytesByKind(
       m, s_local, static_cast<double>(r.micro_batch), p.tp, p.sequence_parallel, Recompute::kNone, r.flash_attention,
       r.dropout, fp8, {}, p.expert_tp());
+  const double moe_share = m.layers > 0 ? double(m.moe_layer_count()) / m.layers : 0;
+  const double act_layer = (1 - moe_share) * by_kind.dense + moe_share * by_kind.moe;
+  const double act_layer_full = (1 - moe_share) * by_kind_full.dense + moe_share * by_kind_full.moe;
+
+  // Block recompute (recompute_layers): the layers that do not recompute keep all their activations.
+  const double rc_share = RecomputedLayerShare(m, p, rc, training ? r.recompute_layers : 0);
   const auto kept = [&](double a, double full) { return rc == Recompute::kFull ? rc_share * a + (1 - rc_share) * full : a; };
+  const double act_layer_kept = kept(act_layer, act_layer_full);
   const double kept_dense = kept(by_kind.dense, by_kind_full.dense), kept_moe = kept(by_kind.moe, by_kind_full.moe);
 
   MemoryBreakdown best;

@@ -30,6 +30,7 @@ bool ModelSpec::is_moe_layer(int i) const {
 }
 
 int ModelSpec::moe_layer_count() const {
+  if (!moe) return 0;
   int n = 0;
   for (int i = 0; i < layers; ++i) n += is_moe_layer(i);
   return n;

@@ -1443,7 +1443,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     double comm = OverlapCost(layer_work, hidden_comm, eff.overlap_slowdown);
     comm += (cfg.tp_overlap ? 0 : rank_tp + mtp_tp) + (cfg.ep_overlap ? 0 : rank_ep + mtp_ep) + rank_cp;
     const double host = (ls + mtp) * host_layer;
-    if (par.pp > 1) res.pipeline_ranks.push_back({ls, mtp, st == par.pp - 1, comp + comm + host});
+    if (cfg.detail && par.pp > 1) res.pipeline_ranks.push_back({ls, mtp, st == par.pp - 1, comp + comm + host});
     ranks_total += comp + comm + host;
     if (comp + comm + host > stage_compute + stage_comm + stage_host) {
       stage_compute = comp;
