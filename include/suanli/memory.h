@@ -116,6 +116,11 @@ struct Parallelism {
 // Parses `text` into p.layout and sets p.interleave to its virtual stages per rank (stages / PP), as Megatron-Core
 // derives VP from the layout; an interleave other than 1 already set must agree.
 Status ApplyPipelineLayout(Parallelism& p, std::string_view text);
+// The layout string of an uneven split without interleaving (the remainder of layers / PP on the first ranks, the
+// embedding on the first, `mtp_layers` MTP modules and the loss on the last), which Megatron-Core cannot infer from
+// --num-layers and --pipeline-model-parallel-size: "Et*16|t*15|t*15|t*15L" for DeepSeek-V3's 61 layers on PP 4.
+// Empty where none is needed (even split, interleaving, embedding and loss in the split, or a layout of its own).
+std::string UnevenSplitLayout(const ModelSpec& m, const Parallelism& p, int mtp_layers);
 
 // Share of the layers that recompute their forward: 1 for full recompute of every layer, N / (layers per model
 // chunk) for block recompute of N layers (FitRequest::recompute_layers), 0 otherwise. The chunk is the fullest

@@ -629,6 +629,18 @@ int MtpOnStage(const Parallelism& p, int mtp_layers, int stage) {
   return stage == p.pp - 1 ? mtp_layers : 0;
 }
 
+std::string UnevenSplitLayout(const ModelSpec& m, const Parallelism& p, int mtp_layers) {
+  if (p.pp <= 1 || p.layout || p.embedding_loss_in_split || p.interleave > 1 || m.layers % p.pp == 0) return "";
+  std::string out;
+  for (int st = 0; st < p.pp; ++st) {
+    if (st > 0) out += '|';
+    if (st == 0) out += 'E';
+    out += fmt::format("t*{}", LayersOnStage(m, p, st));
+    if (st == p.pp - 1) out += std::string(static_cast<size_t>(std::max(0, mtp_layers)), 'm') + "L";
+  }
+  return out;
+}
+
 int MoeLayersOnStage(const ModelSpec& m, const Parallelism& p, int stage) {
   if (!m.moe || p.pp < 1 || stage < 0 || stage >= p.pp) return 0;
   const int moe_layers = m.moe_layer_count();

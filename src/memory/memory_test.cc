@@ -725,6 +725,36 @@ TEST_F(Memory, EachRankKeepsItsOwnLayersActivations) {
   EXPECT_LT((3 * a.dense + 5 * a.moe) * 11.5, 8 * a.moe * 10.5);
 }
 
+// The uneven split written as a layout reads back as the same split: every rank holds the layers LayersOnStage gives
+// it, the MTP modules sit on the last rank, and an even split, interleaving or a layout of its own need none.
+TEST_F(Memory, UnevenSplitLayoutReadsBackAsTheSameSplit) {
+  for (const char* id : {"deepseek-v3", "llama-3.1-8b", "gpt-oss-120b", "llama-3.1-405b"}) {
+    const ModelSpec m = M(id);
+    for (int pp = 2; pp <= 16; ++pp) {
+      if (pp > m.layers) continue;
+      Parallelism p;
+      p.pp = pp;
+      const std::string text = UnevenSplitLayout(m, p, 1);
+      EXPECT_EQ(text.empty(), m.layers % pp == 0) << id << " PP " << pp;
+      if (text.empty()) continue;
+      Parallelism q;
+      q.pp = pp;
+      ASSERT_TRUE(ApplyPipelineLayout(q, text).ok()) << text;
+      EXPECT_EQ(q.interleave, 1);
+      for (int st = 0; st < pp; ++st) {
+        EXPECT_EQ(LayersOnStage(m, q, st), LayersOnStage(m, p, st)) << id << " " << text << " rank " << st;
+        EXPECT_EQ(MtpOnStage(q, 1, st), st == pp - 1 ? 1 : 0);
+      }
+      q.pp = pp;
+      EXPECT_EQ(UnevenSplitLayout(m, q, 1), "");  // a layout of its own is written as given
+    }
+  }
+  Parallelism inter;
+  inter.pp = 4;
+  inter.interleave = 2;
+  EXPECT_EQ(UnevenSplitLayout(M("deepseek-v3"), inter, 0), "");
+}
+
 // Serving: expert parallelism splits the tensor-parallel group (TensorRT-LLM moe_ep_size x moe_tp_size = tp_size),
 // so --ep 8 on TP 8 means ETP 1 without saying so, and each GPU holds 1 of Mixtral's 8 experts whole: the same
 // bytes as 1/8 of each. Training keeps Megatron-Core's ETP = TP, which that layout does not satisfy.

@@ -120,6 +120,34 @@ TEST_F(Planner, MoeDispatcherAndCudaGraphsGoIntoTheFlags) {
   EXPECT_NE(f.find("--cuda-graph-scope full_iteration"), std::string::npos) << f;
 }
 
+// Megatron-Core needs the layers divisible by PP unless the split is spelled out: DeepSeek-V3's 61 layers on PP 4 go
+// out as the layout the estimate used (16, 15, 15, 15 with the MTP module and the loss last), single-quoted for the
+// shell, and the PyTorchJob passes a list-valued flag's words as separate arguments.
+TEST_F(Planner, UnevenSplitsAreWrittenAsALayoutMegatronCoreAccepts) {
+  const ModelSpec m = M("deepseek-v3");
+  PlanRequest req = Req(m, "b200", {256}, 4096, 4096, "ib-ndr");
+  PlanCandidate c;
+  c.par.pp = 4;
+  c.par.dp = 64;
+  c.par.ep = 8;
+  c.micro_batch = 1;
+  LaunchContext lc = Launch(req);
+  lc.mtp_layers = 1;
+  lc.cuda_graphs = CudaGraphs::kPartial;
+  const std::string args = MegatronArgs(c, lc);
+  EXPECT_NE(args.find("--pipeline-model-parallel-layout 'Et*16|t*15|t*15|t*15mL'"), std::string::npos) << args;
+  EXPECT_NE(TorchrunCommand(c, lc).find("--pipeline-model-parallel-layout 'Et*16|t*15|t*15|t*15mL'"), std::string::npos);
+  EXPECT_NE(SlurmScript(c, lc).find("--pipeline-model-parallel-layout 'Et*16|t*15|t*15|t*15mL'"), std::string::npos);
+  const std::string job = KubernetesPyTorchJob(c, lc);
+  EXPECT_NE(job.find("- \"Et*16|t*15|t*15|t*15mL\""), std::string::npos) << job;
+  EXPECT_NE(job.find("- \"attn\"\n                - \"moe_router\"\n                - \"moe_preprocess\""), std::string::npos)
+      << job;
+  // An even split needs no layout (61 layers never split evenly; LLaMA 3.1 8B's 32 on PP 4 do).
+  const ModelSpec llama = M("llama-3.1-8b");
+  lc.model = &llama;
+  EXPECT_EQ(MegatronArgs(c, lc).find("--pipeline-model-parallel-layout"), std::string::npos);
+}
+
 // --fp8-recipe: the planner estimates with it (current scaling's amax pass is never free) and writes Megatron-Core's
 // name for it into the launch flags; delayed scaling is Megatron's default and is not written.
 TEST_F(Planner, Fp8RecipeIsEstimatedAndWrittenInMegatronTerms) {
