@@ -17,6 +17,24 @@ namespace {
 
 using Arg = std::pair<std::string, std::string>;  // flag, value ("" for a switch)
 
+// Megatron-LM's --moe-layer-freq as a Python list expression (its parser evaluates one), run by run: "[0]*3+[1]*58"
+// for DeepSeek-V3, "([0]*1+[1])*24" for every other layer; empty where every layer is MoE (the default, 1).
+std::string MoeLayerFreq(const ModelSpec& m) {
+  if (!m.moe || m.moe_layer_count() == m.layers) return "";
+  const int step = std::max(1, m.moe->layer_step);
+  if (m.moe->first_dense_layers == 0 && step > 1 && m.layers % step == 0)
+    return fmt::format("([0]*{}+[1])*{}", step - 1, m.layers / step);
+  std::string out;
+  for (int i = 0; i < m.layers;) {
+    const bool moe = m.is_moe_layer(i);
+    int j = i;
+    while (j < m.layers && m.is_moe_layer(j) == moe) ++j;
+    out += fmt::format("{}[{}]*{}", out.empty() ? "" : "+", moe ? 1 : 0, j - i);
+    i = j;
+  }
+  return out;
+}
+
 std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   const ModelSpec& m = *x.model;
   const Parallelism& p = c.par;
@@ -46,9 +64,40 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
     a.push_back({"--pipeline-model-parallel-layout", uneven});
   }
   if (p.cp > 1) a.push_back({"--context-parallel-size", std::to_string(p.cp)});
+  // The shapes Megatron-LM would otherwise take from its defaults: a head size other than hidden / heads, the
+  // attention of MLA models, Qwen3's per-head norms, and no linear biases where the model has none (Megatron-LM adds
+  // them by default).
+  if (m.mla) {
+    a.push_back({"--multi-latent-attention", ""});
+    if (m.mla->q_lora_rank > 0) a.push_back({"--q-lora-rank", std::to_string(m.mla->q_lora_rank)});
+    a.push_back({"--kv-lora-rank", std::to_string(m.mla->kv_lora_rank)});
+    a.push_back({"--qk-head-dim", std::to_string(m.mla->qk_nope_head_dim)});
+    a.push_back({"--qk-pos-emb-head-dim", std::to_string(m.mla->qk_rope_head_dim)});
+    a.push_back({"--v-head-dim", std::to_string(m.mla->v_head_dim)});
+  } else if (m.heads > 0 && int64_t(m.head_dim) * m.heads != m.hidden) {
+    a.push_back({"--kv-channels", std::to_string(m.head_dim)});
+  }
+  if (m.extra_head_norm_dim > 0) a.push_back({"--qk-layernorm", ""});
+  if (!m.mlp_bias && !m.attn_out_bias) {
+    a.push_back({"--disable-bias-linear", ""});
+    if (m.qkv_bias) a.push_back({"--add-qkv-bias", ""});
+  }
+  // The estimate runs without dropout; Megatron-LM's default is 0.1 on both.
+  a.push_back({"--attention-dropout", "0"});
+  a.push_back({"--hidden-dropout", "0"});
   if (m.moe) {
     a.push_back({"--num-experts", std::to_string(m.moe->num_experts)});
     a.push_back({"--moe-router-topk", std::to_string(m.moe->experts_per_token)});
+    // The experts' and the shared experts' widths (Megatron-LM's default is --ffn-hidden-size, the dense MLP's), and
+    // which layers are MoE where not all are (DeepSeek's first dense layers).
+    a.push_back({"--moe-ffn-hidden-size", std::to_string(m.moe->expert_ffn)});
+    if (m.moe->num_shared_experts > 0 && m.moe->shared_ffn > 0)
+      a.push_back({"--moe-shared-expert-intermediate-size", std::to_string(m.moe->shared_ffn)});
+    if (const std::string freq = MoeLayerFreq(m); !freq.empty()) a.push_back({"--moe-layer-freq", freq});
+    if (m.moe->router_bias) {  // DeepSeek-V3's sigmoid router with its expert-bias correction
+      a.push_back({"--moe-router-score-function", "sigmoid"});
+      a.push_back({"--moe-router-enable-expert-bias", ""});
+    }
     if (p.ep > 1) {
       a.push_back({"--expert-model-parallel-size", std::to_string(p.ep)});
       // The dispatcher the estimate assumed (Megatron-Core's default, allgather, is neither). Only HybridEP

@@ -148,6 +148,37 @@ TEST_F(Planner, UnevenSplitsAreWrittenAsALayoutMegatronCoreAccepts) {
   EXPECT_EQ(MegatronArgs(c, lc).find("--pipeline-model-parallel-layout"), std::string::npos);
 }
 
+// The emitted arguments describe the model the estimate timed, not Megatron-LM's defaults: DeepSeek-V3's MLA, its
+// 2048-wide experts and shared expert (the default would be the 18,432-wide dense MLP), its three dense layers;
+// Qwen3's 128-wide heads on a 2048 hidden size and its per-head norms; no linear biases and no dropout.
+TEST_F(Planner, EmittedArgumentsDescribeTheTimedModel) {
+  PlanCandidate c;
+  c.par.pp = 8;
+  c.par.dp = 32;
+  c.par.ep = 8;
+  c.micro_batch = 1;
+  const ModelSpec ds = M("deepseek-v3");
+  PlanRequest req = Req(ds, "b200", {256}, 4096, 4096, "ib-ndr");
+  const std::string a = MegatronArgs(c, Launch(req));
+  for (const char* want :
+       {"--multi-latent-attention\n", "--q-lora-rank 1536\n", "--kv-lora-rank 512\n", "--qk-head-dim 128\n",
+        "--qk-pos-emb-head-dim 64\n", "--v-head-dim 128\n", "--moe-ffn-hidden-size 2048\n",
+        "--moe-shared-expert-intermediate-size 2048\n", "--moe-layer-freq '[0]*3+[1]*58'\n", "--disable-bias-linear\n",
+        "--moe-router-score-function sigmoid\n", "--moe-router-enable-expert-bias\n",
+        "--attention-dropout 0\n", "--hidden-dropout 0\n"})
+    EXPECT_NE(a.find(want), std::string::npos) << want << a;
+  EXPECT_EQ(a.find("--kv-channels"), std::string::npos);
+  EXPECT_EQ(a.find("--group-query-attention"), std::string::npos);
+  const ModelSpec qwen = M("qwen3-30b-a3b");
+  req.model = &qwen;
+  const std::string q = MegatronArgs(c, Launch(req));
+  for (const char* want : {"--kv-channels 128\n", "--qk-layernorm\n", "--moe-ffn-hidden-size 768\n"})
+    EXPECT_NE(q.find(want), std::string::npos) << want << q;
+  EXPECT_EQ(q.find("--moe-layer-freq"), std::string::npos);  // every layer is MoE: Megatron-LM's default
+  EXPECT_EQ(q.find("--moe-shared-expert-intermediate-size"), std::string::npos);
+  EXPECT_EQ(q.find("--moe-router-enable-expert-bias"), std::string::npos);
+}
+
 // --fp8-recipe: the planner estimates with it (current scaling's amax pass is never free) and writes Megatron-Core's
 // name for it into the launch flags; delayed scaling is Megatron's default and is not written.
 TEST_F(Planner, Fp8RecipeIsEstimatedAndWrittenInMegatronTerms) {

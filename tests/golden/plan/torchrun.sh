@@ -14,6 +14,9 @@ torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
     --pipeline-model-parallel-size 4 \
     --num-layers-per-virtual-pipeline-stage 4 \
     --context-parallel-size 2 \
+    --disable-bias-linear \
+    --attention-dropout 0 \
+    --hidden-dropout 0 \
     --sequence-parallel \
     --use-distributed-optimizer \
     --grad-reduce-in-bf16 \
