@@ -262,8 +262,29 @@ std::string DeepSpeedConfig(const PlanCandidate& c, const LaunchContext& x) {
   j["train_micro_batch_size_per_gpu"] = c.micro_batch;
   j["gradient_accumulation_steps"] = x.global_batch / (dp * c.micro_batch);
   j["bf16"] = {{"enabled", true}};
-  j["zero_optimization"] = {{"stage", c.par.zero}, {"overlap_comm", true}, {"contiguous_gradients", true}};
-  if (c.par.zero == 3) {
+  // DeepSpeed's pipeline engine refuses ZeRO-2 and -3 with more than one stage (deepspeed/runtime/pipe/engine.py:
+  // "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"): such a layout is written with stage 1, which
+  // holds every gradient (and under ZeRO-3 every weight) of the stage, and says what that costs.
+  const bool pipe_zero = c.par.pp > 1 && c.par.zero >= 2;
+  const int zero_stage = pipe_zero ? 1 : c.par.zero;
+  j["zero_optimization"] = {{"stage", zero_stage}, {"overlap_comm", true}, {"contiguous_gradients", true}};
+  if (pipe_zero) {
+    const FitResult& mem = c.result.memory;
+    const double full = mem.params_per_gpu * 2;  // 16-bit gradients and weights, as the estimate reduces them
+    const double extra = std::max(0.0, full - mem.breakdown.gradients) +
+                         (c.par.zero == 3 ? std::max(0.0, full - mem.breakdown.weights) : 0.0);
+    const double peak = mem.per_gpu_peak_bytes + extra;
+    const double cap = x.gpu ? x.gpu->memory_bytes.value : 0.0;
+    j["suanli_warning"] = fmt::format(
+        "the estimate is for ZeRO-{} with PP {}, which DeepSpeed's pipeline engine refuses; this config uses stage 1, "
+        "which holds every gradient{} of the pipeline stage: about {} more per GPU, {} in all{} (Megatron-LM runs the "
+        "layout as estimated: --emit megatron)",
+        c.par.zero, c.par.pp, c.par.zero == 3 ? " and weight" : "", FormatBytes(extra), FormatBytes(peak),
+        cap > 0 ? (peak > cap ? fmt::format(", more than the {} GPU holds", FormatBytes(cap))
+                              : fmt::format(", within the {} GPU", FormatBytes(cap)))
+                : "");
+  }
+  if (zero_stage == 3) {
     j["zero_optimization"]["stage3_prefetch_bucket_size"] = 5e8;
     j["zero_optimization"]["stage3_param_persistence_threshold"] = 1e6;
   }
@@ -280,7 +301,7 @@ std::string DeepSpeedConfig(const PlanCandidate& c, const LaunchContext& x) {
   // DeepSpeed's config has no per-layer activation offload (cpu_checkpointing offloads checkpointed inputs only, and
   // needs recompute): say what the layout relies on instead of writing a config that would not fit.
   if (c.offload_layers > 0)
-    j["suanli_warning"] = fmt::format(
+    j[j.contains("suanli_warning") ? "suanli_warning_offload" : "suanli_warning"] = fmt::format(
         "this layout offloads the activations of the first {} layers to host memory ({} per GPU), which this config "
         "cannot express: the model code must do it (Transformer Engine's get_cpu_offload_context, as Megatron-Core's "
         "--cpu-offloading-num-layers {}); without it the layout does not fit",
