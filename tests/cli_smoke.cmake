@@ -64,6 +64,12 @@ run_suanli(0 out perf train --model deepseek-v3 --gpu gb200 --gpus 256 --pp 4 --
            --micro-batch 1 --pp-layout "Et*4|(t*4|)*14tmL" --mtp-layers 1 --json)
 expect_contains("${out}" "\"pp_layout\": \"Et*4|(t*4|)*14tmL\"" "layout in the JSON")
 expect_contains("${out}" "\"interleave\": 4" "the layout sets the interleaving")
+expect_contains("${out}" "\"pipeline_ranks\": [" "per-rank times and memory in the JSON")
+expect_contains("${out}" "\"peak_bytes\"" "per-rank memory in perf's JSON")
+run_suanli(0 out fit --model deepseek-v3 --gpu b200 --mode train --gpus 256 --pp 8 --ep 32 -b 4096 --seq 4096
+           --micro-batch 1 --recompute full --pp-layout "Et*4|(t*4|)*14tmL" --mtp-layers 1)
+expect_contains("${out}" "per pipeline rank (the fullest sets the peak):" "fit's per-rank table")
+expect_contains("${out}" "11.5" "rank 0's in-flight micro-batches under the interleaved schedule")
 run_suanli(2 out perf train --model deepseek-v3 --gpu gb200 --gpus 256 --pp 4 --ep 64 --global-batch 4096
            --micro-batch 1 --pp-layout "Et*4|(t*4|)*14mL" --mtp-layers 1)
 expect_contains("${out}" "places 60 transformer layers (t); deepseek-v3 has 61" "layout layer count")

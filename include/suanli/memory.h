@@ -208,6 +208,14 @@ struct MemoryBreakdown {
 struct FitResult {
   MemoryBreakdown breakdown;       // on the GPU holding the peak
   double per_gpu_peak_bytes = 0;
+  // With explain and PP > 1, every pipeline rank: its transformer layers, MTP modules, the micro-batches' worth of
+  // its layers' activations it keeps at its peak (training), and its peak bytes.
+  struct RankPeak {
+    int layers = 0, mtp = 0;
+    double in_flight_micro_batches = 0;
+    double peak_bytes = 0;
+  };
+  std::vector<RankPeak> ranks;
   std::string peak_moment;         // which moment of the step the peak is, in words
   std::string peak_stage;          // "first pipeline stage", "last pipeline stage" or "all GPUs"
   ParamCounts params;

@@ -219,6 +219,13 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     j["breakdown_bytes"] = BreakdownJson(est->breakdown);
     j["peak_moment"] = est->peak_moment;
     j["peak_stage"] = est->peak_stage;
+    if (!est->ranks.empty()) {
+      json ranks = json::array();
+      for (const auto& rk : est->ranks)
+        ranks.push_back({{"layers", rk.layers}, {"mtp", rk.mtp}, {"in_flight_micro_batches", rk.in_flight_micro_batches},
+                         {"peak_bytes", rk.peak_bytes}});
+      j["pipeline_ranks"] = ranks;
+    }
     if (req->offload_layers > 0) {
       j["offload_layers"] = req->offload_layers;
       j["host_offload_bytes"] = est->host_offload_bytes;
@@ -311,6 +318,21 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     t.Row({"peak", fmt::format("{:.2f}", est->per_gpu_peak_bytes / 1e9), fmt::format("{:.2f}", est->per_gpu_peak_bytes / kGiB)});
     std::cout << t.Render();
     std::cout << "peak moment: " << est->peak_moment << "\n";
+    if (!est->ranks.empty()) {
+      std::cout << "\nper pipeline rank (the fullest sets the peak):\n";
+      const bool train = req->mode != Mode::kInfer;
+      Table rt = train ? Table({"rank", "layers", "MTP", "in flight", "peak GB"}) : Table({"rank", "layers", "peak GB"});
+      for (size_t i = 0; i < est->ranks.size(); ++i) {
+        const auto& rk = est->ranks[i];
+        const std::string gb = fmt::format("{:.2f}", rk.peak_bytes / 1e9);
+        if (train)
+          rt.Row({std::to_string(i), std::to_string(rk.layers), std::to_string(rk.mtp),
+                  fmt::format("{:g}", rk.in_flight_micro_batches), gb});
+        else
+          rt.Row({std::to_string(i), std::to_string(rk.layers), gb});
+      }
+      std::cout << rt.Render();
+    }
     for (const auto& n : est->notes) std::cout << "note: " << n << "\n";
     std::cout << "\n";
     if (!all) {

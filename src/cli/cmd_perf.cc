@@ -410,6 +410,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           for (const auto& pr : r->pipeline_ranks)
             ranks.push_back({{"layers", pr.layers}, {"mtp", pr.mtp}, {"output_layer", pr.output_layer},
                              {"seconds_per_micro_batch", pr.seconds_per_micro_batch}});
+          if (r->memory.ranks.size() == ranks.size())
+            for (size_t i = 0; i < ranks.size(); ++i) ranks[i]["peak_bytes"] = r->memory.ranks[i].peak_bytes;
           j["pipeline_ranks"] = ranks;
         }
         if (r->recompute == Recompute::kSelective) j["recompute_modules"] = RecomputeModulesList(r->recompute_modules);
@@ -507,12 +509,18 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           double slowest = 0;
           for (const auto& pr : r->pipeline_ranks) slowest = std::max(slowest, pr.seconds_per_micro_batch);
           std::cout << "\npipeline ranks (per micro-batch; the slowest paces the step):\n";
-          Table t({"rank", "layers", "MTP", "output layer", "time", "of slowest"});
+          const auto& mem = r->memory.ranks;
+          const bool with_mem = mem.size() == r->pipeline_ranks.size();
+          Table t = with_mem ? Table({"rank", "layers", "MTP", "output layer", "time", "of slowest", "memory GB"})
+                             : Table({"rank", "layers", "MTP", "output layer", "time", "of slowest"});
           for (size_t i = 0; i < r->pipeline_ranks.size(); ++i) {
             const auto& pr = r->pipeline_ranks[i];
-            t.Row({std::to_string(i), std::to_string(pr.layers), std::to_string(pr.mtp), pr.output_layer ? "yes" : "",
-                   FormatSeconds(pr.seconds_per_micro_batch),
-                   fmt::format("{:.0f}%", slowest > 0 ? 100 * pr.seconds_per_micro_batch / slowest : 0.0)});
+            std::vector<std::string> row = {
+                std::to_string(i), std::to_string(pr.layers), std::to_string(pr.mtp), pr.output_layer ? "yes" : "",
+                FormatSeconds(pr.seconds_per_micro_batch),
+                fmt::format("{:.0f}%", slowest > 0 ? 100 * pr.seconds_per_micro_batch / slowest : 0.0)};
+            if (with_mem) row.push_back(fmt::format("{:.2f}", mem[i].peak_bytes / 1e9));
+            t.Row(row);
           }
           std::cout << t.Render();
         }

@@ -855,8 +855,10 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   // counted as layers, a middle stage holds one layer more than either, so it is evaluated too.
   // With a custom layout any stage may hold the most, so each is evaluated.
   std::vector<int> stages = {0};
-  // So may one of a model whose first layers are dense (they lighten the first rank's experts).
-  if (p.layout || (m.moe_layer_count() > 0 && m.moe_layer_count() < m.layers)) {
+  // So may one of a model whose first layers are dense (they lighten the first rank's experts). With explain every
+  // rank is evaluated, for the per-rank table.
+  const bool every_rank = r.explain && p.pp > 1;
+  if (every_rank || p.layout || (m.moe_layer_count() > 0 && m.moe_layer_count() < m.layers)) {
     for (int st = 1; st < p.pp; ++st) stages.push_back(st);
   } else {
     if (p.embedding_loss_in_split && p.pp > 2) stages.push_back(1);
@@ -905,6 +907,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     }
     // Activations.
     int inflight = 1;
+    double held_here = 1;  // micro-batches' worth of the rank's layers it keeps (fractional when interleaved)
     if (training || finetune) {
       // 1F1B: stage s holds PP - s micro-batches' activations at its peak. Interleaved (Megatron-Core's warm-up):
       // rank r runs 2(PP - r - 1) + (V - 1) PP chunk-micro-batches ahead plus the one in flight, which in units of
@@ -922,6 +925,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
       const int mtp_here = MtpOnStage(p, mtp_layers, stage);
       const int moe_here = MoeLayersOnStage(m, p, stage) + (m.moe_layer_count() > 0 ? mtp_here : 0);
       const int dense_here = LayersOnStage(m, p, stage) + mtp_here - moe_here;
+      held_here = held;
       double act = (kept_dense * dense_here + kept_moe * moe_here -
                     act_layer_kept * (training ? r.offload_layers : 0)) * held;
       if (rc == Recompute::kFull) act += act_layer_full;  // one layer recomputed during backward
@@ -949,6 +953,9 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     b.overhead = r.overhead.cuda_context_bytes + r.overhead.fragmentation * dynamic +
                  (collectives ? (r.overhead.nccl_buffers_bytes > 0 ? r.overhead.nccl_buffers_bytes : kNcclBufferBytes)
                               : 0.0);
+    if (every_rank)
+      f.ranks.push_back({LayersOnStage(m, p, stage), MtpOnStage(p, mtp_layers, stage),
+                         (training || finetune) ? held_here : 0.0, b.Total()});
     if (b.Total() > best_total) {
       best_total = b.Total();
       best = b;

@@ -755,6 +755,29 @@ TEST_F(Memory, UnevenSplitLayoutReadsBackAsTheSameSplit) {
   EXPECT_EQ(UnevenSplitLayout(M("deepseek-v3"), inter, 0), "");
 }
 
+// With explain, every pipeline rank's peak is reported: under 1F1B rank r keeps PP - r micro-batches, the largest
+// is the reported peak, and the planner's mode (no explain, only the ranks that can hold the most) finds the same.
+TEST_F(Memory, EveryPipelineRanksPeakWithExplain) {
+  const ModelSpec m = M("llama-3.1-70b");
+  FitRequest r = Train(4096, 64, 4, 4);
+  r.par.dp = 2;
+  r.recompute = Recompute::kSelective;
+  const FitResult e = Est(m, r);
+  ASSERT_EQ(e.ranks.size(), 4u);
+  double most = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(e.ranks[i].layers, 20);
+    EXPECT_DOUBLE_EQ(e.ranks[i].in_flight_micro_batches, 4.0 - i);
+    most = std::max(most, e.ranks[i].peak_bytes);
+  }
+  EXPECT_DOUBLE_EQ(e.per_gpu_peak_bytes, most);
+  EXPECT_GT(e.ranks[0].peak_bytes, e.ranks[1].peak_bytes);
+  r.explain = false;
+  const FitResult quiet = Est(m, r);
+  EXPECT_TRUE(quiet.ranks.empty());
+  EXPECT_DOUBLE_EQ(quiet.per_gpu_peak_bytes, e.per_gpu_peak_bytes);
+}
+
 // Serving: expert parallelism splits the tensor-parallel group (TensorRT-LLM moe_ep_size x moe_tp_size = tp_size),
 // so --ep 8 on TP 8 means ETP 1 without saying so, and each GPU holds 1 of Mixtral's 8 experts whole: the same
 // bytes as 1/8 of each. Training keeps Megatron-Core's ETP = TP, which that layout does not satisfy.
