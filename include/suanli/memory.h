@@ -143,6 +143,8 @@ int MtpOnStage(const Parallelism& p, int mtp_layers, int stage);
 // Of LayersOnStage, how many are MoE layers: layers go to virtual stages in order (the layout's, or the even split's
 // chunks, virtual stage i on rank i mod PP), so DeepSeek's first dense layers sit on the first rank.
 int MoeLayersOnStage(const ModelSpec& m, const Parallelism& p, int stage);
+// The same for every stage at once (PP entries), in one pass over the layers.
+std::vector<int> MoeLayersPerStage(const ModelSpec& m, const Parallelism& p);
 
 struct FitRequest {
   Mode mode = Mode::kInfer;

@@ -641,30 +641,33 @@ std::string UnevenSplitLayout(const ModelSpec& m, const Parallelism& p, int mtp_
   return out;
 }
 
+std::vector<int> MoeLayersPerStage(const ModelSpec& m, const Parallelism& p) {
+  const int pp = std::max(1, p.pp);
+  std::vector<int> out(static_cast<size_t>(pp), 0);
+  const int moe_layers = m.moe_layer_count();
+  if (moe_layers == 0) return out;
+  if (moe_layers == m.layers || pp == 1) {
+    for (int st = 0; st < pp; ++st) out[static_cast<size_t>(st)] = pp == 1 ? moe_layers : LayersOnStage(m, p, st);
+    return out;
+  }
+  // Layers go to the virtual stages in order (the layout's, or the even split's chunks: a rank's layers divided
+  // equally among its v chunks, the remainder on early chunks); virtual stage i runs on rank i mod PP.
+  const int v = p.layout ? static_cast<int>(p.layout->stages.size()) / pp : std::max(1, p.interleave);
+  std::vector<int> rank_layers(static_cast<size_t>(pp));
+  for (int st = 0; st < pp; ++st) rank_layers[static_cast<size_t>(st)] = LayersOnStage(m, p, st);
+  int layer = 0;
+  for (int i = 0; i < pp * v; ++i) {
+    const int rank = i % pp, chunk = i / pp;
+    const int rl = rank_layers[static_cast<size_t>(rank)];
+    const int n = p.layout ? p.layout->stages[static_cast<size_t>(i)].layers : rl / v + (chunk < rl % v ? 1 : 0);
+    for (int k = 0; k < n && layer < m.layers; ++k, ++layer) out[static_cast<size_t>(rank)] += m.is_moe_layer(layer);
+  }
+  return out;
+}
+
 int MoeLayersOnStage(const ModelSpec& m, const Parallelism& p, int stage) {
   if (!m.moe || p.pp < 1 || stage < 0 || stage >= p.pp) return 0;
-  const int moe_layers = m.moe_layer_count();
-  if (moe_layers == m.layers) return LayersOnStage(m, p, stage);
-  if (p.pp == 1) return moe_layers;
-  // Layers per virtual stage, in order.
-  std::vector<int> per_virtual;
-  if (p.layout) {
-    for (const auto& st : p.layout->stages) per_virtual.push_back(st.layers);
-  } else {
-    const int v = std::max(1, p.interleave);
-    for (int i = 0; i < p.pp * v; ++i) {
-      const int rank = i % p.pp;
-      // The even split's chunks: a rank's layers divided equally among its v chunks (the remainder on early chunks).
-      const int rank_layers = LayersOnStage(m, p, rank), chunk = i / p.pp;
-      per_virtual.push_back(rank_layers / v + (chunk < rank_layers % v ? 1 : 0));
-    }
-  }
-  int layer = 0, n = 0;
-  for (size_t i = 0; i < per_virtual.size(); ++i)
-    for (int k = 0; k < per_virtual[i]; ++k, ++layer) {
-      if (static_cast<int>(i % p.pp) == stage) n += m.is_moe_layer(layer);
-    }
-  return n;
+  return MoeLayersPerStage(m, p)[static_cast<size_t>(stage)];
 }
 
 int LayersOnStage(const ModelSpec& m, const Parallelism& p, int stage) {
@@ -690,12 +693,13 @@ struct StageShare {
 
 
 // Parameters held by one GPU of pipeline stage `stage`, with `mtp_layers` MTP modules in the model.
-StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Parallelism& p, int stage, int mtp_layers) {
+// `moe_layers` is the model's MoE layer count and `moe_here` the stage's (MoeLayersPerStage).
+StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Parallelism& p, int stage, int mtp_layers,
+                       int moe_layers, int moe_here) {
   StageShare s;
   // The rank's own dense and MoE layers (DeepSeek's first dense layers sit on the first rank): attention and norms
   // per layer, a dense MLP per dense layer, shared experts, router and routed experts per MoE layer.
-  const int layers_here = LayersOnStage(m, p, stage), moe_layers = m.moe_layer_count();
-  const int moe_here = MoeLayersOnStage(m, p, stage), dense_here = layers_here - moe_here;
+  const int layers_here = LayersOnStage(m, p, stage), dense_here = layers_here - moe_here;
   const int dense_layers = m.layers - moe_layers;
   const double dense_layer_params = (c.attention + c.mlp_dense + c.moe_shared + c.router + c.norms) / m.layers;
   s.layer_params = ((c.attention + c.norms) / m.layers * layers_here +
@@ -836,7 +840,11 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   const LayerActivationByKind by_kind_full = LayerActivationBytesByKind(
       m, s_local, static_cast<double>(r.micro_batch), p.tp, p.sequence_parallel, Recompute::kNone, r.flash_attention,
       r.dropout, fp8, {}, p.expert_tp());
-  const double moe_share = m.layers > 0 ? double(m.moe_layer_count()) / m.layers : 0;
+  const int moe_layers = m.moe_layer_count();
+  // Dense models allocate nothing here (the planner's inner loop).
+  const std::vector<int> moe_per_stage = moe_layers > 0 ? MoeLayersPerStage(m, p) : std::vector<int>();
+  const auto moe_at = [&](int st) { return moe_per_stage.empty() ? 0 : moe_per_stage[static_cast<size_t>(st)]; };
+  const double moe_share = m.layers > 0 ? double(moe_layers) / m.layers : 0;
   const double act_layer = (1 - moe_share) * by_kind.dense + moe_share * by_kind.moe;
   const double act_layer_full = (1 - moe_share) * by_kind_full.dense + moe_share * by_kind_full.moe;
 
@@ -858,16 +866,26 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   // So may one of a model whose first layers are dense (they lighten the first rank's experts). With explain every
   // rank is evaluated, for the per-rank table.
   const bool every_rank = r.explain && p.pp > 1;
-  if (every_rank || p.layout || (m.moe_layer_count() > 0 && m.moe_layer_count() < m.layers)) {
+  const int mtp_layers = training ? r.mtp_layers : 0;
+  if (every_rank) {
     for (int st = 1; st < p.pp; ++st) stages.push_back(st);
+  } else if (p.layout || (moe_layers > 0 && moe_layers < m.layers)) {
+    // A rank holding the same layers, MoE layers and MTP modules as the one before it keeps no more in flight, so
+    // only the ranks where that changes, and the last (the head), can hold the most.
+    for (int st = 1; st < p.pp; ++st) {
+      const bool same = LayersOnStage(m, p, st) == LayersOnStage(m, p, st - 1) &&
+                        moe_at(st) == moe_at(st - 1) &&
+                        MtpOnStage(p, mtp_layers, st) == MtpOnStage(p, mtp_layers, st - 1);
+      if (!same || st == p.pp - 1) stages.push_back(st);
+    }
   } else {
     if (p.embedding_loss_in_split && p.pp > 2) stages.push_back(1);
     if (p.pp > 1) stages.push_back(p.pp - 1);
   }
-  const int mtp_layers = training ? r.mtp_layers : 0;
   for (size_t si = 0; si < stages.size(); ++si) {
     const int stage = stages[si];
-    const StageShare sh = ParamsOnGpu(m, c, p, stage, mtp_layers);
+    const StageShare sh =
+        ParamsOnGpu(m, c, p, stage, mtp_layers, moe_layers, moe_at(stage));
     MemoryBreakdown b;
     const double dense = sh.layer_params, experts = sh.expert_params, nonlayer = sh.non_layer_params;
     const double params_here = dense + experts + nonlayer;
@@ -882,7 +900,6 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
         // Working set of gathered parameters: the current layer and one prefetched (FSDP/DeepSpeed default). An MoE
         // layer's experts are gathered only where ZeRO shards them (expert DP > 1); with EP over the whole DP group
         // each GPU already holds its experts whole, counted above.
-        const int moe_layers = m.moe_layer_count();
         const double experts_per_layer = moe_layers > 0 ? c.moe_experts / moe_layers : 0.0;
         const double gathered = (c.per_layer_total - (moe_layers > 0 ? c.moe_experts / m.layers : 0.0)) / p.tp +
                                 (expert_zero_group > 1 ? experts_per_layer / (p.expert_tp() * p.ep) : 0.0);
@@ -923,7 +940,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
       // Each of the rank's layers keeps its own kind's activations (an MTP module's layer is of the model's last
       // kind); offloaded layers (PP 1) free the mean layer's.
       const int mtp_here = MtpOnStage(p, mtp_layers, stage);
-      const int moe_here = MoeLayersOnStage(m, p, stage) + (m.moe_layer_count() > 0 ? mtp_here : 0);
+      const int moe_here = moe_at(stage) + (moe_layers > 0 ? mtp_here : 0);
       const int dense_here = LayersOnStage(m, p, stage) + mtp_here - moe_here;
       held_here = held;
       double act = (kept_dense * dense_here + kept_moe * moe_here -
@@ -1023,6 +1040,7 @@ MinGpus FindMinGpus(const ModelSpec& m, const FitRequest& req, const GpuSpec& gp
   std::string last_error;
   auto evaluate = [&](int t, int pp, int dp, int zero) -> double {
     FitRequest r = req;
+    r.explain = false;  // only the peak is needed: no notes, no per-rank table
     r.par = Parallelism{};
     r.par.tp = t;
     r.par.pp = pp;
@@ -1098,6 +1116,7 @@ int64_t LargestTrue(int64_t lo, int64_t hi, F ok) {
 
 int64_t MaxBatchThatFits(const ModelSpec& m, FitRequest r, const GpuSpec& gpu) {
   const bool training = r.mode != Mode::kInfer;
+  r.explain = false;  // only the peak is needed
   return LargestTrue(1, int64_t(1) << 20, [&](int64_t b) {
     FitRequest q = r;
     if (training) {
@@ -1113,6 +1132,7 @@ int64_t MaxBatchThatFits(const ModelSpec& m, FitRequest r, const GpuSpec& gpu) {
 
 int64_t MaxContextThatFits(const ModelSpec& m, FitRequest r, const GpuSpec& gpu) {
   const int64_t hi = std::max<int64_t>(m.max_positions, 1) ;
+  r.explain = false;  // only the peak is needed
   return LargestTrue(1, hi, [&](int64_t s) {
     FitRequest q = r;
     q.seq = s;

@@ -776,6 +776,20 @@ TEST_F(Memory, EveryPipelineRanksPeakWithExplain) {
   const FitResult quiet = Est(m, r);
   EXPECT_TRUE(quiet.ranks.empty());
   EXPECT_DOUBLE_EQ(quiet.per_gpu_peak_bytes, e.per_gpu_peak_bytes);
+  // The same for a model whose first layers are dense, where the quiet mode skips ranks that repeat the one before.
+  const ModelSpec ds = M("deepseek-v3");
+  for (int pp : {2, 3, 4, 8, 16}) {
+    for (const char* layout : {"", "Et*4|(t*4|)*14tmL"}) {
+      FitRequest q = Train(4096, 4096, 1, pp);
+      q.par.dp = 32;
+      q.par.ep = 16;
+      q.mtp_layers = 1;
+      if (layout[0] && (16 % pp != 0 || !ApplyPipelineLayout(q.par, layout).ok())) continue;
+      const FitResult all = Est(ds, q);
+      q.explain = false;
+      EXPECT_DOUBLE_EQ(Est(ds, q).per_gpu_peak_bytes, all.per_gpu_peak_bytes) << "PP " << pp << " " << layout;
+    }
+  }
 }
 
 // Serving: expert parallelism splits the tensor-parallel group (TensorRT-LLM moe_ep_size x moe_tp_size = tp_size),

@@ -1421,6 +1421,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   double stage_compute = 0, stage_comm = 0, stage_host = 0;
   double ranks_total = 0;            // every rank's time per micro-batch, summed: the pipeline's fill and drain
   int stage_moe = 0, stage_mtp = 0;  // the pacing stage's MoE layers and MTP modules
+  const std::vector<int> moe_per_stage = moe_layers > 0 ? MoeLayersPerStage(m, par) : std::vector<int>();
   // The slowest stage sets the pace: the first holds the most layers of an uneven split, the last adds the head,
   // with the embedding and loss counted as layers the middle ones hold one layer more than both, and a custom
   // layout (--pp-layout) puts layers and MTP modules where it says.
@@ -1428,7 +1429,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const int ls = stage_layers(st);
     const int mtp = MtpOnStage(par, cfg.fit.mtp_layers, st);
     // The rank's own mix of dense and MoE layers (DeepSeek's first dense layers sit on the first rank).
-    const int ls_moe = moe_layers > 0 ? MoeLayersOnStage(m, par, st) : 0, ls_dense = ls - ls_moe;
+    const int ls_moe = moe_per_stage.empty() ? 0 : moe_per_stage[static_cast<size_t>(st)], ls_dense = ls - ls_moe;
     const double rank_tp = ls_dense * dense.tp_comm + ls_moe * moe.tp_comm, rank_ep = ls_moe * moe.ep_comm,
                  rank_cp = ls_dense * dense.cp_comm + ls_moe * moe.cp_comm;
     const double layer_work = ls_dense * (dense.fwd + dense.bwd + dense.recompute) +
