@@ -13,6 +13,7 @@ struct Fixture {
   suanli::ModelCatalog models = *suanli::ModelCatalog::Load(suanli::CatalogOptions{});
   suanli::ModelSpec gpt3 = *models.Resolve("gpt3-175b");
   suanli::ModelSpec llama70b = *models.Resolve("llama-3.1-70b");  // grouped-query attention
+  suanli::ModelSpec deepseek = *models.Resolve("deepseek-v3");    // MoE with dense first layers, MLA
   const suanli::GpuSpec* gpu = *hw.FindGpu("a100-sxm-80gb");
   suanli::Cluster cluster = *suanli::MakeCluster(hw, *gpu, 8, "ib-hdr");
   suanli::Efficiency eff = *suanli::LoadEfficiency(gpu->id);
@@ -65,6 +66,18 @@ void BM_EstimateMemory(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateMemory(f.gpt3, r));
 }
 BENCHMARK(BM_EstimateMemory);
+
+// `fit`'s minimum-GPU search for DeepSeek-V3 training on one GPU: thousands of memory estimates over TP, PP (up to
+// the 61 layers), DP and ZeRO of a model whose ranks differ (dense first layers), the heaviest `fit` case.
+void BM_FindMinGpusDeepSeekV3(benchmark::State& state) {
+  auto& f = F();
+  suanli::FitRequest r;
+  r.mode = suanli::Mode::kTrain;
+  r.batch = 1;
+  r.seq = 4096;
+  for (auto _ : state) benchmark::DoNotOptimize(suanli::FindMinGpus(f.deepseek, r, *f.gpu));
+}
+BENCHMARK(BM_FindMinGpusDeepSeekV3)->Unit(benchmark::kMillisecond);
 
 void BM_EstimateInference(benchmark::State& state) {
   auto& f = F();
