@@ -76,6 +76,11 @@ expect_contains("${out}" "places 60 transformer layers (t); deepseek-v3 has 61" 
 run_suanli(2 out perf train --model deepseek-v3 --gpu gb200 --gpus 256 --pp 4 --ep 64 --global-batch 4096
            --micro-batch 1 --pp-layout "Ex|L")
 expect_contains("${out}" "unknown character 'x'" "layout typo")
+# --emit deepspeed: where the winner pipelines with ZeRO-2/3, the fastest layout DeepSpeed's pipeline engine runs.
+run_suanli(0 out plan --model llama-3.1-70b --gpu h100 --gpus 64 --global-batch 512 --seq 8192 --emit deepspeed)
+expect_contains("${out}" "note: --emit deepspeed writes the fastest layout DeepSpeed's pipeline engine runs" "DeepSpeed layout note")
+expect_contains("${out}" "\"stage\": 1" "DeepSpeed ZeRO stage under PP")
+expect_not_contains("${out}" "suanli_warning" "no stage-1 fallback warning when a runnable layout was found")
 run_suanli(0 out select train --model qwen3-30b-a3b --tokens 1e11 --json)
 expect_contains("${out}" "\"validated_end_to_end\": false" "MoE select rows are not validated")
 expect_not_contains("${out}" "\"validated_end_to_end\": true" "no MoE select row is validated")

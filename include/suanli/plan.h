@@ -53,6 +53,9 @@ struct PlanRequest {
   // Optional constraints (0 / -1 = search): fix a degree the user has already decided.
   int fixed_tp = 0, fixed_pp = 0, fixed_cp = 0, fixed_ep = 0, fixed_zero = -1;
   int max_micro_batch = 64;
+  // Only layouts DeepSpeed's pipeline engine runs: with PP > 1, ZeRO 0 or 1 (deepspeed/runtime/pipe/engine.py
+  // refuses ZeRO-2 and -3 with pipeline parallelism).
+  bool deepspeed_runnable = false;
 };
 
 // One configuration and its prediction.

@@ -335,7 +335,28 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       std::vector<std::pair<std::string, std::string>> files;
       if (f->emit == "megatron" || f->emit == "all") files.push_back({"megatron_args.txt", MegatronArgs(w, lc)});
       if (f->emit == "torchrun" || f->emit == "all") files.push_back({"torchrun.sh", TorchrunCommand(w, lc)});
-      if (f->emit == "deepspeed" || f->emit == "all") files.push_back({"deepspeed_config.json", DeepSpeedConfig(w, lc)});
+      if (f->emit == "deepspeed" || f->emit == "all") {
+        // DeepSpeed's pipeline engine takes ZeRO 0 or 1 only: where the winner needs more, the fastest layout it runs
+        // (DeepSpeedConfig writes stage 1 and a warning if the search finds none).
+        const PlanCandidate* ds = &w;
+        Result<PlanResult> ds_plan = InvalidArgument("not searched");
+        if (w.par.pp > 1 && w.par.zero >= 2) {
+          PlanRequest dreq = req;
+          dreq.deepspeed_runnable = true;
+          dreq.gpu_counts = {w.par.gpus()};
+          dreq.top_k = 1;
+          ds_plan = Plan(dreq);
+          if (ds_plan.ok() && !ds_plan->counts.empty() && !ds_plan->counts[0].top.empty()) {
+            ds = &ds_plan->counts[0].top[0];
+            std::cout << fmt::format(
+                "note: --emit deepspeed writes the fastest layout DeepSpeed's pipeline engine runs ({}, step {}); the "
+                "winner ({}) uses ZeRO-{} with PP {}, which it refuses\n",
+                Layout(*ds), FormatSeconds(ds->result.step_time_s), FormatSeconds(w.result.step_time_s),
+                w.par.zero, w.par.pp);
+          }
+        }
+        files.push_back({"deepspeed_config.json", DeepSpeedConfig(*ds, lc)});
+      }
       if (f->emit == "slurm" || f->emit == "all") files.push_back({"slurm.sbatch", SlurmScript(w, lc)});
       if (f->emit == "k8s" || f->emit == "all") files.push_back({"pytorchjob.yaml", KubernetesPyTorchJob(w, lc)});
       for (const auto& [name, text] : files) {

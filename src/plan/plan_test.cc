@@ -179,6 +179,24 @@ TEST_F(Planner, EmittedArgumentsDescribeTheTimedModel) {
   EXPECT_EQ(q.find("--moe-router-enable-expert-bias"), std::string::npos);
 }
 
+// DeepSpeed's pipeline engine refuses ZeRO-2/3 with PP > 1: the constrained search offers only layouts it runs, and
+// is never faster than the free one.
+TEST_F(Planner, DeepSpeedRunnableSearchKeepsZeroAtMostOneUnderPipelines) {
+  const ModelSpec m = M("llama-3.1-70b");
+  PlanRequest req = Req(m, "h100-sxm", {64}, 512, 8192, "ib-ndr");
+  req.top_k = 20;
+  auto free = Plan(req);
+  req.deepspeed_runnable = true;
+  auto ds = Plan(req);
+  ASSERT_TRUE(free.ok() && ds.ok());
+  ASSERT_FALSE(free->counts[0].top.empty() || ds->counts[0].top.empty());
+  for (const auto& c : ds->counts[0].top) EXPECT_TRUE(c.par.pp == 1 || c.par.zero <= 1) << c.par.pp << " " << c.par.zero;
+  EXPECT_GE(ds->counts[0].top[0].score, free->counts[0].top[0].score);
+  bool free_has_pipelined_zero2 = false;
+  for (const auto& c : free->counts[0].top) free_has_pipelined_zero2 |= c.par.pp > 1 && c.par.zero >= 2;
+  EXPECT_TRUE(free_has_pipelined_zero2);  // the constraint is not vacuous here
+}
+
 // --fp8-recipe: the planner estimates with it (current scaling's amax pass is never free) and writes Megatron-Core's
 // name for it into the launch flags; delayed scaling is Megatron's default and is not written.
 TEST_F(Planner, Fp8RecipeIsEstimatedAndWrittenInMegatronTerms) {
