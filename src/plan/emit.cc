@@ -91,6 +91,9 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
     // The experts' and the shared experts' widths (Megatron-LM's default is --ffn-hidden-size, the dense MLP's), and
     // which layers are MoE where not all are (DeepSeek's first dense layers).
     a.push_back({"--moe-ffn-hidden-size", std::to_string(m.moe->expert_ffn)});
+    // The estimate times a rank's experts as one grouped GEMM (Transformer Engine's GroupedLinear); without the flag
+    // Megatron-LM runs them one after another (SequentialMLP).
+    a.push_back({"--moe-grouped-gemm", ""});
     if (m.moe->num_shared_experts > 0 && m.moe->shared_ffn > 0)
       a.push_back({"--moe-shared-expert-intermediate-size", std::to_string(m.moe->shared_ffn)});
     if (const std::string freq = MoeLayerFreq(m); !freq.empty()) a.push_back({"--moe-layer-freq", freq});

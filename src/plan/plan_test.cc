@@ -164,7 +164,7 @@ TEST_F(Planner, EmittedArgumentsDescribeTheTimedModel) {
        {"--multi-latent-attention\n", "--q-lora-rank 1536\n", "--kv-lora-rank 512\n", "--qk-head-dim 128\n",
         "--qk-pos-emb-head-dim 64\n", "--v-head-dim 128\n", "--moe-ffn-hidden-size 2048\n",
         "--moe-shared-expert-intermediate-size 2048\n", "--moe-layer-freq '[0]*3+[1]*58'\n", "--disable-bias-linear\n",
-        "--moe-router-score-function sigmoid\n", "--moe-router-enable-expert-bias\n",
+        "--moe-router-score-function sigmoid\n", "--moe-router-enable-expert-bias\n", "--moe-grouped-gemm\n",
         "--attention-dropout 0\n", "--hidden-dropout 0\n"})
     EXPECT_NE(a.find(want), std::string::npos) << want << a;
   EXPECT_EQ(a.find("--kv-channels"), std::string::npos);
