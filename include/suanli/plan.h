@@ -53,10 +53,13 @@ struct PlanRequest {
   // Optional constraints (0 / -1 = search): fix a degree the user has already decided.
   int fixed_tp = 0, fixed_pp = 0, fixed_cp = 0, fixed_ep = 0, fixed_zero = -1;
   int max_micro_batch = 64;
-  // Only layouts DeepSpeed's pipeline engine runs: with PP > 1, ZeRO 0 or 1 (deepspeed/runtime/pipe/engine.py
-  // refuses ZeRO-2 and -3 with pipeline parallelism).
+  // Only layouts DeepSpeed's pipeline engine runs (DeepSpeedRuns).
   bool deepspeed_runnable = false;
 };
+
+// Whether DeepSpeed's pipeline engine runs a layout: with PP > 1 only ZeRO 0 or 1 (deepspeed/runtime/pipe/engine.py
+// refuses ZeRO-2 and -3 with pipeline parallelism).
+inline bool DeepSpeedRuns(int pp, int zero) { return pp <= 1 || zero <= 1; }
 
 // One configuration and its prediction.
 struct PlanCandidate {

@@ -340,7 +340,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
         // (DeepSpeedConfig writes stage 1 and a warning if the search finds none).
         const PlanCandidate* ds = &w;
         Result<PlanResult> ds_plan = InvalidArgument("not searched");
-        if (w.par.pp > 1 && w.par.zero >= 2) {
+        if (!DeepSpeedRuns(w.par.pp, w.par.zero)) {
           PlanRequest dreq = req;
           dreq.deepspeed_runnable = true;
           dreq.gpu_counts = {w.par.gpus()};

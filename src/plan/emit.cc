@@ -276,7 +276,7 @@ std::string DeepSpeedConfig(const PlanCandidate& c, const LaunchContext& x) {
   // DeepSpeed's pipeline engine refuses ZeRO-2 and -3 with more than one stage (deepspeed/runtime/pipe/engine.py:
   // "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"): such a layout is written with stage 1, which
   // holds every gradient (and under ZeRO-3 every weight) of the stage, and says what that costs.
-  const bool pipe_zero = c.par.pp > 1 && c.par.zero >= 2;
+  const bool pipe_zero = !DeepSpeedRuns(c.par.pp, c.par.zero);
   const int zero_stage = pipe_zero ? 1 : c.par.zero;
   j["zero_optimization"] = {{"stage", zero_stage}, {"overlap_comm", true}, {"contiguous_gradients", true}};
   if (pipe_zero) {

@@ -113,7 +113,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
   }
   std::vector<int> zeros = o.dp * o.cp == 1 ? std::vector<int>{0} : std::vector<int>{0, 1, 2, 3};
   if (req.fixed_zero >= 0) zeros = {req.fixed_zero};
-  if (req.deepspeed_runnable && o.pp > 1) std::erase_if(zeros, [](int z) { return z >= 2; });
+  if (req.deepspeed_runnable) std::erase_if(zeros, [&](int z) { return !DeepSpeedRuns(o.pp, z); });
   std::vector<bool> sps = o.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
   // Interleaving needs the layers divisible by PP x v, or, as Megatron-Core can, the layers plus the embedding
   // and the loss counted as one layer each (LLaMA-3.1 405B: 126 + 2).

@@ -177,6 +177,15 @@ TEST_F(Planner, EmittedArgumentsDescribeTheTimedModel) {
   EXPECT_EQ(q.find("--moe-layer-freq"), std::string::npos);  // every layer is MoE: Megatron-LM's default
   EXPECT_EQ(q.find("--moe-shared-expert-intermediate-size"), std::string::npos);
   EXPECT_EQ(q.find("--moe-router-enable-expert-bias"), std::string::npos);
+  // Every other layer MoE (Qwen2-MoE's decoder_sparse_step 2: layers 1, 3, ...), compactly; with dense first layers
+  // too, run by run.
+  ModelSpec alt = qwen;
+  alt.moe->layer_step = 2;
+  req.model = &alt;
+  EXPECT_NE(MegatronArgs(c, Launch(req)).find("--moe-layer-freq '([0]*1+[1])*24'\n"), std::string::npos);
+  alt.moe->first_dense_layers = 3;
+  EXPECT_NE(MegatronArgs(c, Launch(req)).find("--moe-layer-freq '[0]*3+[1]*1+[0]*1+[1]*1"), std::string::npos)
+      << MegatronArgs(c, Launch(req));
 }
 
 // DeepSpeed's pipeline engine refuses ZeRO-2/3 with PP > 1: the constrained search offers only layouts it runs, and
