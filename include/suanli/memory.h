@@ -18,7 +18,11 @@
 namespace suanli {
 
 enum class Mode { kInfer, kTrain, kLora, kQlora };
-enum class Recompute { kNone, kSelective, kFull };
+// kOp: torchtitan's per-op selective activation checkpointing (activation_checkpoint.mode = "selective",
+// selective_ac_option = "op"): each block saves the outputs of its attention kernel, of its TP reduce-scatters and of
+// every other matrix multiply (the 1st, 3rd, ...: for a LLaMA-type block wq, wv, w1, w2), and reruns the rest of its
+// forward in the backward pass (docs/methodology.md §4).
+enum class Recompute { kNone, kSelective, kFull, kOp };
 enum class Optimizer { kAdam, kAdam8bit, kSgd };
 
 // Megatron-Core's --recompute-modules (megatron/core/transformer/transformer_config.py): under selective recompute,

@@ -158,7 +158,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
                 "Count the embedding and the loss as one layer each when splitting layers into pipeline stages "
                 "(Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split)");
   sub->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism (needs TP > 1)");
-  sub->add_option("--recompute", f->recompute, "Activation recompute: none | selective | full (default: none)");
+  sub->add_option("--recompute", f->recompute, "Activation recompute: none | selective | full | op (torchtitan's per-op checkpointing) (default: none)");
   sub->add_option("--recompute-modules", f->recompute_modules, kRecomputeModulesHelp);
   sub->add_option("--recompute-layers", f->recompute_layers,
                   "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "

@@ -125,7 +125,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           ""));
   train->add_option("--global-batch", f->global_batch, "Sequences per step")->required();
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
-  train->add_option("--recompute", f->recompute, "none | selective | full (default: fastest that fits)");
+  train->add_option("--recompute", f->recompute, "none | selective | full | op (torchtitan's per-op selective checkpointing: every other matmul and the element-wise ops rerun) (default: fastest that fits among none, selective, full)");
   train->add_option("--recompute-modules", f->recompute_modules, kRecomputeModulesHelp);
   train->add_option("--recompute-layers", f->recompute_layers,
                     "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "

@@ -67,6 +67,7 @@ const char* RecomputeName(Recompute r) {
     case Recompute::kNone: return "none";
     case Recompute::kSelective: return "selective";
     case Recompute::kFull: return "full";
+    case Recompute::kOp: return "op";
   }
   return "?";
 }
@@ -174,7 +175,8 @@ std::string RecomputeWords(Recompute rc, int recompute_layers, const RecomputeMo
 
 Result<Recompute> ParseRecompute(std::string_view s) {
   static const std::pair<const char*, Recompute> t[] = {
-      {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
+      {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull},
+      {"op", Recompute::kOp}, {"selective-op", Recompute::kOp}};
   return ParseEnum(s, t, "recompute setting");
 }
 Result<Optimizer> ParseOptimizer(std::string_view s) {
@@ -226,6 +228,22 @@ int ExpertTpFor(const Parallelism& p, Mode mode) {
 }
 
 namespace {
+// torchtitan's per-op policy as modelled: the layers of its dense models (LLaMA-type), attention by a fused SDPA kernel.
+Status CheckOpRecompute(const ModelSpec& m, Mode mode, bool flash_attention) {
+  if (mode != Mode::kTrain)
+    return InvalidArgument(fmt::format("--recompute op (torchtitan's per-op checkpointing) applies to --mode train; {} "
+                                       "uses gradient checkpointing of every layer (or none)",
+                                       ModeName(mode)));
+  if (m.moe || m.mla)
+    return InvalidArgument(fmt::format("--recompute op is modelled for dense layers with multi-head or grouped-query "
+                                       "attention; {} has {} layers (use --recompute selective, full or none)",
+                                       m.id, m.moe ? "MoE" : "MLA"));
+  if (!flash_attention)
+    return InvalidArgument("--recompute op saves the output of the fused attention kernel (SDPA flash or efficient); "
+                           "it needs --attention flash or flash1");
+  return Status::Ok();
+}
+
 // Megatron-Core's own checks (transformer_config.py) and modules the model has nothing for.
 Status CheckRecomputeModules(const ModelSpec& m, Mode mode, Recompute rc, const RecomputeModules& mods) {
   const std::string list = RecomputeModulesList(mods);
@@ -411,6 +429,7 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
     return InvalidArgument(fmt::format("--offload-layers applies to --mode train (pretraining), not {}", ModeName(r.mode)));
   }
   if (r.recompute_modules.any()) SUANLI_RETURN_IF_ERROR(CheckRecomputeModules(m, r.mode, r.recompute, r.recompute_modules));
+  if (r.recompute == Recompute::kOp) SUANLI_RETURN_IF_ERROR(CheckOpRecompute(m, r.mode, r.flash_attention));
   if (r.mtp_layers != 0) {
     if (r.mode != Mode::kTrain)
       return InvalidArgument(fmt::format("--mtp-layers {} applies to --mode train (pretraining)", r.mtp_layers));
@@ -462,6 +481,19 @@ LayerActivationByKind LayerActivationBytesByKind(const ModelSpec& m, double s, d
     q_dim = double(m.heads) * m.head_dim;
     kv_dim = double(m.kv_heads) * m.head_dim;
     o_dim = q_dim;
+  }
+  if (rc == Recompute::kOp) {
+    // torchtitan's per-op policy (CheckOpRecompute admits dense layers with FlashAttention): the block's input 2h
+    // (what the checkpoint keeps), the outputs of the odd-numbered matrix multiplies in forward order (q, k, v, o,
+    // then gate, up, down or fc1, fc2: wq 2q, wv 2kv, the MLP's first GEMM 2f and, gated, its down projection's
+    // output, 2h of partial sums on every TP rank), the attention output 2q with its FP32 log-sum-exp 4 per head, and
+    // with TP the two reduce-scatter outputs (2h each on the sequence-parallel shard). GEMM outputs are 16-bit under
+    // Float8 too.
+    const double rep = (2.0 * h + (t > 1 && sp ? 2 * 2.0 * h : 0.0)) / (sp ? t : 1);
+    const double sharded = (2 * q_dim + 2 * kv_dim + 2 * o_dim + 4.0 * m.heads + 2.0 * m.ffn) / t;
+    const double down_out = m.gated_mlp ? 2.0 * h : 0.0;
+    const double per_token = rep + sharded + down_out;
+    return {tokens * per_token, tokens * per_token};
   }
   const RecomputeModules mods = EffectiveRecomputeModules(rc, modules);
   // A GEMM's input kept for its weight gradient: 16-bit, or FP8 under Transformer Engine (its linear.py saves the
@@ -946,6 +978,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
       double act = (kept_dense * dense_here + kept_moe * moe_here -
                     act_layer_kept * (training ? r.offload_layers : 0)) * held;
       if (rc == Recompute::kFull) act += act_layer_full;  // one layer recomputed during backward
+      if (rc == Recompute::kOp) act += act_layer_full - act_layer;  // one layer's recomputed tensors
       b.activations += act;
       const double logits =
           s_local * static_cast<double>(r.micro_batch) * static_cast<double>(m.vocab) * r.loss_bytes_per_logit / p.tp;

@@ -851,5 +851,44 @@ TEST_F(Memory, ExpertTensorParallelismFoldsTheExpertGrid) {
             std::string::npos);
 }
 
+// torchtitan's per-op checkpointing keeps, per token and layer of LLaMA-3.1 8B (h 4096, 32 query heads and 8 KV heads
+// of 128, SwiGLU 14336), without TP: the block input 2h, wq's output 2 x 4096, wv's 2 x 1024, the attention output
+// 2 x 4096 with its FP32 log-sum-exp 4 x 32, w1's output 2 x 14336 and w2's 2h: 63,616 B. With TP 2 and SP the input
+// and the two reduce-scatter outputs (2h each) are on the sequence shard, the head-sharded tensors halve, and w2's
+// partial sums stay whole on each rank: (3 x 8192) / 2 + (8192 + 2048 + 8192 + 128 + 28672) / 2 + 8192 = 44,096 B.
+// Between no recompute and full recompute in memory; refused for MoE and MLA layers and for unfused attention.
+TEST_F(Memory, RecomputeOpKeepsTorchtitansSavedTensors) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const double s = 8192;
+  const auto op = LayerActivationBytesByKind(m, s, 1, 1, false, Recompute::kOp, true, false, false);
+  EXPECT_DOUBLE_EQ(op.dense, s * 63616);
+  EXPECT_DOUBLE_EQ(op.moe, op.dense);
+  const auto tp = LayerActivationBytesByKind(m, s, 1, 2, true, Recompute::kOp, true, false, false);
+  EXPECT_DOUBLE_EQ(tp.dense, s * 44096);
+  // FP8 GEMMs return 16-bit outputs: nothing changes.
+  EXPECT_DOUBLE_EQ(LayerActivationBytesByKind(m, s, 1, 1, false, Recompute::kOp, true, false, true).dense, op.dense);
+  const double none = LayerActivationBytesByKind(m, s, 1, 1, false, Recompute::kNone, true, false, false).dense;
+  const double full = LayerActivationBytesByKind(m, s, 1, 1, false, Recompute::kFull, true, false, false).dense;
+  EXPECT_LT(full, op.dense);
+  EXPECT_LT(op.dense, none);
+
+  FitRequest r = Train(8192, 1, 1, 1);
+  r.recompute = Recompute::kOp;
+  ASSERT_TRUE(EstimateMemory(m, r).ok());
+  r.flash_attention = false;
+  auto unfused = EstimateMemory(m, r);
+  ASSERT_FALSE(unfused.ok());
+  EXPECT_NE(unfused.status().message().find("--attention flash"), std::string::npos);
+  r.flash_attention = true;
+  auto moe = EstimateMemory(M("qwen3-30b-a3b"), r);
+  ASSERT_FALSE(moe.ok());
+  EXPECT_NE(moe.status().message().find("MoE"), std::string::npos);
+  auto mla = EstimateMemory(M("deepseek-v3"), r);
+  ASSERT_FALSE(mla.ok());
+  EXPECT_TRUE(ParseRecompute("op").ok());
+  EXPECT_EQ(*ParseRecompute("selective-op"), Recompute::kOp);
+  EXPECT_STREQ(RecomputeName(Recompute::kOp), "op");
+}
+
 }  // namespace
 }  // namespace suanli

@@ -940,6 +940,27 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     p.recompute = p.fwd * c.rc_share;
     p.recompute_flops = p.fwd_flops * c.rc_share;
     p.tp_comm *= 1 + 0.5 * c.rc_share;  // the recomputed forward repeats its all-reduces
+  } else if (rc == Recompute::kOp) {
+    // torchtitan's per-op policy reruns every op whose output it did not save: the even-numbered matrix multiplies
+    // (wk, wo and the MLP's up projection, or fc2 of a plain MLP), every element-wise op and FP8 cast, and the TP
+    // collectives other than the reduce-scatters (the all-gathers under SP, the all-reduces without).
+    const auto rerun = [&](double M, double N, double K) {
+      const GemmTime g = EstimateGemm(M, N, K, 1, c.elem_bytes, c.peak, c.gemm_eff, *c.gpu, *c.eff);
+      p.recompute += g.time_s;
+      p.recompute_flops += g.flops;
+    };
+    rerun(T, sh.kv_dim / t, h);
+    rerun(T, h, sh.out_proj_in / t);
+    if (m.gated_mlp)
+      rerun(T, ffn_width / t, h);
+    else
+      rerun(T, h, ffn_width / t);
+    p.recompute += ew_time + p.eager_fwd + p.fp8_cast_fwd;
+    if (c.tp > 1) {
+      const double bytes = T * h * 2;
+      p.tp_comm += 2 * GroupCollectiveTime(*c.cluster, *c.eff, c.sp ? NcclOp::kAllGather : NcclOp::kAllReduce, bytes,
+                                           c.tp, 1);
+    }
   } else if (rc == Recompute::kSelective) {
     // Megatron-Core's selective recompute reruns the forward of the checkpointed modules in the backward pass
     // (docs/methodology.md §4); a recomputed MLP or MoE block repeats its TP collective and its all-to-all.
@@ -1166,9 +1187,10 @@ Status CheckTrainMode(const ModelSpec& m, const TrainConfig& cfg) {
     if (cfg.fit.recompute == Recompute::kFull && cfg.fit.recompute_layers > 0)
       return InvalidArgument("--mode lora recomputes every layer or none (--recompute full or none), not "
                              "--recompute-layers");
-    if (cfg.fit.recompute == Recompute::kSelective)
-      return InvalidArgument("--mode lora recomputes every layer or none (--recompute full or none), not selected "
-                             "modules");
+    if (cfg.fit.recompute == Recompute::kSelective || cfg.fit.recompute == Recompute::kOp)
+      return InvalidArgument(fmt::format("--mode lora recomputes every layer or none (--recompute full or none), not {}",
+                                         cfg.fit.recompute == Recompute::kOp ? "--recompute op"
+                                                                             : "selected modules"));
     if (cfg.convention == FlopConvention::kMegatron)
       return InvalidArgument("--flops megatron counts pretraining's three passes; --mode lora reports the 6n count "
                              "of what LoRA runs (forward and data gradient)");
@@ -1393,7 +1415,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // Eager PyTorch FSDP: host-side time per layer per micro-batch that the GPU waits for (forward and backward;
   // a recomputed forward adds half the backward's share again, i.e. passes / 3 of forward + backward + forward).
   const bool eager_fsdp = cfg.eager && par.zero == 3;
-  const double host_passes = 1.0 + rc_share / 3.0;
+  // torchtitan's per-op checkpointing reruns most of the forward's kernels too.
+  const double host_passes = 1.0 + (cfg.fit.recompute == Recompute::kOp ? 1.0 : rc_share) / 3.0;
   const double host_layer = eager_fsdp ? eff.eager_fsdp_host_per_layer_s * host_passes : 0;
   // CPU activation offloading (PP 1, so one stage holds every layer): the copies of each offloaded layer's
   // activations to the host and back, against one layer's forward and backward compute.
@@ -1541,6 +1564,12 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double t_grad_buffer = grad_buffer_bytes > 0 ? grad_buffer_bytes / achievable_bw + eff.kernel_launch_s : 0.0;
   const double t_opt = t_adam + t_grad_buffer;
   if (opsp) {
+    if (cfg.fit.recompute == Recompute::kOp) {
+      // The per-operator rows above count no recompute; torchtitan's per-op policy reruns part of each layer.
+      const double n = double(mb_count) * max_stage_layers;
+      ops.Add("recompute: torchtitan per-op (wk, wo, up or fc2, element-wise)", "step", n * dense.recompute_flops, 0,
+              n * dense.recompute, 1, Bound::kCompute);
+    }
     ops.Add("optimizer step (Adam)", "step", 0, opt_bytes, t_adam, 1, Bound::kMemory);
     if (t_grad_buffer > 0) ops.Add(kGradBufferOpName, "step", 0, grad_buffer_bytes, t_grad_buffer, 1, Bound::kMemory);
     if (dp_comm > 0) {
@@ -1686,11 +1715,13 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                                     FormatBytes(mem->host_offload_bytes)));
   if (cfg.detail && cfg.dtype == Precision::kFp8 && !m.moe) {  // MoE: the MoE note below covers its FP8 runs
     const auto& e = evidence::kFp8TrainingMegatronCore;
+    const auto& t = evidence::kFp8TrainingTorchtitan;
     res.notes.push_back(fmt::format(
         "uncertain: FP8 training is checked against {} Megatron-Core runs with Transformer Engine (NeMo 24.07 on "
         "H100, Megatron-Bridge 25.11 to 26.06 on H100, B200 and GB200), where its throughput was {:+.0f}% to {:+.0f}% "
-        "off (mean {:+.0f}%; positive: too fast); other FP8 stacks are unmeasured (docs/validation.md)",
-        e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
+        "off (mean {:+.0f}%; positive: too fast), and {} torchtitan Float8 runs (FSDP2, compiled, H200), {:+.0f}% to "
+        "{:+.0f}%; other FP8 stacks are unmeasured (docs/validation.md)",
+        e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean, t.cases, 100 * t.lo, 100 * t.hi));
   }
   if (cfg.detail && !m.moe && !cfg.eager && cfg.dtype != Precision::kFp8 && gpu.id.rfind("h100", 0) == 0) {
     const auto& e = evidence::kH100Bf16FusedTraining;
@@ -1740,9 +1771,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     res.notes.push_back(fmt::format(
         "uncertain: eager FSDP's host cost ({:.1f} ms per layer per micro-batch) was fitted on llm-foundry's A100 runs; "
         "on its {} held-out H100 runs the model was off by {:+.0f}% to {:+.0f}% (mean {:+.1f}%), on {} torchtitan "
-        "FSDP2 runs (A100) optimistic by {:.0f}% to {:.0f}% (docs/validation.md section 4)",
+        "FSDP2 runs (A100) optimistic by {:.0f}% to {:.0f}% (mean {:.1f}%; docs/validation.md section 4)",
         1e3 * eff.eager_fsdp_host_per_layer_s, h.cases, 100 * h.lo, 100 * h.hi, 100 * h.mean, t.cases, 100 * t.lo,
-        100 * t.hi));
+        100 * t.hi, 100 * t.mean));
   } else if (cfg.detail && par.zero == 3 && !cfg.eager) {
     res.notes.push_back(fmt::format(
         "assumed: a stack with fused kernels and no host-side cost per layer; if this is eager PyTorch FSDP "
