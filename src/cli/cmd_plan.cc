@@ -549,7 +549,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       const auto& e = evidence::kH100Bf16FusedTraining;
       std::cout << fmt::format(
           "uncertain: on {} published 16-bit training runs of fused stacks on H100 the model was {:+.0f}% to {:+.0f}% "
-          "too fast (mean {:+.0f}%; docs/validation.md section 5): the H100 rows' times and costs are likely low, and "
+          "off (mean {:+.0f}% too fast; docs/validation.md section 5): the H100 rows' times and costs are likely low, and "
           "they may rank higher than they should.\n",
           e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean);
     }

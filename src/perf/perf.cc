@@ -1717,8 +1717,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const auto& e = evidence::kFp8TrainingMegatronCore;
     const auto& t = evidence::kFp8TrainingTorchtitan;
     res.notes.push_back(fmt::format(
-        "uncertain: FP8 training is checked against {} Megatron-Core runs with Transformer Engine (NeMo 24.07 on "
-        "H100, Megatron-Bridge 25.11 to 26.06 on H100, B200 and GB200), where its throughput was {:+.0f}% to {:+.0f}% "
+        "uncertain: FP8 training is checked against {} Megatron-Core runs with Transformer Engine (NeMo 24.05 to "
+        "25.04 on H100 and GB200, Megatron-Bridge 25.11 to 26.06 on H100, B200 and GB200), where its throughput was "
+        "{:+.0f}% to {:+.0f}% "
         "off (mean {:+.0f}%; positive: too fast), and {} torchtitan Float8 runs (FSDP2, compiled, H200), {:+.0f}% to "
         "{:+.0f}%; other FP8 stacks are unmeasured (docs/validation.md)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean, t.cases, 100 * t.lo, 100 * t.hi));
@@ -1726,9 +1727,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   if (cfg.detail && !m.moe && !cfg.eager && cfg.dtype != Precision::kFp8 && gpu.id.rfind("h100", 0) == 0) {
     const auto& e = evidence::kH100Bf16FusedTraining;
     res.notes.push_back(fmt::format(
-        "uncertain: on {} published 16-bit runs of fused stacks on H100 (Megatron-Core r0.8.0 GPT 1.7B-462B, the Llama 3 "
-        "paper's 405B, NeMo AutoModel's compiled FSDP2 LLaMA 3.1 70B) this model was {:+.0f}% to {:+.0f}% too fast (mean {:+.0f}%), though it matches H100 GEMM "
-        "micro-benchmarks and eager-FSDP H100 runs; expect the step to take longer (docs/validation.md section 5)",
+        "uncertain: on {} published 16-bit runs of fused stacks on H100 (NVIDIA's NeMo recipes for LLaMA 3.1 and GPT-3, "
+        "Megatron-Core r0.8.0 GPT 1.7B-462B, the Llama 3 paper's 405B, NeMo AutoModel's compiled FSDP2 LLaMA 3.1 70B) "
+        "this model was {:+.0f}% to {:+.0f}% off (mean {:+.0f}%; positive: too fast), the larger models with tensor and "
+        "pipeline parallelism the most, though it matches H100 GEMM micro-benchmarks and eager-FSDP H100 runs; expect "
+        "the step to take longer (docs/validation.md section 5)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
   }
   if (cfg.detail && m.moe) {

@@ -134,7 +134,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 100);
+  EXPECT_EQ(n_dense, 150);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -149,9 +149,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // single-GPU LoRA runs -9% and -12%) 10.08%; the same session's pipeline bubble as the other ranks' fill and drain
   // (a flow shop: the slowest rank no longer counted PP - 1 times, so a last stage slowed by the head shortens it)
   // 10.11%; the twenty-second session's seven torchtitan rows (A100 every-other-layer and per-op recompute, +3% to
-  // +16%; H200 Float8, +19% and +21%) left it at 10.11%. Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before
+  // +16%; H200 Float8, +19% and +21%) left it at 10.11%, and its fifty rows of NVIDIA's DGX Cloud recipes
+  // (dgxc-benchmarking: NeMo 24.05-25.04.01, LLaMA 3.1 8B-405B and GPT-3 175B on H100 and GB200; 10.4% mean, the
+  // model too fast on 44 of them) 10.22%. Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before
   // the ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.1012);
+  EXPECT_LE(mean_dense, 0.1023);
   EXPECT_LE(worst_dense, 0.357);  // 34.7% (the README's 119B and 177B on 1536 and 2304 H100s), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 2.4% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
@@ -172,7 +174,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(mean_k, 0.0365);
   EXPECT_LE(worst_k, 0.0887);
   // Every case is in a known group, and the bundled set is complete.
-  EXPECT_GE(rep->cases.size(), 400u);  // 368 end-to-end runs and 39 GEMM shapes
+  EXPECT_GE(rep->cases.size(), 400u);  // 418 end-to-end runs and 39 GEMM shapes
 }
 
 // The notes `suanli perf` prints for configurations the model is known to get wrong quote figures from this
@@ -182,15 +184,18 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   const auto& rep = Bundled();
   ASSERT_TRUE(rep.ok());
   auto has = [](const std::string& s, const char* part) { return s.find(part) != std::string::npos; };
-  auto check = [&](const ValidationEvidence& want, auto select, const char* what) {
+  // `on_speed`: signed as fast_error (a step time's error negated); otherwise the error as it is (the serving classes
+  // are signed on the latency).
+  auto check = [&](const ValidationEvidence& want, auto select, const char* what, bool on_speed = false) {
     int n = 0;
     double sum = 0, lo = 1e9, hi = -1e9;
     for (const auto& c : rep->cases) {
       if (!select(c)) continue;
       n++;
-      sum += c.error;
-      lo = std::min(lo, c.error);
-      hi = std::max(hi, c.error);
+      const double e = on_speed ? c.fast_error() : c.error;
+      sum += e;
+      lo = std::min(lo, e);
+      hi = std::max(hi, e);
     }
     EXPECT_EQ(n, want.cases) << what;
     if (n == 0) return;
@@ -255,10 +260,12 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   }
   check(evidence::kFp8TrainingMegatronCore,
         [&](const ValidationCase& c) {
-          return !c.moe && (c.name.rfind("NeMo 24.07", 0) == 0 || c.name.rfind("Megatron-Bridge", 0) == 0) &&
-                 !has(c.name, " SFT ") && !has(c.name, " LoRA ");
+          return !c.moe &&
+                 (((c.name.rfind("NeMo 24.07", 0) == 0 || c.name.rfind("Megatron-Bridge", 0) == 0) &&
+                   !has(c.name, " SFT ") && !has(c.name, " LoRA ")) ||
+                  (c.name.rfind("dgxc-benchmarking", 0) == 0 && has(c.name, " FP8 ")));
         },
-        "Megatron-Core FP8 training");
+        "Megatron-Core FP8 training", true);
   check(evidence::kLoraFinetuning, [&](const ValidationCase& c) { return has(c.name, " LoRA "); },
         "LoRA fine-tuning");
   check(evidence::kEagerFsdpTorchtitan, [&](const ValidationCase& c) { return c.name.rfind("torchtitan FSDP2", 0) == 0; },
@@ -268,9 +275,10 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   check(evidence::kH100Bf16FusedTraining,
         [&](const ValidationCase& c) {
           return c.name.rfind("Megatron-LM README", 0) == 0 || c.name.rfind("Llama 3 paper", 0) == 0 ||
-                 (has(c.name, "NeMo AutoModel") && has(c.name, "compiled"));
+                 (has(c.name, "NeMo AutoModel") && has(c.name, "compiled")) ||
+                 (c.name.rfind("dgxc-benchmarking", 0) == 0 && has(c.name, " H100 ") && has(c.name, " BF16 "));
         },
-        "16-bit fused-stack training on H100");
+        "16-bit fused-stack training on H100", true);
   {
     int n = 0;
     double sum = 0, lo = 1e9, hi = -1e9;
