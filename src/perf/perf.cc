@@ -275,6 +275,7 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     SUANLI_RETURN_IF_ERROR(frac("link_allreduce", &e.link_allreduce, 0.05, 2.0));
     SUANLI_RETURN_IF_ERROR(frac("network", &e.network, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("overlap_slowdown", &e.overlap_slowdown, 0.0, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("tp_overlap_hidden", &e.tp_overlap_hidden, 0.0, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("host_d2h", &e.host_d2h, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("host_h2d", &e.host_h2d, 0.05, 1.0));
     SUANLI_ASSIGN_OR_RETURN(auto kl, r.OptQuantity("kernel_launch", Dimension::kSeconds));
@@ -1460,12 +1461,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                               mtp * (mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute);
     double comp = layer_work + mtp * (mtp_time - (mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute)) +
                   (st == par.pp - 1 ? head_time : 0);
-    // With --tp-overlap the TP collectives hide under the layer's GEMMs, and with --ep-overlap the expert
-    // all-to-all under the other micro-batch's compute, both at the contention cost (one compute window shared).
+    // With --tp-overlap the share tp_overlap_hidden of the TP collectives hides under the layer's GEMMs (the rest
+    // stays exposed), and with --ep-overlap the expert all-to-all under the other micro-batch's compute, both at
+    // the contention cost (one compute window shared).
     const double mtp_tp = mtp * mtp_layer.tp_comm, mtp_ep = mtp * mtp_layer.ep_comm;
-    const double hidden_comm = (cfg.tp_overlap ? rank_tp + mtp_tp : 0) + (cfg.ep_overlap ? rank_ep + mtp_ep : 0);
+    const double tp_hidden = cfg.tp_overlap ? eff.tp_overlap_hidden * (rank_tp + mtp_tp) : 0.0;
+    const double hidden_comm = tp_hidden + (cfg.ep_overlap ? rank_ep + mtp_ep : 0);
     double comm = OverlapCost(layer_work, hidden_comm, eff.overlap_slowdown);
-    comm += (cfg.tp_overlap ? 0 : rank_tp + mtp_tp) + (cfg.ep_overlap ? 0 : rank_ep + mtp_ep) + rank_cp;
+    comm += (rank_tp + mtp_tp - tp_hidden) + (cfg.ep_overlap ? 0 : rank_ep + mtp_ep) + rank_cp;
     const double host = (ls + mtp) * host_layer;
     if (cfg.detail && par.pp > 1) res.pipeline_ranks.push_back({ls, mtp, st == par.pp - 1, comp + comm + host});
     ranks_total += comp + comm + host;

@@ -597,7 +597,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   // A fused 16-bit stack on H100 carries the held-out H100 runs' figures; eager, FP8 and other GPUs do not.
   const char* h100_note = "uncertain: on 37 published 16-bit runs of fused stacks on H100 (NVIDIA's NeMo recipes for "
                           "LLaMA 3.1 and GPT-3, Megatron-Core r0.8.0 GPT 1.7B-462B, the Llama 3 paper's 405B, NeMo "
-                          "AutoModel's compiled FSDP2 LLaMA 3.1 70B) this model was -2% to +35% off (mean +16%; "
+                          "AutoModel's compiled FSDP2 LLaMA 3.1 70B) this model was -2% to +26% off (mean +10%; "
                           "positive: too fast)";
   EXPECT_TRUE(note_with(fused->notes, h100_note));
   EXPECT_FALSE(note_with(fsdp->notes, "fused stacks on H100"));
@@ -2336,6 +2336,84 @@ TEST_F(Perf, RecomputeOpRerunsEveryOtherMatmulAndTheElementwiseOps) {
   auto refused = EstimateTraining(m, C(g), lora, e);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("--recompute op"), std::string::npos);
+}
+
+
+// --tp-overlap takes tp_overlap_hidden (0.42, torchtitan's async-TP measurements) of the TP collectives off the
+// critical path, at the contention cost overlap_slowdown (0.189) on the part hidden, and leaves the rest exposed:
+// LLaMA-3.1 70B on 8 H100s at TP 8 with SP, 8 micro-batches of 4096 tokens. With the share at 1 the old rule (all
+// hidden but the contention) comes back, at 0 the overlap changes nothing.
+TEST_F(Perf, TpOverlapHidesItsShareOfTheCollectives) {
+  const ModelSpec m = M("llama-3.1-70b");
+  const GpuSpec& g = G("h100-sxm");
+  const auto run = [&](bool overlap, double share) {
+    TrainConfig c = Train(8, 8, 1, 8, 4096);
+    c.fit.par.sequence_parallel = true;
+    c.fit.recompute = Recompute::kFull;
+    c.tp_overlap = overlap;
+    Efficiency e = E(g);
+    e.tp_overlap_hidden = share;
+    auto r = EstimateTraining(m, C(g), c, e);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return *r;
+  };
+  const TrainResult plain = run(false, 0.42), ovl = run(true, 0.42), all = run(true, 1.0), none = run(true, 0.0);
+  ASSERT_EQ(plain.num_micro_batches, 8);
+  EXPECT_NEAR(E(g).tp_overlap_hidden, 0.42, 1e-12);  // data/efficiency.toml
+  const OpCost* tp = FindOp(plain.ops, "TP all-gather + reduce-scatter (x2)");
+  ASSERT_NE(tp, nullptr);
+  // Per layer and micro-batch: the forward's collectives (the row), the backward's and the recomputed forward's.
+  const double per_mb = 80 * tp->time_s * 3;
+  const double c_tp = plain.num_micro_batches * per_mb;
+  const double sigma = E(g).overlap_slowdown;
+  EXPECT_NEAR(plain.step_time_s - ovl.step_time_s, 0.42 * c_tp * (1 - sigma), 1e-6 * plain.step_time_s);
+  EXPECT_NEAR(plain.step_time_s - all.step_time_s, c_tp * (1 - sigma), 1e-6 * plain.step_time_s);
+  EXPECT_NEAR(none.step_time_s, plain.step_time_s, 1e-9 * plain.step_time_s);
+  EXPECT_LT(all.step_time_s, ovl.step_time_s);
+}
+
+
+// Where tp_overlap_hidden comes from (data/efficiency.toml, source torchtitan_asynctp): torchtitan's async TP against
+// vanilla TP on H100 (benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md), LLaMA 3 70B on 256 GPUs (FSDP 32, TP 8,
+// full AC, local batch 16) and 8B on 64 (FSDP 8, TP 8, per-op AC, local batch 12), sequence 8192, BF16 and Float8
+// tensorwise: speed-ups 652.4/597.3, 942.4/809.8, 4809.4/4378, 5570.1/5078.1. The share is the mean of what each run
+// implies, so the model's speed-ups match the measured ones on average; each alone within 5%. (Their H100s are a
+// 500 W, 96 GB part the catalog does not have; modelled as the H100 SXM.)
+TEST_F(Perf, TpOverlapShareReproducesTorchtitansAsyncTpSpeedups) {
+  const GpuSpec& g = G("h100-sxm");
+  struct Run {
+    const char* model;
+    int gpus, local_batch;
+    Recompute rc;
+    bool fp8;
+    double measured;
+  };
+  const Run runs[] = {{"llama-3.1-70b", 256, 16, Recompute::kFull, false, 652.4 / 597.3},
+                      {"llama-3.1-70b", 256, 16, Recompute::kFull, true, 942.4 / 809.8},
+                      {"llama-3.1-8b", 64, 12, Recompute::kOp, false, 4809.4 / 4378},
+                      {"llama-3.1-8b", 64, 12, Recompute::kOp, true, 5570.1 / 5078.1}};
+  double sum_model = 0, sum_measured = 0;
+  for (const Run& r : runs) {
+    const auto step = [&](bool overlap) {
+      TrainConfig c = Train(r.gpus, 8, 1, int64_t(r.local_batch) * r.gpus / 8, 8192, r.local_batch);
+      c.fit.par.zero = 3;
+      c.fit.par.sequence_parallel = true;
+      c.fit.recompute = r.rc;
+      c.tp_overlap = overlap;
+      if (r.fp8) {
+        c.dtype = Precision::kFp8;
+        c.fp8_recipe = Fp8Recipe::kCurrent;
+      }
+      auto t = EstimateTraining(M(r.model), C(g), c, E(g));
+      EXPECT_TRUE(t.ok()) << t.status().message();
+      return t.ok() ? t->step_time_s : 0.0;
+    };
+    const double model = step(false) / step(true);
+    EXPECT_NEAR(model / r.measured, 1.0, 0.05) << r.model << (r.fp8 ? " float8" : " bf16");
+    sum_model += model;
+    sum_measured += r.measured;
+  }
+  EXPECT_NEAR(sum_model / sum_measured, 1.0, 0.01);
 }
 
 }  // namespace
