@@ -878,9 +878,13 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   // with SP: the same bytes on a ring, without the in-switch reduction, each with its own latency), 2 in backward.
   if (c.tp > 1) {
     const double bytes = T * h * 2;
+    // Under FP8 the sequence-parallel all-gathers move the GEMM inputs already cast to FP8, one byte per element
+    // (Transformer Engine gathers its quantised layer-norm output and output gradient; torchao's Float8 TP gathers
+    // float8); the reduce-scatters move the 16-bit GEMM outputs.
+    const double ag_share = c.elem_bytes == 1 ? 0.5 : 1.0;
     const auto tp_collective = [&](double b, int n) {
       if (!c.sp) return GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kAllReduce, b, n, 1);
-      return GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kAllGather, b, n, 1) +
+      return GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kAllGather, b * ag_share, n, 1) +
              GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kReduceScatter, b, n, 1);
     };
     const double one = tp_collective(bytes, c.tp);
@@ -958,7 +962,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
       rerun(T, h, ffn_width / t);
     p.recompute += ew_time + p.eager_fwd + p.fp8_cast_fwd;
     if (c.tp > 1) {
-      const double bytes = T * h * 2;
+      const double bytes = T * h * (c.sp && c.elem_bytes == 1 ? 1 : 2);  // FP8 all-gathers move one byte
       p.tp_comm += 2 * GroupCollectiveTime(*c.cluster, *c.eff, c.sp ? NcclOp::kAllGather : NcclOp::kAllReduce, bytes,
                                            c.tp, 1);
     }

@@ -597,7 +597,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   // A fused 16-bit stack on H100 carries the held-out H100 runs' figures; eager, FP8 and other GPUs do not.
   const char* h100_note = "uncertain: on 37 published 16-bit runs of fused stacks on H100 (NVIDIA's NeMo recipes for "
                           "LLaMA 3.1 and GPT-3, Megatron-Core r0.8.0 GPT 1.7B-462B, the Llama 3 paper's 405B, NeMo "
-                          "AutoModel's compiled FSDP2 LLaMA 3.1 70B) this model was -2% to +26% off (mean +10%; "
+                          "AutoModel's compiled FSDP2 LLaMA 3.1 70B) this model was -2% to +26% off (mean +11%; "
                           "positive: too fast)";
   EXPECT_TRUE(note_with(fused->notes, h100_note));
   EXPECT_FALSE(note_with(fsdp->notes, "fused stacks on H100"));
@@ -628,7 +628,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   EXPECT_TRUE(note_with(qwen->notes, "and 2 runs of NeMo AutoModel's PyTorch FSDP2 stack (-55% to -37%"));
   EXPECT_TRUE(note_with(qwen->notes, "calibrated: each MoE layer takes 1.80x the time its operators add up to (CUDA "
                                      "graphs none; 1.80x without a full-iteration graph, 1.30x with one), a multiple "
-                                     "fitted on 9 Megatron-LM recipe runs (-18% to +24% off after the fit; a run "
+                                     "fitted on 9 Megatron-LM recipe runs (-18% to +25% off after the fit; a run "
                                      "left out of the fit is 18% off on average, 29% at worst)"));
   moe.cuda_graphs = CudaGraphs::kFull;
   auto graphed = EstimateTraining(M("qwen3-30b-a3b"), C(h100), moe, E(h100));
@@ -2339,7 +2339,7 @@ TEST_F(Perf, RecomputeOpRerunsEveryOtherMatmulAndTheElementwiseOps) {
 }
 
 
-// --tp-overlap takes tp_overlap_hidden (0.42, torchtitan's async-TP measurements) of the TP collectives off the
+// --tp-overlap takes tp_overlap_hidden (0.48, torchtitan's async-TP measurements) of the TP collectives off the
 // critical path, at the contention cost overlap_slowdown (0.189) on the part hidden, and leaves the rest exposed:
 // LLaMA-3.1 70B on 8 H100s at TP 8 with SP, 8 micro-batches of 4096 tokens. With the share at 1 the old rule (all
 // hidden but the contention) comes back, at 0 the overlap changes nothing.
@@ -2357,16 +2357,16 @@ TEST_F(Perf, TpOverlapHidesItsShareOfTheCollectives) {
     EXPECT_TRUE(r.ok()) << r.status().message();
     return *r;
   };
-  const TrainResult plain = run(false, 0.42), ovl = run(true, 0.42), all = run(true, 1.0), none = run(true, 0.0);
+  const TrainResult plain = run(false, 0.48), ovl = run(true, 0.48), all = run(true, 1.0), none = run(true, 0.0);
   ASSERT_EQ(plain.num_micro_batches, 8);
-  EXPECT_NEAR(E(g).tp_overlap_hidden, 0.42, 1e-12);  // data/efficiency.toml
+  EXPECT_NEAR(E(g).tp_overlap_hidden, 0.48, 1e-12);  // data/efficiency.toml
   const OpCost* tp = FindOp(plain.ops, "TP all-gather + reduce-scatter (x2)");
   ASSERT_NE(tp, nullptr);
   // Per layer and micro-batch: the forward's collectives (the row), the backward's and the recomputed forward's.
   const double per_mb = 80 * tp->time_s * 3;
   const double c_tp = plain.num_micro_batches * per_mb;
   const double sigma = E(g).overlap_slowdown;
-  EXPECT_NEAR(plain.step_time_s - ovl.step_time_s, 0.42 * c_tp * (1 - sigma), 1e-6 * plain.step_time_s);
+  EXPECT_NEAR(plain.step_time_s - ovl.step_time_s, 0.48 * c_tp * (1 - sigma), 1e-6 * plain.step_time_s);
   EXPECT_NEAR(plain.step_time_s - all.step_time_s, c_tp * (1 - sigma), 1e-6 * plain.step_time_s);
   EXPECT_NEAR(none.step_time_s, plain.step_time_s, 1e-9 * plain.step_time_s);
   EXPECT_LT(all.step_time_s, ovl.step_time_s);
@@ -2377,7 +2377,8 @@ TEST_F(Perf, TpOverlapHidesItsShareOfTheCollectives) {
 // vanilla TP on H100 (benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md), LLaMA 3 70B on 256 GPUs (FSDP 32, TP 8,
 // full AC, local batch 16) and 8B on 64 (FSDP 8, TP 8, per-op AC, local batch 12), sequence 8192, BF16 and Float8
 // tensorwise: speed-ups 652.4/597.3, 942.4/809.8, 4809.4/4378, 5570.1/5078.1. The share is the mean of what each run
-// implies, so the model's speed-ups match the measured ones on average; each alone within 5%. (Their H100s are a
+// implies, so the model's speed-ups match the measured ones on average; each alone within 6% (the four imply shares
+// from 0.35 to 0.72: one share does not fit every run). (Their H100s are a
 // 500 W, 96 GB part the catalog does not have; modelled as the H100 SXM.)
 TEST_F(Perf, TpOverlapShareReproducesTorchtitansAsyncTpSpeedups) {
   const GpuSpec& g = G("h100-sxm");
@@ -2409,7 +2410,7 @@ TEST_F(Perf, TpOverlapShareReproducesTorchtitansAsyncTpSpeedups) {
       return t.ok() ? t->step_time_s : 0.0;
     };
     const double model = step(false) / step(true);
-    EXPECT_NEAR(model / r.measured, 1.0, 0.05) << r.model << (r.fp8 ? " float8" : " bf16");
+    EXPECT_NEAR(model / r.measured, 1.0, 0.06) << r.model << (r.fp8 ? " float8" : " bf16");
     sum_model += model;
     sum_measured += r.measured;
   }

@@ -153,12 +153,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // (dgxc-benchmarking: NeMo 24.05-25.04.01, LLaMA 3.1 8B-405B and GPT-3 175B on H100 and GB200; 10.4% mean, the
   // model too fast on 44 of them) 10.22%; then the same session's TP-overlap share (data/efficiency.toml
   // tp_overlap_hidden, from torchtitan's async-TP benchmark: overlap hides 42% of the TP collectives, not all but
-  // their contention cost) 8.13%. Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before
+  // their contention cost) 8.13%, and with FP8 all-gathers moving one byte per element (Transformer Engine gathers
+  // its FP8-cast inputs; the share re-derived with them, 0.48) 8.35%. Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before
   // the ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0814);
+  EXPECT_LE(mean_dense, 0.0836);
   EXPECT_LE(worst_dense, 0.297);  // 28.7% (llm-foundry's MPT-30B at 8192 tokens on H100), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
-  // model's ratio is within 3.6% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
+  // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
   // point-to-point, 2.6% over before the twenty-second session's TP-overlap share: more exposed TP time per
   // micro-batch makes the fixed data-parallel cost at 4608 GPUs a smaller part of the step); the published MFU's
   // rounding alone allows about 1.5%. Held to 4%.
