@@ -585,6 +585,10 @@ inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{6, 0.511, -0.
 // The same model on another stack: NeMo AutoModel's PyTorch FSDP2 with DeepEP on H100 in BF16 (Qwen3 30B-A3B,
 // GPT-OSS 120B; twenty-first session, held out), where the Megatron-Core multiple makes the model too slow.
 inline constexpr ValidationEvidence kMoeTrainingAutomodel{2, -0.461, -0.549, -0.373};
+// Coarse experts: NVIDIA's NeMo recipe for Grok-1 314B (8 experts of width 32768, top-2; dgxc-benchmarking v24.11.1 and
+// v25.02, Megatron-Core 0.9 era, H100; twenty-second session, held out), where the multiple fitted on Qwen3's 128
+// narrow experts makes the model too slow: the overhead does not grow with an expert's width.
+inline constexpr ValidationEvidence kMoeTrainingCoarseExperts{8, -0.302, -0.390, -0.206};
 // Error bands per validation group (training, serving TTFT and throughput over dense models; decode over all).
 inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200", "h100-sxm", "h200-sxm"};
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};

@@ -281,7 +281,7 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         [&](const ValidationCase& c) {
           return c.name.rfind("Megatron-LM README", 0) == 0 || c.name.rfind("Llama 3 paper", 0) == 0 ||
                  (has(c.name, "NeMo AutoModel") && has(c.name, "compiled")) ||
-                 (c.name.rfind("dgxc-benchmarking", 0) == 0 && has(c.name, " H100 ") && has(c.name, " BF16 "));
+                 (c.name.rfind("dgxc-benchmarking", 0) == 0 && !c.moe && has(c.name, " H100 ") && has(c.name, " BF16 "));
         },
         "16-bit fused-stack training on H100", true);
   {
@@ -311,9 +311,12 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   check(evidence::kMoeTrainingHoldout,
         [&](const ValidationCase& c) {
           return c.group == "training" && c.moe && c.role == "holdout" && !has(c.name, " 25.11 ") &&
-                 !has(c.name, "NeMo AutoModel");
+                 !has(c.name, "NeMo AutoModel") && !has(c.name, "Grok-1");
         },
         "MoE training, held out (Megatron-Bridge 26.04.01-26.08, model card, ModelZoo)");
+  check(evidence::kMoeTrainingCoarseExperts,
+        [&](const ValidationCase& c) { return c.group == "training" && c.moe && has(c.name, "Grok-1"); },
+        "MoE training, coarse experts (Grok-1, NeMo recipes)", true);
   check(evidence::kMoeTrainingAutomodel,
         [&](const ValidationCase& c) { return c.group == "training" && c.moe && has(c.name, "NeMo AutoModel"); },
         "MoE training, NeMo AutoModel");
