@@ -130,7 +130,7 @@ namespace {
 const std::vector<std::string> kSupportedTypes = {"llama",  "mistral", "mixtral",  "qwen2",     "qwen2_moe",
                                                   "qwen3",  "qwen3_moe", "deepseek_v3", "gemma2", "phi3", "gpt_oss", "gpt2",
                                                   "gpt_neox", "gptj",  "opt",      "bloom",   "falcon",
-                                                  "mpt"};
+                                                  "mpt", "nemotron"};
 
 class JsonReader {
  public:
@@ -244,7 +244,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
   JsonReader r(j, name);
   const bool llama_like = t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "qwen2_moe" ||
                           t == "qwen3" || t == "qwen3_moe" || t == "phi3" || t == "gemma2" || t == "deepseek_v3" ||
-                          t == "gpt_oss";
+                          t == "gpt_oss" || t == "nemotron";
   if (llama_like) {
     SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size"}, kMaxHidden));
     SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"num_hidden_layers"}, kMaxLayers));
@@ -259,8 +259,11 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     SUANLI_ASSIGN_OR_RETURN(m.max_positions, r.IntOr("max_position_embeddings", 0));
     SUANLI_ASSIGN_OR_RETURN(int64_t hd, r.IntOr("head_dim", m.hidden / m.heads, kMaxHidden));
     m.head_dim = static_cast<int>(hd);
-    m.norm = NormKind::kRmsNorm;
-    m.gated_mlp = true;
+    // Nemotron (NVIDIA's Nemotron-4 and Minitron; transformers' NemotronForCausalLM): the LLaMA layout with a plain
+    // squared-ReLU MLP (up and down projections, no gate) and LayerNorm1P norms (weight and bias).
+    const bool nemotron = t == "nemotron";
+    m.norm = nemotron ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+    m.gated_mlp = !nemotron;
     SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", t == "gemma2"));
     const bool gpt_oss = t == "gpt_oss";
     SUANLI_ASSIGN_OR_RETURN(m.qkv_bias, r.BoolOr("attention_bias", t == "qwen2" || t == "qwen2_moe" || gpt_oss));

@@ -217,6 +217,23 @@ TEST(ParseHfConfig, GptjHasParallelBlocksAndNoAttentionBias) {
   EXPECT_DOUBLE_EQ(CountParams(*m).total, 6050832384.0);
 }
 
+TEST(ParseHfConfig, NemotronHasAPlainSquaredReluMlpAndLayerNorms) {
+  // Nemotron-4 15B by hand (transformers' NemotronForCausalLM): embeddings 256000 x 6144 = 1,572,864,000 and an untied
+  // head the same; per layer two LayerNorm1P (weight and bias) 24,576, q and o 2 x 6144^2 = 75,497,472, k and v
+  // 2 x 6144 x 1024 = 12,582,912, up and down (no gate) 2 x 6144 x 24576 = 301,989,888: 390,094,848 x 32 =
+  // 12,483,035,136; final norm 12,288. Total 15,628,775,424.
+  auto m = ParseHfConfig(R"({"model_type":"nemotron","hidden_size":6144,"intermediate_size":24576,
+      "num_hidden_layers":32,"num_attention_heads":48,"num_key_value_heads":8,"head_dim":null,"hidden_act":"relu2",
+      "vocab_size":256000,"max_position_embeddings":4096,"partial_rotary_factor":0.5,"tie_word_embeddings":false})",
+                         "nemotron.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_FALSE(m->gated_mlp);
+  EXPECT_EQ(m->norm, NormKind::kLayerNorm);
+  EXPECT_EQ(m->head_dim, 128);
+  EXPECT_EQ(m->kv_heads, 8);
+  EXPECT_DOUBLE_EQ(CountParams(*m).total, 15628775424.0);
+}
+
 TEST(ParseHfConfig, MptAsLlmFoundryBenchmarkedIt) {
   // llm-foundry's benchmark table lists MPT-7b at sequence 2048 with NumParams 6,658,859,008: biases on, ALiBi
   // off and a learned position table of max_seq_len x d_model (scripts/train/benchmarking/README.md, 061f2c7c).

@@ -1744,7 +1744,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   if (cfg.detail && !m.moe && !cfg.eager && cfg.dtype != Precision::kFp8 && gpu.id.rfind("h100", 0) == 0) {
     const auto& e = evidence::kH100Bf16FusedTraining;
     res.notes.push_back(fmt::format(
-        "uncertain: on {} published 16-bit runs of fused stacks on H100 (NVIDIA's NeMo recipes for LLaMA 3.1 and GPT-3, "
+        "uncertain: on {} published 16-bit runs of fused stacks on H100 (NVIDIA's NeMo recipes for LLaMA 3.1, GPT-3 and "
+        "Nemotron-4, "
         "Megatron-Core r0.8.0 GPT 1.7B-462B, the Llama 3 paper's 405B, NeMo AutoModel's compiled FSDP2 LLaMA 3.1 70B) "
         "this model was {:+.0f}% to {:+.0f}% off (mean {:+.0f}%; positive: too fast), the larger models with tensor and "
         "pipeline parallelism the most, though it matches H100 GEMM micro-benchmarks and eager-FSDP H100 runs; expect "
