@@ -59,6 +59,18 @@ run_suanli(2 out fit --model llama-2-7b --gpu h100 --mode train --recompute-modu
 expect_contains("${out}" "has no MoE layers" "an MoE module on a dense model")
 run_suanli(0 out fit --model llama-2-7b --gpu h100 --mode train --tp 4 --recompute-modules layernorm,mlp)
 expect_contains("${out}" "recompute selective (layernorm mlp)" "fit names the modules")
+# torchtitan's per-op checkpointing: named in the JSON with its recompute row in the table; refused for MoE layers and
+# for LoRA, and a near miss gets "did you mean".
+run_suanli(0 out perf train --model llama-3.1-8b --gpu h200 --gpus 32 --zero 3 --micro-batch 2 --global-batch 64
+           --seq 8192 --dtype fp8 --fp8-recipe current --recompute op --explain --json)
+expect_contains("${out}" "\"recompute\": \"op\"" "op recompute in the JSON")
+expect_contains("${out}" "recompute: torchtitan per-op" "op recompute's row in the operator table")
+run_suanli(2 out perf train --model qwen3-30b-a3b --gpus 8 --ep 8 --global-batch 64 --recompute op)
+expect_contains("${out}" "modelled for dense layers" "op recompute on an MoE model")
+run_suanli(2 out perf train --model llama-3.1-8b --gpus 8 --global-batch 64 --mode lora --recompute op)
+expect_contains("${out}" "not --recompute op" "op recompute with LoRA")
+run_suanli(2 out fit --model llama-3.1-8b --gpu h100 --mode train --recompute opp)
+expect_contains("${out}" "did you mean 'op'" "recompute setting typo")
 # A custom pipeline layout and DeepSeek-V3's MTP module: accepted and echoed, and Megatron-Core's checks as errors.
 run_suanli(0 out perf train --model deepseek-v3 --gpu gb200 --gpus 256 --pp 4 --ep 64 --global-batch 4096 --seq 4096
            --micro-batch 1 --pp-layout "Et*4|(t*4|)*14tmL" --mtp-layers 1 --json)
