@@ -542,10 +542,11 @@ inline constexpr LatencyShortfall kShortPromptTtftShortfall{12, 1.06e-3, 0.11e-3
 // FP8 pretraining with Megatron-Core + Transformer Engine: NeMo 24.07 on H100 (7 calibration rows: LLaMA, GPT-3
 // 175B; 2 held out: GPT-3 5B, 20B), Megatron-Bridge 25.11 to 26.06 on H100, B200 and GB200 (12 held out:
 // LLaMA-3 8B, 70B, 405B) and NVIDIA's DGX Cloud recipes (dgxc-benchmarking, NeMo 24.05-25.04.01 on H100 and GB200:
-// 31 held out, LLaMA 3.1 8B, 70B, 405B, GPT-3 175B and Nemotron-4 15B and 340B; twenty-second session); torchtitan's eager FSDP2 runs on A100 (three calibration rows without or with full
-// recompute, five held-out ones with every-other-layer or per-op recompute, twenty-second session); and torchtitan's
-// Float8 runs (FSDP2, torch.compile, per-op recompute, H200; held out): quoted because they are all the evidence
-// there is for these paths.
+// 31 held out, LLaMA 3.1 8B, 70B, 405B, GPT-3 175B and Nemotron-4 15B and 340B; twenty-second session);
+// torchtitan's eager FSDP2 runs on A100 (three calibration rows without or with full recompute, five held-out ones
+// with every-other-layer or per-op recompute, twenty-second session); and torchtitan's Float8 runs (FSDP2,
+// torch.compile, per-op recompute, H200; held out): quoted because they are all the evidence there is for these
+// paths.
 inline constexpr ValidationEvidence kFp8TrainingMegatronCore{54, 0.068, -0.112, 0.284};
 inline constexpr ValidationEvidence kEagerFsdpTorchtitan{8, 0.065, 0.029, 0.155};
 inline constexpr ValidationEvidence kFp8TrainingTorchtitan{2, 0.197, 0.187, 0.208};
@@ -558,8 +559,8 @@ inline constexpr ValidationEvidence kLoraFinetuning{5, 0.005, -0.119, 0.106};
 // points, 177B on 96 and 4608 GPUs), the Llama 3 paper's two 405B runs (8K and 16K GPUs) and NeMo AutoModel's
 // compiled FSDP2 LLaMA 3.1 70B on 64 GPUs (twenty-first session), and the 29 H100 BF16 runs of NVIDIA's DGX Cloud
 // recipes (dgxc-benchmarking, NeMo 24.05-25.04.01: LLaMA 3.1 8B, 70B, 405B, GPT-3 175B, Nemotron-4 15B and 340B;
-// twenty-second session). The model was optimistic on 40 of the 43; GEMM micro-benchmarks on H100 do not show the gap (docs/validation.md §5).
-// Signed on speed (a step time's error negated).
+// twenty-second session). The model was optimistic on 40 of the 43; GEMM micro-benchmarks on H100 do not show the
+// gap (docs/validation.md §5). Signed on speed (a step time's error negated).
 inline constexpr ValidationEvidence kH100Bf16FusedTraining{43, 0.104, -0.018, 0.265};
 // Mixture-of-experts pretraining with Megatron-Core (Qwen3 30B-A3B and 235B-A22B, GPT-OSS 120B; H100, B200, GB200),
 // with the MoE-layer overhead (Efficiency::moe_layer_time_*) fitted on Megatron-LM's recipe runs (the 9
@@ -585,9 +586,9 @@ inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{6, 0.511, -0.
 // The same model on another stack: NeMo AutoModel's PyTorch FSDP2 with DeepEP on H100 in BF16 (Qwen3 30B-A3B,
 // GPT-OSS 120B; twenty-first session, held out), where the Megatron-Core multiple makes the model too slow.
 inline constexpr ValidationEvidence kMoeTrainingAutomodel{2, -0.461, -0.549, -0.373};
-// Coarse experts: NVIDIA's NeMo recipe for Grok-1 314B (8 experts of width 32768, top-2; dgxc-benchmarking v24.11.1 and
-// v25.02, Megatron-Core 0.9 era, H100; twenty-second session, held out), where the multiple fitted on Qwen3's 128
-// narrow experts makes the model too slow: the overhead does not grow with an expert's width.
+// Coarse experts: NVIDIA's NeMo recipe for Grok-1 314B (8 experts of width 32768, top-2; dgxc-benchmarking v24.11.1
+// and v25.02, Megatron-Core 0.9 era, H100; twenty-second session, held out), where the multiple fitted on Qwen3's
+// 128 narrow experts makes the model too slow: the overhead does not grow with an expert's width.
 inline constexpr ValidationEvidence kMoeTrainingCoarseExperts{8, -0.302, -0.390, -0.206};
 // Error bands per validation group (training, serving TTFT and throughput over dense models; decode over all).
 inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200", "h100-sxm", "h200-sxm"};

@@ -228,7 +228,8 @@ int ExpertTpFor(const Parallelism& p, Mode mode) {
 }
 
 namespace {
-// torchtitan's per-op policy as modelled: the layers of its dense models (LLaMA-type), attention by a fused SDPA kernel.
+// torchtitan's per-op policy as modelled: the layers of its dense models (LLaMA-type), attention by a fused SDPA
+// kernel.
 Status CheckOpRecompute(const ModelSpec& m, Mode mode, bool flash_attention) {
   if (mode != Mode::kTrain)
     return InvalidArgument(fmt::format("--recompute op (torchtitan's per-op checkpointing) applies to --mode train; {} "
