@@ -878,6 +878,9 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   }
 
   double mlp_side_comm = 0;  // the MLP block's TP collective, one pass
+  // One block's TP collective ahead of its GEMM input (the SP all-gather, or the all-reduce without SP): what a
+  // recomputed forward that saved the reduce-scatter outputs repeats.
+  double tp_gather_pass = 0;
   // Tensor-parallel communication: 2 all-reduces per layer forward (or all-gather + reduce-scatter
   // with SP: the same bytes on a ring, without the in-switch reduction, each with its own latency), 2 in backward.
   if (c.tp > 1) {
@@ -892,6 +895,8 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
              GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kReduceScatter, b, n, 1);
     };
     const double one = tp_collective(bytes, c.tp);
+    tp_gather_pass =
+        c.sp ? GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kAllGather, bytes * ag_share, c.tp, 1) : one;
     // An MoE block keeps its tokens on their sequence-parallel shard: its routed experts' collective is the
     // expert-TP all-gather of the dispatched copies after the all-to-all (expert_tokens x k x h, 16-bit: the
     // dispatcher moves unquantised states) and the reduce-scatter before the combine, over the ETP group (none at
@@ -971,11 +976,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     else
       rerun(T, h, ffn_width / t);
     p.recompute += ew_time + p.eager_fwd + p.fp8_cast_fwd;
-    if (c.tp > 1) {
-      const double bytes = T * h * (c.sp && c.elem_bytes == 1 ? 1 : 2);  // FP8 all-gathers move one byte
-      p.tp_comm += 2 * GroupCollectiveTime(*c.cluster, *c.eff, c.sp ? NcclOp::kAllGather : NcclOp::kAllReduce, bytes,
-                                           c.tp, 1);
-    }
+    p.tp_comm += 2 * tp_gather_pass;  // attention's and the MLP's
   } else if (rc == Recompute::kSelective) {
     // Megatron-Core's selective recompute reruns the forward of the checkpointed modules in the backward pass
     // (docs/methodology.md §4); a recomputed MLP or MoE block repeats its TP collective and its all-to-all.
@@ -1736,9 +1737,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     res.notes.push_back(fmt::format(
         "uncertain: FP8 training is checked against {} Megatron-Core runs with Transformer Engine (NeMo 24.05 to "
         "25.04 on H100 and GB200, Megatron-Bridge 25.11 to 26.06 on H100, B200 and GB200), where its throughput was "
-        "{:+.0f}% to {:+.0f}% "
-        "off (mean {:+.0f}%; positive: too fast), and {} torchtitan Float8 runs (FSDP2, compiled, H200), {:+.0f}% to "
-        "{:+.0f}%; other FP8 stacks are unmeasured (docs/validation.md)",
+        "{:+.0f}% to {:+.0f}% off (mean {:+.0f}%; positive: too fast), and {} torchtitan Float8 runs (FSDP2, compiled, "
+        "H200), {:+.0f}% to {:+.0f}%; other FP8 stacks are unmeasured (docs/validation.md)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean, t.cases, 100 * t.lo, 100 * t.hi));
   }
   if (cfg.detail && !m.moe && !cfg.eager && cfg.dtype != Precision::kFp8 && gpu.id.rfind("h100", 0) == 0) {

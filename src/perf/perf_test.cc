@@ -2297,7 +2297,6 @@ TEST_F(Perf, ExpertParallelInferenceRejectsLayoutsOutsideTheTpGroup) {
   EXPECT_NE(dense.status().message().find("needs a mixture-of-experts model"), std::string::npos);
 }
 
-
 // torchtitan's per-op checkpointing reruns wk (4096 x 1024), wo (4096 x 4096), the up projection w3 (4096 x 14336)
 // and the element-wise ops in the backward, once per layer and micro-batch: LLaMA-3.1 8B on 8 H100s, DP 8, 8
 // micro-batches of 4096 tokens per GPU. It costs more than no recompute and less than full recompute, in time and
