@@ -24,6 +24,16 @@ enum class Mode { kInfer, kTrain, kLora, kQlora };
 // forward in the backward pass (docs/methodology.md §4).
 enum class Recompute { kNone, kSelective, kFull, kOp };
 enum class Optimizer { kAdam, kAdam8bit, kSgd };
+// The optimizer's own copy of the weights under mixed precision (docs/methodology.md §5): a full FP32 copy (4 B per
+// parameter, the default); a 16-bit copy (2 B: Apex DistributedFusedAdam with dtype bf16 or fp16 and its default
+// store_params, which is NeMo's optim.dtype); the low 16 bits of the FP32 value kept beside the BF16 weight, which
+// together rebuild it (2 B: Megatron-Core's precision-aware optimizer with its default store_param_remainders,
+// Transformer Engine's FusedAdam); or none (pure 16-bit training).
+enum class MasterCopy { kFp32, kBf16, kFp16, kRemainder, kNone };
+// The precision of Adam's two moments (exp_avg and exp_avg_sq): 4, 2 or 1 B each (Megatron-Core's --exp-avg-dtype
+// and --exp-avg-sq-dtype with the precision-aware optimizer, Apex DistributedFusedAdam's dtype; FP8 moments carry a
+// per-tensor scale, not counted).
+enum class MomentsDtype { kFp32, kBf16, kFp16, kFp8 };
 
 // Megatron-Core's --recompute-modules (megatron/core/transformer/transformer_config.py): under selective recompute,
 // the parts of each layer that drop their activations in the forward pass and run their forward again in the
@@ -59,9 +69,13 @@ const char* RecomputeName(Recompute r);
 // when modules other than the default core_attn recompute.
 std::string RecomputeWords(Recompute rc, int recompute_layers, const RecomputeModules& modules = {});
 const char* OptimizerName(Optimizer o);
+const char* MasterCopyName(MasterCopy c);
+const char* MomentsDtypeName(MomentsDtype d);
 Result<Mode> ParseMode(std::string_view s);
 Result<Recompute> ParseRecompute(std::string_view s);
 Result<Optimizer> ParseOptimizer(std::string_view s);
+Result<MasterCopy> ParseMasterCopy(std::string_view s);      // fp32 | bf16 | fp16 | remainder | none
+Result<MomentsDtype> ParseMomentsDtype(std::string_view s);  // fp32 | bf16 | fp16 | fp8
 
 // A storage format for weights: bits per weight including its scales, and which tensors
 // it applies to.
@@ -183,7 +197,8 @@ struct FitRequest {
   double host_memory_per_gpu_bytes = 0;
   Optimizer optimizer = Optimizer::kAdam;
   bool fp32_grads = false;        // false: the ZeRO paper's 16 B/param (2+2+12); true: Megatron's 18 (2+4+12)
-  bool master_weights = true;     // keep an FP32 master copy (mixed precision)
+  MasterCopy master = MasterCopy::kFp32;      // the optimizer's copy of the weights (mixed precision)
+  MomentsDtype moments = MomentsDtype::kFp32;  // Adam's moments
   bool flash_attention = true;    // no s^2 score tensors stored
   bool dropout = false;           // store dropout masks (Korthikanti's GPT setting)
   bool fp8_activations = false;   // FP8 training (Transformer Engine): GEMM inputs saved for backward in FP8
@@ -233,6 +248,9 @@ struct FitResult {
   double offload_layer_bytes = 0;  // CPU activation offloading: one layer's activations (each copy's size)
   double host_memory_limit_bytes = 0;  // FitRequest::host_memory_per_gpu_bytes, for CheckFit
   double bytes_per_param_states = 0;  // weights + gradients + optimizer bytes per parameter, unsharded
+  // Bytes per parameter of each model state, unsharded: the weights the GEMMs use, their gradients, and the
+  // optimizer's states (its master copy of the weights included).
+  double weight_bytes_per_param = 0, grad_bytes_per_param = 0, optimizer_bytes_per_param = 0;
   std::vector<std::string> notes;  // conventions applied, e.g. "Adam: 16 B/param (ZeRO paper)"
 };
 

@@ -29,6 +29,9 @@ struct ValidationCase {
   double fast_error() const;
   std::string failure;  // non-empty when the case could not be evaluated
   std::string detail;   // layout chosen etc.
+  // Training and serving cases: whether the memory model puts the published run within its GPU's memory (every
+  // bundled run ran, so false is a miss of the memory model).
+  bool fits = true;
 };
 
 struct ValidationGroup {

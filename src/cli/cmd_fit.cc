@@ -31,6 +31,7 @@ struct FitFlags {
   std::string optimizer = "adam";
   bool fp32_grads = false;
   bool no_master = false;
+  std::string master_dtype, moments_dtype;
   bool no_flash = false;
   bool dropout = false;
   int lora_rank = 16;
@@ -95,7 +96,7 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
     r.batch = r.par.dp * f.micro_batch;  // default global batch: one micro-batch per rank
   }
   r.fp32_grads = f.fp32_grads;
-  r.master_weights = !f.no_master;
+  SUANLI_RETURN_IF_ERROR(ApplyOptimizerPrecision(r, f.master_dtype, f.moments_dtype, f.no_master));
   r.flash_attention = !f.no_flash;
   r.dropout = f.dropout;
   r.lora_rank = f.lora_rank;
@@ -170,7 +171,9 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
   sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
-  sub->add_flag("--no-master-weights", f->no_master, "No FP32 master copy (pure 16-bit training)");
+  sub->add_flag("--no-master-weights", f->no_master, "No FP32 master copy (pure 16-bit training; = --master-dtype none)");
+  sub->add_option("--master-dtype", f->master_dtype, kMasterDtypeHelp);
+  sub->add_option("--moments-dtype", f->moments_dtype, kMomentsDtypeHelp);
   sub->add_flag("--no-flash-attention", f->no_flash, "Store attention scores (s^2 term)");
   sub->add_flag("--dropout", f->dropout, "Store dropout masks (GPT-style training)");
   sub->add_option("--lora-rank", f->lora_rank, "LoRA rank")->capture_default_str();

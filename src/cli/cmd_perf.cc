@@ -26,6 +26,7 @@ struct PerfFlags {
   bool no_nvls = false, embedding_loss_in_split = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
   std::string train_mode = "train";
+  std::string master_dtype, moments_dtype;
   int lora_rank = 16;
   std::vector<std::string> lora_targets;
   int64_t packed_doc_tokens = 0;
@@ -154,6 +155,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--moe-dispatcher", f->moe_dispatcher, kMoeDispatcherHelp);
   train->add_option("--cuda-graphs", f->cuda_graphs, kCudaGraphsHelp);
   train->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients (18 B/param Adam)");
+  train->add_option("--master-dtype", f->master_dtype, kMasterDtypeHelp);
+  train->add_option("--moments-dtype", f->moments_dtype, kMomentsDtypeHelp);
   train->add_flag("--dropout", f->dropout, "Dropout on (stores masks; unfused attention also streams them)");
   train->add_flag("--eager", f->eager,
                   "Eager PyTorch (HF transformers, Composer, torchtitan without torch.compile): FP32 RMSNorm steps, "
@@ -251,6 +254,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       cfg.fit.seq = f->seq;
       cfg.fit.fp32_grads = f->fp32_grads;
       cfg.fit.dropout = f->dropout;
+      if (auto st = ApplyOptimizerPrecision(cfg.fit, f->master_dtype, f->moments_dtype, false); !st.ok())
+        return PrintError(st);
       if (f->global_batch < 1) return PrintError(InvalidArgument("--global-batch must be at least 1"));
       if (f->global_batch % cfg.fit.par.dp != 0)
         return PrintError(InvalidArgument(fmt::format("--global-batch {} is not divisible by DP = {} (GPUs / (TP x PP x CP))",

@@ -68,7 +68,7 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
         if (!group->empty() && c.group != *group) continue;
         nlohmann::json e = {{"group", c.group},         {"role", c.role},       {"name", c.name},
                             {"source", c.source},       {"metric", c.metric},   {"published", c.published},
-                            {"predicted", c.predicted}, {"error", c.error},     {"detail", c.detail},
+                            {"predicted", c.predicted}, {"error", c.error},     {"detail", c.detail}, {"fits", c.fits},
                             {"gpu", c.gpu},             {"moe", c.moe}};
         if (!c.failure.empty()) e["failure"] = c.failure;
         j["cases"].push_back(e);

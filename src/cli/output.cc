@@ -57,6 +57,22 @@ Result<double> ParseHostMemoryFlag(const std::string& text) {
   if (*q <= 0) return InvalidArgument(fmt::format("--host-memory '{}': must be more than zero", text));
   return *q;
 }
+Status ApplyOptimizerPrecision(FitRequest& r, const std::string& master, const std::string& moments, bool no_master) {
+  if (no_master && !master.empty() && master != "none")
+    return InvalidArgument(fmt::format("--no-master-weights and --master-dtype {} disagree; give one", master));
+  if (no_master) r.master = MasterCopy::kNone;
+  if (!master.empty()) {
+    auto c = ParseMasterCopy(master);
+    if (!c.ok()) return InvalidArgument(fmt::format("--master-dtype: {}", c.status().message()));
+    r.master = *c;
+  }
+  if (!moments.empty()) {
+    auto d = ParseMomentsDtype(moments);
+    if (!d.ok()) return InvalidArgument(fmt::format("--moments-dtype: {}", d.status().message()));
+    r.moments = *d;
+  }
+  return Status::Ok();
+}
 
 // A band in words; where its runs were all on other GPUs, it says so (the band then speaks for the model, not
 // for this GPU's rates, which come from data/efficiency.toml).

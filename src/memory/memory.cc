@@ -179,6 +179,40 @@ Result<Recompute> ParseRecompute(std::string_view s) {
       {"op", Recompute::kOp}, {"selective-op", Recompute::kOp}};
   return ParseEnum(s, t, "recompute setting");
 }
+const char* MasterCopyName(MasterCopy c) {
+  switch (c) {
+    case MasterCopy::kFp32: return "fp32";
+    case MasterCopy::kBf16: return "bf16";
+    case MasterCopy::kFp16: return "fp16";
+    case MasterCopy::kRemainder: return "remainder";
+    case MasterCopy::kNone: return "none";
+  }
+  return "?";
+}
+const char* MomentsDtypeName(MomentsDtype d) {
+  switch (d) {
+    case MomentsDtype::kFp32: return "fp32";
+    case MomentsDtype::kBf16: return "bf16";
+    case MomentsDtype::kFp16: return "fp16";
+    case MomentsDtype::kFp8: return "fp8";
+  }
+  return "?";
+}
+Result<MasterCopy> ParseMasterCopy(std::string_view s) {
+  static const std::pair<const char*, MasterCopy> t[] = {{"fp32", MasterCopy::kFp32},
+                                                         {"bf16", MasterCopy::kBf16},
+                                                         {"fp16", MasterCopy::kFp16},
+                                                         {"remainder", MasterCopy::kRemainder},
+                                                         {"none", MasterCopy::kNone}};
+  return ParseEnum(s, t, "master-weight copy");
+}
+Result<MomentsDtype> ParseMomentsDtype(std::string_view s) {
+  static const std::pair<const char*, MomentsDtype> t[] = {{"fp32", MomentsDtype::kFp32},
+                                                           {"bf16", MomentsDtype::kBf16},
+                                                           {"fp16", MomentsDtype::kFp16},
+                                                           {"fp8", MomentsDtype::kFp8}};
+  return ParseEnum(s, t, "Adam moments dtype");
+}
 Result<Optimizer> ParseOptimizer(std::string_view s) {
   static const std::pair<const char*, Optimizer> t[] = {{"adam", Optimizer::kAdam},
                                                         {"adamw", Optimizer::kAdam},
@@ -293,6 +327,25 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
                                        r.weights.id.empty() ? "bf16" : r.weights.id));
   if (!(r.host_memory_per_gpu_bytes >= 0) || !std::isfinite(r.host_memory_per_gpu_bytes))
     return InvalidArgument("--host-memory must be a positive size per GPU, e.g. 240GB");
+  // The optimizer's precision: full training only; remainders rebuild FP32 from BF16 weights only.
+  if (r.master != MasterCopy::kFp32 || r.moments != MomentsDtype::kFp32) {
+    if (r.mode != Mode::kTrain)
+      return InvalidArgument(fmt::format("--master-dtype and --moments-dtype apply to --mode train, not {} (LoRA "
+                                         "adapters keep their optimizer states as the mode describes)",
+                                         ModeName(r.mode)));
+    const std::string wid = r.weights.id.empty() ? "bf16" : r.weights.id;
+    if (r.weights.bits_per_weight >= 32 && r.master != MasterCopy::kFp32)
+      return InvalidArgument(fmt::format("--master-dtype {}: FP32 weights are their own master copy; drop it or "
+                                         "train with --weights bf16",
+                                         MasterCopyName(r.master)));
+    if (r.master == MasterCopy::kRemainder && wid != "bf16")
+      return InvalidArgument(fmt::format("--master-dtype remainder keeps the low 16 bits of FP32 beside BF16 "
+                                         "weights; with --weights {} use fp32, {} or none",
+                                         wid, wid == "fp16" ? "fp16" : "bf16"));
+    if (r.moments != MomentsDtype::kFp32 && r.optimizer != Optimizer::kAdam)
+      return InvalidArgument(fmt::format("--moments-dtype applies to adam; --optimizer {} fixes its own states",
+                                         OptimizerName(r.optimizer)));
+  }
   if (r.seq < 1 || r.seq > kMaxSeq)
     return InvalidArgument(fmt::format("--seq must be between 1 and {} tokens, got {}", kMaxSeq, r.seq));
   if (r.batch < 1 || r.batch > kMaxBatch)
@@ -824,20 +877,47 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   if (training) {
     const bool fp32 = wf.bits_per_weight >= 32;
     g_b = (fp32 || r.fp32_grads) ? 4 : 2;
-    const double master = (fp32 || !r.master_weights) ? 0 : 4;
+    // The optimizer's copy of the weights: none for FP32 weights (they are their own master).
+    double master = 0;
+    if (!fp32) switch (r.master) {
+        case MasterCopy::kFp32: master = 4; break;
+        case MasterCopy::kBf16:
+        case MasterCopy::kFp16:
+        case MasterCopy::kRemainder: master = 2; break;
+        case MasterCopy::kNone: master = 0; break;
+      }
+    const double moments = r.moments == MomentsDtype::kFp32 ? 8 : r.moments == MomentsDtype::kFp8 ? 2 : 4;
     switch (r.optimizer) {
-      case Optimizer::kAdam: o_b = master + 8; break;
+      case Optimizer::kAdam: o_b = master + moments; break;
       case Optimizer::kAdam8bit: o_b = master + 2; break;
       case Optimizer::kSgd: o_b = master + 4; break;
     }
-    if (r.explain) f.notes.push_back(fmt::format(
-        "model states: {:.0f} B/param = {:.0f} weights + {:.0f} gradients + {:.0f} optimizer ({}{}{})", w_b + g_b + o_b,
-        w_b, g_b, o_b, OptimizerName(r.optimizer), master > 0 ? " with FP32 master weights" : "",
-        (r.optimizer == Optimizer::kAdam && master > 0)
-            ? (g_b == 2 ? "; the ZeRO paper's 16 B/param convention" : "; Megatron's 18 B/param convention (FP32 grads)")
-            : ""));
+    if (r.explain) {
+      std::string how = OptimizerName(r.optimizer);
+      switch (fp32 ? MasterCopy::kNone : r.master) {
+        case MasterCopy::kFp32: how += " with FP32 master weights"; break;
+        case MasterCopy::kBf16:
+        case MasterCopy::kFp16:
+          how += fmt::format(" with a {} copy of the weights (Apex DistributedFusedAdam, dtype {})",
+                             MasterCopyName(r.master), MasterCopyName(r.master));
+          break;
+        case MasterCopy::kRemainder:
+          how += " with the FP32 master weights' low 16 bits beside the BF16 weights (store_param_remainders)";
+          break;
+        case MasterCopy::kNone: break;
+      }
+      if (r.optimizer == Optimizer::kAdam && r.moments != MomentsDtype::kFp32)
+        how += fmt::format(", {} moments", MomentsDtypeName(r.moments));
+      if (r.optimizer == Optimizer::kAdam && master == 4 && r.moments == MomentsDtype::kFp32)
+        how += g_b == 2 ? "; the ZeRO paper's 16 B/param convention" : "; Megatron's 18 B/param convention (FP32 grads)";
+      f.notes.push_back(fmt::format("model states: {:g} B/param = {:g} weights + {:g} gradients + {:g} optimizer ({})",
+                                    w_b + g_b + o_b, w_b, g_b, o_b, how));
+    }
   }
   f.bytes_per_param_states = w_b + g_b + o_b;
+  f.weight_bytes_per_param = w_b;
+  f.grad_bytes_per_param = g_b;
+  f.optimizer_bytes_per_param = o_b;
 
   // ---- per stage ----
   const int zero_group = p.dp * p.cp;       // ZeRO / distributed optimizer shard over DP x CP

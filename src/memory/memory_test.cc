@@ -282,6 +282,73 @@ TEST_F(Memory, AdamConventionIsExplicitAndSelectable) {
   EXPECT_DOUBLE_EQ(Est(m, r).bytes_per_param_states, 12);
 }
 
+// The optimizer's precision, by hand: weights 2 B + gradients 2 B + master copy + two moments.
+TEST_F(Memory, OptimizerPrecisionSetsTheStateBytes) {
+  const ModelSpec m = M("llama-2-7b");
+  FitRequest r;
+  r.mode = Mode::kTrain;
+  r.seq = 512;
+  // Apex DistributedFusedAdam with dtype bf16 (NeMo optim.dtype: bf16): a bf16 copy and bf16 moments, 2 + 2 + 6.
+  r.master = MasterCopy::kBf16;
+  r.moments = MomentsDtype::kBf16;
+  FitResult f = Est(m, r);
+  EXPECT_DOUBLE_EQ(f.bytes_per_param_states, 10);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes_per_param, 6);
+  // Megatron-Core's precision-aware optimizer with its defaults: FP32 master as 16-bit remainders, FP32 moments.
+  r.master = MasterCopy::kRemainder;
+  r.moments = MomentsDtype::kFp32;
+  EXPECT_DOUBLE_EQ(Est(m, r).bytes_per_param_states, 14);
+  // DeepSeek-V3-style: FP32 master, BF16 moments; FP8 moments; no master copy.
+  r.master = MasterCopy::kFp32;
+  r.moments = MomentsDtype::kBf16;
+  EXPECT_DOUBLE_EQ(Est(m, r).bytes_per_param_states, 12);
+  r.moments = MomentsDtype::kFp8;
+  EXPECT_DOUBLE_EQ(Est(m, r).bytes_per_param_states, 10);
+  r.master = MasterCopy::kNone;
+  r.moments = MomentsDtype::kFp32;
+  EXPECT_DOUBLE_EQ(Est(m, r).bytes_per_param_states, 12);
+  // The optimizer term scales with the bytes, sharded the same way: ZeRO-1 over 8 ranks.
+  r.master = MasterCopy::kFp32;
+  r.par.dp = 8;
+  r.par.zero = 1;
+  r.batch = 8;
+  const double fp32_states = Est(m, r).breakdown.optimizer;
+  r.master = MasterCopy::kBf16;
+  r.moments = MomentsDtype::kBf16;
+  EXPECT_NEAR(Est(m, r).breakdown.optimizer / fp32_states, 6.0 / 12.0, 1e-12);
+}
+
+TEST_F(Memory, OptimizerPrecisionRefusesWhatNoFrameworkDoes) {
+  const ModelSpec m = M("llama-2-7b");
+  FitRequest r;
+  r.mode = Mode::kTrain;
+  r.seq = 512;
+  r.master = MasterCopy::kRemainder;
+  r.weights = *ParseWeightFormat("fp16");
+  auto e = EstimateMemory(m, r);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(std::string(e.status().message()).find("BF16"), std::string::npos) << e.status().message();
+  r.weights = *ParseWeightFormat("fp32");
+  r.master = MasterCopy::kBf16;
+  e = EstimateMemory(m, r);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(std::string(e.status().message()).find("own master"), std::string::npos) << e.status().message();
+  r.weights = *ParseWeightFormat("bf16");
+  r.master = MasterCopy::kFp32;
+  r.moments = MomentsDtype::kBf16;
+  r.optimizer = Optimizer::kSgd;
+  EXPECT_FALSE(EstimateMemory(m, r).ok());
+  r.optimizer = Optimizer::kAdam;
+  r.mode = Mode::kLora;
+  EXPECT_FALSE(EstimateMemory(m, r).ok());
+  // Names parse, with a suggestion for a near miss.
+  EXPECT_EQ(*ParseMasterCopy("remainder"), MasterCopy::kRemainder);
+  EXPECT_EQ(*ParseMomentsDtype("FP8"), MomentsDtype::kFp8);
+  auto bad = ParseMasterCopy("remainders");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("remainder"), std::string::npos);
+}
+
 TEST_F(Memory, ZeroShardsOverDataParallelNotGpuCount) {
   const ModelSpec m = M("llama-2-7b");
   FitRequest r;

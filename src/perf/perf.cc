@@ -38,9 +38,17 @@ constexpr const char* kMoePermuteOpName = "token permute + unpermute";
 // Context parallelism's ring exchange of K and V blocks: once in the forward pass, twice in the backward (K, V and
 // their gradients).
 constexpr const char* kCpRingOpName = "CP K/V ring exchange";
-// Optimizer step traffic per locally-held parameter for Adam with FP32 master weights:
-// read master, m, v (12 B) and the gradient, write master, m, v (12 B) and the 16-bit weight.
-constexpr double kAdamStepBytesBase = 24;
+// Optimizer step traffic per locally held parameter: every state byte read and written (master copy and moments:
+// 12 B each way for Adam with FP32 master weights), the gradient read, the 16-bit weight written; where the
+// optimizer keeps no full copy of the weights (16-bit remainders, or none), the weight is also read to rebuild the
+// value it updates. 28 B for the default Adam (2 x 12 + 2 + 2), which LoRA's adapters are also charged.
+double OptimizerStepBytesPerParam(const FitResult& mem, MasterCopy master, bool lora) {
+  if (lora) return 2 * 12 + 2 + 2;
+  const bool reads_weight =
+      master == MasterCopy::kRemainder || master == MasterCopy::kNone || mem.weight_bytes_per_param >= 4;
+  return 2 * mem.optimizer_bytes_per_param + mem.grad_bytes_per_param +
+         mem.weight_bytes_per_param * (reads_weight ? 2 : 1);
+}
 // Megatron-Core's DDP keeps every local gradient in one contiguous buffer and passes over all of it, not only the
 // optimizer's 1/DP shard, every step (core_v0.8.0 distributed/param_and_grad_buffer.py): zero_() before the first
 // micro-batch (one write of each gradient element) and, with DP > 1, an in-place multiply by 1/DP before each
@@ -1569,8 +1577,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   }
   // Optimizer step over the locally held (sharded) parameters.
   const double local_params = par.zero >= 1 ? params_gpu / dp_group : params_gpu;
-  const double opt_bytes =
-      local_params * (kAdamStepBytesBase + (cfg.fit.fp32_grads ? 4 : 2) + 2);
+  const double opt_bytes = local_params * OptimizerStepBytesPerParam(*mem, cfg.fit.master, lora);
   const double achievable_bw = gpu.memory_bandwidth_bytes_per_s.value * eff.memory;
   const double t_adam = opt_bytes / achievable_bw + 10 * eff.kernel_launch_s;
   // Megatron-Core DDP's passes over the whole local gradient buffer (eager PyTorch and ZeRO-3 keep no such buffer).

@@ -426,6 +426,35 @@ TEST_F(Perf, MegatronGradientBufferIsZeroedAndScaledEveryStep) {
   EXPECT_EQ(FindOp(eager->ops, kName), nullptr);
 }
 
+// The Adam step reads and writes every optimizer-state byte, reads the gradient and writes the 16-bit weight (28 B per
+// local parameter by default); with 16-bit remainders it also reads the weight to rebuild the FP32 value (2 x 10 + 2
+// + 2 x 2 = 26 B), and with Apex's bf16 states it moves 2 x 6 + 2 + 2 = 16 B.
+TEST_F(Perf, OptimizerStepMovesTheStateBytesItKeeps) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  const Efficiency e = E(g);
+  const double bw = g.memory_bandwidth_bytes_per_s.value * e.memory;
+  struct Case {
+    MasterCopy master;
+    MomentsDtype moments;
+    double bytes_per_param;
+  };
+  for (const Case& k : {Case{MasterCopy::kFp32, MomentsDtype::kFp32, 28}, Case{MasterCopy::kRemainder, MomentsDtype::kFp32, 26},
+                        Case{MasterCopy::kBf16, MomentsDtype::kBf16, 16}, Case{MasterCopy::kFp32, MomentsDtype::kBf16, 20}}) {
+    TrainConfig c = Train(16, 1, 1, 32, 4096, 2);
+    c.fit.master = k.master;
+    c.fit.moments = k.moments;
+    c.detail = true;
+    auto r = EstimateTraining(m, C(g), c, e);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const OpCost* adam = FindOp(r->ops, "optimizer step (Adam)");
+    ASSERT_NE(adam, nullptr);
+    const double local = r->memory.params_per_gpu / 16;  // ZeRO-1 over DP 16
+    EXPECT_NEAR(adam->bytes, local * k.bytes_per_param, 1e-9 * adam->bytes) << k.bytes_per_param;
+    EXPECT_NEAR(adam->time_s, adam->bytes / bw + 10 * e.kernel_launch_s, 1e-12);
+  }
+}
+
 // Megatron-Core's interleaved schedule runs the micro-batches in groups of PP (core_v0.8.0 raised an error otherwise):
 // a layout whose micro-batches per pipeline are not a multiple of PP is refused with the micro-batch sizes that work,
 // and the automatic micro-batch choice only considers those.

@@ -73,6 +73,8 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"etp", KeyType::kInteger},
               {"moe_imbalance", KeyType::kNumber},
               {"fp32_grads", KeyType::kBool},
+              {"master_dtype", KeyType::kString},
+              {"moments_dtype", KeyType::kString},
               {"mode", KeyType::kString},
               {"lora_rank", KeyType::kInteger},
               {"lora_targets", KeyType::kString},
@@ -163,7 +165,8 @@ Result<Efficiency> CaseEfficiency(const GpuSpec& gpu, const EfficiencyTable* tab
 }
 
 Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
-                         const CaseFileReader& read, const EfficiencyTable* table, std::string* detail, bool* moe) {
+                         const CaseFileReader& read, const EfficiencyTable* table, std::string* detail, bool* moe,
+                         bool* fits) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   *moe = m.moe.has_value();
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
@@ -199,6 +202,16 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.fit.seq = t["seq"].value_or(int64_t{2048});
   c.fit.dropout = t["dropout"].value_or(false);
   c.fit.fp32_grads = t["fp32_grads"].value_or(false);
+  if (auto v = t["master_dtype"].value<std::string>()) {
+    auto mc = ParseMasterCopy(*v);
+    if (!mc.ok()) return ParseError("master_dtype: " + std::string(mc.status().message()));
+    c.fit.master = *mc;
+  }
+  if (auto v = t["moments_dtype"].value<std::string>()) {
+    auto md = ParseMomentsDtype(*v);
+    if (!md.ok()) return ParseError("moments_dtype: " + std::string(md.status().message()));
+    c.fit.moments = *md;
+  }
   SUANLI_ASSIGN_OR_RETURN(c.attention, ParseAttentionImpl(t["attention"].value_or(std::string("flash"))));
   c.fit.flash_attention = c.attention != AttentionImpl::kUnfused;
   if (auto ce = t["cross_entropy"].value<std::string>()) {
@@ -278,6 +291,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
                         interleave_auto ? fmt::format(", interleave {}", r.interleave) : "", r.step_time_s,
                         100 * r.mfu, 100 * r.memory.per_gpu_peak_bytes / gpu->memory_bytes.value,
                         r.fits ? "" : ", DOES NOT FIT");
+  *fits = r.fits;
   const double gpus_d = gpus;
   if (metric == "step_time_s") return r.step_time_s;
   if (metric == "mfu_megatron") return r.mfu;
@@ -299,7 +313,8 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
 }
 
 Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
-                         const CaseFileReader& read, const EfficiencyTable* table, std::string* detail, bool* moe) {
+                         const CaseFileReader& read, const EfficiencyTable* table, std::string* detail, bool* moe,
+                         bool* fits) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   *moe = m.moe.has_value();
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
@@ -328,6 +343,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, cl, c, eff));
   *detail = fmt::format("TTFT {:.2f} ms ({}), TPOT {:.2f} ms ({}){}", r.ttft_s * 1e3, r.prefill_bound, r.tpot_s * 1e3,
                         r.decode_bound, r.fits ? "" : ", DOES NOT FIT");
+  *fits = r.fits;
   const std::string metric = t["metric"].value_or(std::string());
   if (metric == "decode_tokens_per_s") return r.decode_tokens_per_s;
   if (metric == "ttft_s") return r.ttft_s;
@@ -406,8 +422,8 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       vc.metric = (*t)["metric"].value_or(std::string());
       vc.published = (*t)["published"].value_or(0.0);
       if (vc.published <= 0) return ParseError(fmt::format("{}: case '{}' has no positive 'published'", file, vc.name));
-      auto v = ck == CaseKind::kTrain   ? EvalTrain(*t, hw, models, read, efficiency, &vc.detail, &vc.moe)
-               : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, efficiency, &vc.detail, &vc.moe)
+      auto v = ck == CaseKind::kTrain   ? EvalTrain(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits)
+               : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits)
                                         : EvalGemm(*t, hw, efficiency, &vc.detail);
       if (!v.ok()) {
         vc.failure = v.status().message();
