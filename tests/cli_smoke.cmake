@@ -71,6 +71,19 @@ run_suanli(2 out perf train --model llama-3.1-8b --gpus 8 --global-batch 64 --mo
 expect_contains("${out}" "not --recompute op" "op recompute with LoRA")
 run_suanli(2 out fit --model llama-3.1-8b --gpu h100 --mode train --recompute opp)
 expect_contains("${out}" "did you mean 'op'" "recompute setting typo")
+# The optimizer's precision: echoed with the bytes per parameter it gives, a near miss gets "did you mean", LoRA and
+# what Megatron-LM cannot run are refused.
+run_suanli(0 out fit --model llama-3.1-8b --gpu h100 --gpus 8 --zero 1 --mode train --master-dtype bf16 --moments-dtype bf16 --json)
+expect_contains("${out}" "\"model_state_bytes_per_param\": 10.0" "Apex bf16 states: 2 + 2 + 6 B per parameter")
+run_suanli(0 out perf train --model llama-3.1-8b --gpus 8 --global-batch 64 --master-dtype remainder --json)
+expect_contains("${out}" "\"master_dtype\": \"remainder\"" "master copy in perf's JSON")
+expect_contains("${out}" "\"model_state_bytes_per_param\": 14.0" "remainders: 2 + 2 + 10 B per parameter")
+run_suanli(2 out perf train --model llama-3.1-8b --gpus 8 --global-batch 64 --moments-dtype bf61)
+expect_contains("${out}" "did you mean 'bf16'" "moments dtype typo")
+run_suanli(2 out perf train --model llama-3.1-8b --gpus 8 --global-batch 64 --mode lora --master-dtype bf16)
+expect_contains("${out}" "apply to --mode train" "optimizer precision with LoRA")
+run_suanli(2 out plan --model llama-3.1-8b --gpu h100 --gpus 8 --global-batch 64 --master-dtype bf16 --emit megatron)
+expect_contains("${out}" "Apex DistributedFusedAdam" "a bf16 master copy has no Megatron-LM flag")
 # A custom pipeline layout and DeepSeek-V3's MTP module: accepted and echoed, and Megatron-Core's checks as errors.
 run_suanli(0 out perf train --model deepseek-v3 --gpu gb200 --gpus 256 --pp 4 --ep 64 --global-batch 4096 --seq 4096
            --micro-batch 1 --pp-layout "Et*4|(t*4|)*14tmL" --mtp-layers 1 --json)

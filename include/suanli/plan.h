@@ -33,6 +33,9 @@ struct PlanRequest {
   CrossEntropyImpl cross_entropy = CrossEntropyImpl::kFused;  // the loss; written into the Megatron-LM flags
   int mtp_layers = 0;                // multi-token-prediction modules on the last stage (FitRequest::mtp_layers)
   bool eager = false;                // eager PyTorch element-wise kernels (TrainConfig::eager)
+  // The optimizer's precision (FitRequest::master, ::moments); written into the Megatron-LM flags.
+  MasterCopy master = MasterCopy::kFp32;
+  MomentsDtype moments = MomentsDtype::kFp32;
   bool dp_overlap = true;
   // Overlaps the stack runs (Megatron-Core --tp-comm-overlap, --overlap-moe-expert-parallel-comm): applied to the
   // layouts that can use them (TP overlap with sequence parallelism; EP overlap with EP > 1, an interleaved
@@ -105,9 +108,16 @@ struct LaunchContext {
   CudaGraphs cuda_graphs = CudaGraphs::kNone;  // written as --cuda-graph-impl / --cuda-graph-scope
   CrossEntropyImpl cross_entropy = CrossEntropyImpl::kFused;  // written as --cross-entropy-loss-fusion [-impl te]
   int mtp_layers = 0;                // written as --mtp-num-layers
+  // Written as --use-precision-aware-optimizer with --main-params-dtype / --exp-avg(-sq)-dtype; what Megatron-Core
+  // cannot express (a bf16 copy, no copy) is refused by CheckMegatronOptimizer before anything is written.
+  MasterCopy master = MasterCopy::kFp32;
+  MomentsDtype moments = MomentsDtype::kFp32;
   std::string job_name = "suanli-train";
   std::string image = "nvcr.io/nvidia/pytorch:24.05-py3";
 };
+// Whether Megatron-Core's precision-aware optimizer can run an optimizer precision (main params fp32, fp16 or as
+// 16-bit remainders; moments fp32, fp16, bf16 or fp8); the error names what it cannot and what would do.
+Status CheckMegatronOptimizer(MasterCopy master, MomentsDtype moments);
 std::string MegatronArgs(const PlanCandidate& c, const LaunchContext& ctx);      // one argument per line
 std::string TorchrunCommand(const PlanCandidate& c, const LaunchContext& ctx);
 std::string DeepSpeedConfig(const PlanCandidate& c, const LaunchContext& ctx);   // JSON

@@ -95,11 +95,11 @@ inline constexpr const char* kHostMemoryHelp =
     "Host memory per GPU for CPU-offloaded activations (e.g. 240GB); default: the catalog's where the CPU comes "
     "with the GPU (GB200, see `suanli gpus gb200`), else unchecked";
 inline constexpr const char* kMasterDtypeHelp =
-    "--mode train: the optimizer's copy of the weights: fp32 (default), bf16 or fp16 (Apex DistributedFusedAdam's "
+    "Training: the optimizer's copy of the weights: fp32 (default), bf16 or fp16 (Apex DistributedFusedAdam's "
     "dtype, NeMo optim.dtype), remainder (the low 16 bits of FP32 beside BF16 weights: Megatron-Core "
     "--use-precision-aware-optimizer), none (pure 16-bit)";
 inline constexpr const char* kMomentsDtypeHelp =
-    "--mode train: Adam's two moments: fp32 (default), bf16, fp16 or fp8 (Megatron-Core --exp-avg-dtype and "
+    "Training: Adam's two moments: fp32 (default), bf16, fp16 or fp8 (Megatron-Core --exp-avg-dtype and "
     "--exp-avg-sq-dtype; Apex DistributedFusedAdam's dtype)";
 // --master-dtype and --moments-dtype, with fit's older --no-master-weights (= --master-dtype none).
 Status ApplyOptimizerPrecision(FitRequest& r, const std::string& master, const std::string& moments, bool no_master);

@@ -219,6 +219,11 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     j["kv_cache_bytes_per_token"] = est->kv_cache_bytes_per_token;
     j["layout"] = LayoutJson(req->par);
     j["per_gpu_peak_bytes"] = est->per_gpu_peak_bytes;
+    if (req->mode == Mode::kTrain) {
+      j["master_dtype"] = MasterCopyName(req->master);
+      j["moments_dtype"] = MomentsDtypeName(req->moments);
+      j["model_state_bytes_per_param"] = est->bytes_per_param_states;
+    }
     j["breakdown_bytes"] = BreakdownJson(est->breakdown);
     j["peak_moment"] = est->peak_moment;
     j["peak_stage"] = est->peak_stage;

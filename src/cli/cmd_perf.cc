@@ -437,6 +437,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         if (cfg.dtype == Precision::kFp8) j["fp8_recipe"] = Fp8RecipeName(cfg.fp8_recipe);
         if (model->moe && f->ep > 1) j["moe_dispatcher"] = MoeDispatcherName(cfg.moe_dispatcher);
         j["cuda_graphs"] = CudaGraphsName(cfg.cuda_graphs);
+        if (cfg.fit.mode != Mode::kLora) {
+          j["master_dtype"] = MasterCopyName(cfg.fit.master);
+          j["moments_dtype"] = MomentsDtypeName(cfg.fit.moments);
+          j["model_state_bytes_per_param"] = r->memory.bytes_per_param_states;
+        }
         j["per_gpu_peak_bytes"] = r->memory.per_gpu_peak_bytes;
         j["breakdown_s"] = BreakdownJson(r->breakdown_s);
         j["communication_total_s"] = r->communication_total_s;

@@ -109,6 +109,7 @@ struct PlanFlags {
   std::string model = "gpt3-175b", gpu = "a100-sxm-80gb", gpus = "1024", inter_node = "ib-hdr", objective = "time";
   std::string dtype = "bf16", fp8_recipe, attention = "flash", emit, out_dir, host_memory, moe_dispatcher, cuda_graphs;
   std::string cross_entropy = "fused";
+  std::string master_dtype, moments_dtype;
   int mtp_layers = 0;
   int gpus_per_node = 8, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
   int64_t global_batch = 1024, seq = 2048;
@@ -143,6 +144,8 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
                   "Multi-token-prediction modules trained on every candidate's last pipeline stage (Megatron-Core "
                   "--mtp-num-layers; DeepSeek-V3: 1)");
   sub->add_flag("--eager", f->eager, "Eager PyTorch (HF transformers, Composer, torchtitan without torch.compile)");
+  sub->add_option("--master-dtype", f->master_dtype, kMasterDtypeHelp);
+  sub->add_option("--moments-dtype", f->moments_dtype, kMomentsDtypeHelp);
   sub->add_option("--tp", f->tp, "Fix TP (default: search)");
   sub->add_option("--pp", f->pp, "Fix PP (default: search)");
   sub->add_option("--cp", f->cp, "Fix CP (default: search)");
@@ -226,6 +229,13 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     req.cross_entropy = *ce;
     req.mtp_layers = f->mtp_layers;
     req.eager = f->eager;
+    {
+      FitRequest opt;
+      if (auto st = ApplyOptimizerPrecision(opt, f->master_dtype, f->moments_dtype, false); !st.ok())
+        return PrintError(st);
+      req.master = opt.master;
+      req.moments = opt.moments;
+    }
     req.fixed_tp = f->tp;
     req.fixed_pp = f->pp;
     req.fixed_cp = f->cp;
@@ -234,6 +244,15 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     if (!f->emit.empty() && f->emit != "megatron" && f->emit != "torchrun" && f->emit != "deepspeed" &&
         f->emit != "slurm" && f->emit != "k8s" && f->emit != "all")
       return PrintError(InvalidArgument("--emit must be megatron, torchrun, deepspeed, slurm, k8s or all"));
+    // Launch files say what the estimate assumed: an optimizer precision the stack cannot run is refused up front.
+    if (!f->emit.empty() && f->emit != "deepspeed") {
+      if (auto st = CheckMegatronOptimizer(req.master, req.moments); !st.ok()) return PrintError(st);
+    }
+    if ((f->emit == "deepspeed" || f->emit == "all") &&
+        (req.master != MasterCopy::kFp32 || req.moments != MomentsDtype::kFp32))
+      return PrintError(InvalidArgument(
+          "--emit deepspeed: DeepSpeed's bf16 ZeRO optimizer keeps FP32 master weights and FP32 moments; drop "
+          "--master-dtype and --moments-dtype, or emit megatron"));
     auto res = Plan(req);
     if (!res.ok()) return PrintError(res.status());
     const PlanForCount* best_count = nullptr;
@@ -331,6 +350,8 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       lc.cuda_graphs = req.cuda_graphs;
       lc.cross_entropy = req.cross_entropy;
       lc.mtp_layers = req.mtp_layers;
+      lc.master = req.master;
+      lc.moments = req.moments;
       if (f->tokens > 0) lc.train_iters = f->tokens / (double(f->global_batch) * f->seq);
       std::vector<std::pair<std::string, std::string>> files;
       if (f->emit == "megatron" || f->emit == "all") files.push_back({"megatron_args.txt", MegatronArgs(w, lc)});

@@ -128,6 +128,16 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
     a.push_back({"--delay-wgrad-compute", ""});
   }
   if (p.zero == 1 || p.zero == 2) a.push_back({"--use-distributed-optimizer", ""});
+  // The optimizer's precision (docs/methodology.md §5): Megatron-Core's precision-aware optimizer (Transformer
+  // Engine's FusedAdam), whose FP32 main params are kept as 16-bit remainders beside BF16 weights by default.
+  if (x.master != MasterCopy::kFp32 || x.moments != MomentsDtype::kFp32) {
+    a.push_back({"--use-precision-aware-optimizer", ""});
+    if (x.master == MasterCopy::kFp16) a.push_back({"--main-params-dtype", "fp16"});
+    if (x.moments != MomentsDtype::kFp32) {
+      a.push_back({"--exp-avg-dtype", MomentsDtypeName(x.moments)});
+      a.push_back({"--exp-avg-sq-dtype", MomentsDtypeName(x.moments)});
+    }
+  }
   // The data-parallel overlap the estimate assumed (Megatron-LM's default is none): gradients reduced during the
   // last micro-batch's backward, and with the distributed optimizer the parameters gathered during the next
   // forward (docs/methodology.md §8).
@@ -254,6 +264,25 @@ std::string MegatronArgs(const PlanCandidate& c, const LaunchContext& x) {
   out += DataLine(x);
   for (const auto& [k, v] : Args(c, x)) out += v.empty() ? k + "\n" : k + " " + ShellWord(v) + "\n";
   return out;
+}
+
+Status CheckMegatronOptimizer(MasterCopy master, MomentsDtype moments) {
+  // fp32, fp16, bf16 and fp8 are all --exp-avg-dtype choices; but the flag that sets them turns on the
+  // precision-aware optimizer, which keeps FP32 main params beside BF16 weights as remainders (store_param_remainders,
+  // True by default; Megatron-LM has no flag for it).
+  if (master == MasterCopy::kFp32 && moments != MomentsDtype::kFp32)
+    return InvalidArgument(fmt::format(
+        "--moments-dtype {} with FP32 main params: Megatron-LM's --exp-avg-dtype turns on the precision-aware "
+        "optimizer, which keeps FP32 main params as 16-bit remainders beside BF16 weights (store_param_remainders, no "
+        "flag turns it off); estimate with --master-dtype remainder",
+        MomentsDtypeName(moments)));
+  if (master == MasterCopy::kBf16 || master == MasterCopy::kNone)
+    return InvalidArgument(fmt::format(
+        "--master-dtype {}: Megatron-Core's precision-aware optimizer keeps its main params in fp32, fp16 or (the "
+        "default with BF16 weights) as 16-bit remainders; for Megatron-LM flags use --master-dtype remainder or fp16 "
+        "(a bf16 copy is Apex DistributedFusedAdam's, NeMo 1.x optim.dtype)",
+        MasterCopyName(master)));
+  return Status::Ok();
 }
 
 std::string TorchrunCommand(const PlanCandidate& c, const LaunchContext& x) {

@@ -201,6 +201,8 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.cross_entropy = req.cross_entropy;
               c.fit.mtp_layers = req.mtp_layers;
               c.eager = req.eager;
+              c.fit.master = req.master;
+              c.fit.moments = req.moments;
               c.dp_overlap = req.dp_overlap;
               c.tp_overlap = req.tp_overlap && sp;
               c.ep_overlap = req.ep_overlap && CheckEpOverlap(m, c.fit.par, rc).ok();
@@ -355,6 +357,8 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.cross_entropy = req.cross_entropy;
       tc.fit.mtp_layers = req.mtp_layers;
       tc.eager = req.eager;
+      tc.fit.master = req.master;
+      tc.fit.moments = req.moments;
       tc.dp_overlap = req.dp_overlap;
       tc.tp_overlap = c.tp_overlap;
       tc.ep_overlap = c.ep_overlap;

@@ -46,6 +46,8 @@ class Planner : public testing::CatalogTest {
     lc.train_iters = train_iters;
     lc.fp8_recipe = req.fp8_recipe;
     lc.cross_entropy = req.cross_entropy;
+    lc.master = req.master;
+    lc.moments = req.moments;
     return lc;
   }
 };
@@ -233,6 +235,41 @@ TEST_F(Planner, Fp8RecipeIsEstimatedAndWrittenInMegatronTerms) {
   auto no8 = Plan(a100);
   ASSERT_FALSE(no8.ok());
   EXPECT_NE(no8.status().message().find("has no FP8 support"), std::string::npos) << no8.status().message();
+}
+
+// The optimizer's precision: 16-bit states leave more memory, so the planner's best layout holds no less per GPU than
+// the default's; the flags are Megatron-Core's precision-aware optimizer, and what Megatron-LM cannot run is refused.
+TEST_F(Planner, OptimizerPrecisionIsEstimatedAndWrittenInMegatronTerms) {
+  const ModelSpec m = M("llama-3.1-70b");
+  PlanRequest req = Req(m, "h100-sxm", {64}, 256, 4096, "ib-ndr");
+  req.fixed_tp = 8;
+  req.fixed_pp = 2;
+  auto plain = Plan(req);
+  req.master = MasterCopy::kRemainder;
+  req.moments = MomentsDtype::kBf16;
+  auto lean = Plan(req);
+  ASSERT_TRUE(plain.ok() && lean.ok());
+  ASSERT_FALSE(plain->counts[0].top.empty() || lean->counts[0].top.empty());
+  const PlanCandidate& p = plain->counts[0].top[0];
+  const PlanCandidate& l = lean->counts[0].top[0];
+  EXPECT_DOUBLE_EQ(p.result.memory.bytes_per_param_states, 16);
+  EXPECT_DOUBLE_EQ(l.result.memory.bytes_per_param_states, 10);
+  EXPECT_LE(l.result.step_time_s, p.result.step_time_s * (1 + 1e-9));
+  const std::string args = MegatronArgs(l, Launch(req));
+  EXPECT_NE(args.find("--use-precision-aware-optimizer"), std::string::npos) << args;
+  EXPECT_NE(args.find("--exp-avg-dtype bf16"), std::string::npos) << args;
+  EXPECT_NE(args.find("--exp-avg-sq-dtype bf16"), std::string::npos) << args;
+  EXPECT_EQ(args.find("--main-params-dtype"), std::string::npos) << args;
+  EXPECT_EQ(MegatronArgs(p, Launch(PlanRequest(Req(m, "h100-sxm", {64}, 256, 4096, "ib-ndr"))))
+                .find("--use-precision-aware-optimizer"),
+            std::string::npos);
+  EXPECT_TRUE(CheckMegatronOptimizer(MasterCopy::kRemainder, MomentsDtype::kFp8).ok());
+  EXPECT_TRUE(CheckMegatronOptimizer(MasterCopy::kFp16, MomentsDtype::kFp16).ok());
+  EXPECT_FALSE(CheckMegatronOptimizer(MasterCopy::kBf16, MomentsDtype::kBf16).ok());
+  EXPECT_FALSE(CheckMegatronOptimizer(MasterCopy::kNone, MomentsDtype::kFp32).ok());
+  const Status fp32 = CheckMegatronOptimizer(MasterCopy::kFp32, MomentsDtype::kBf16);
+  ASSERT_FALSE(fp32.ok());
+  EXPECT_NE(fp32.message().find("--master-dtype remainder"), std::string::npos) << fp32.message();
 }
 
 // Block recompute: on one layout where nothing fits without recompute, the fewest block-recomputed layers that fit
