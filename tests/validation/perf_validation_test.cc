@@ -134,7 +134,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 162);
+  EXPECT_EQ(n_dense, 165);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -155,10 +155,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // tp_overlap_hidden, from torchtitan's async-TP benchmark: overlap hides 42% of the TP collectives, not all but
   // their contention cost) 8.13%, and with FP8 all-gathers moving one byte per element (Transformer Engine gathers
   // its FP8-cast inputs; the share re-derived with them, 0.48) 8.35%, and with the same repository's twelve
-  // Nemotron-4 15B and 340B rows (-1% to -17% of the step) 8.28%. Ratcheted at that honest figure, not at the
+  // Nemotron-4 15B and 340B rows (-1% to -17% of the step) 8.28%; the twenty-third session's three NeMo 24.07
+  // Nemotron rows (8B and 22B +16% too fast, 340B +4%) 8.35%. Ratcheted at that honest figure, not at the
   // target (earlier: 7.03% in the eighth session, 6.86% before
   // the ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0829);
+  EXPECT_LE(mean_dense, 0.0836);
   EXPECT_LE(worst_dense, 0.297);  // 28.7% (llm-foundry's MPT-30B at 8192 tokens on H100), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
