@@ -26,7 +26,7 @@ struct PerfFlags {
   bool no_nvls = false, embedding_loss_in_split = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
   std::string train_mode = "train";
-  std::string master_dtype, moments_dtype;
+  std::string master_dtype, moments_dtype, optimizer;
   int lora_rank = 16;
   std::vector<std::string> lora_targets;
   int64_t packed_doc_tokens = 0;
@@ -155,6 +155,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--moe-dispatcher", f->moe_dispatcher, kMoeDispatcherHelp);
   train->add_option("--cuda-graphs", f->cuda_graphs, kCudaGraphsHelp);
   train->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients (18 B/param Adam)");
+  train->add_option("--optimizer", f->optimizer, "adam (default) | adam8bit | sgd: the states it keeps and its step's bytes");
   train->add_option("--master-dtype", f->master_dtype, kMasterDtypeHelp);
   train->add_option("--moments-dtype", f->moments_dtype, kMomentsDtypeHelp);
   train->add_flag("--dropout", f->dropout, "Dropout on (stores masks; unfused attention also streams them)");
@@ -254,6 +255,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       cfg.fit.seq = f->seq;
       cfg.fit.fp32_grads = f->fp32_grads;
       cfg.fit.dropout = f->dropout;
+      if (!f->optimizer.empty()) {
+        auto o = ParseOptimizer(f->optimizer);
+        if (!o.ok()) return PrintError(InvalidArgument(fmt::format("--optimizer: {}", o.status().message())));
+        cfg.fit.optimizer = *o;
+      }
       if (auto st = ApplyOptimizerPrecision(cfg.fit, f->master_dtype, f->moments_dtype, false); !st.ok())
         return PrintError(st);
       if (f->global_batch < 1) return PrintError(InvalidArgument("--global-batch must be at least 1"));
@@ -438,6 +444,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         if (model->moe && f->ep > 1) j["moe_dispatcher"] = MoeDispatcherName(cfg.moe_dispatcher);
         j["cuda_graphs"] = CudaGraphsName(cfg.cuda_graphs);
         if (cfg.fit.mode != Mode::kLora) {
+          j["optimizer"] = OptimizerName(cfg.fit.optimizer);
           j["master_dtype"] = MasterCopyName(cfg.fit.master);
           j["moments_dtype"] = MomentsDtypeName(cfg.fit.moments);
           j["model_state_bytes_per_param"] = r->memory.bytes_per_param_states;

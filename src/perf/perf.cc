@@ -1595,7 +1595,10 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       ops.Add("recompute: torchtitan per-op (wk, wo, up or fc2, element-wise)", "step", n * dense.recompute_flops, 0,
               n * dense.recompute, 1, Bound::kCompute);
     }
-    ops.Add("optimizer step (Adam)", "step", 0, opt_bytes, t_adam, 1, Bound::kMemory);
+    ops.Add(lora || cfg.fit.optimizer == Optimizer::kAdam
+                ? std::string("optimizer step (Adam)")
+                : fmt::format("optimizer step ({})", OptimizerName(cfg.fit.optimizer)),
+            "step", 0, opt_bytes, t_adam, 1, Bound::kMemory);
     if (t_grad_buffer > 0) ops.Add(kGradBufferOpName, "step", 0, grad_buffer_bytes, t_grad_buffer, 1, Bound::kMemory);
     if (dp_comm > 0) {
       const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <string_view>
+#include <tuple>
 
 namespace suanli {
 namespace {
@@ -452,6 +453,18 @@ TEST_F(Perf, OptimizerStepMovesTheStateBytesItKeeps) {
     const double local = r->memory.params_per_gpu / 16;  // ZeRO-1 over DP 16
     EXPECT_NEAR(adam->bytes, local * k.bytes_per_param, 1e-9 * adam->bytes) << k.bytes_per_param;
     EXPECT_NEAR(adam->time_s, adam->bytes / bw + 10 * e.kernel_launch_s, 1e-12);
+  }
+  // 8-bit Adam (FP32 master + two 1-byte moments: 2 x 6 + 2 + 2) and SGD with momentum (2 x 8 + 2 + 2), named as such.
+  for (const auto& [opt, bytes, name] : {std::tuple{Optimizer::kAdam8bit, 16.0, "optimizer step (adam8bit)"},
+                                         std::tuple{Optimizer::kSgd, 20.0, "optimizer step (sgd)"}}) {
+    TrainConfig c = Train(16, 1, 1, 32, 4096, 2);
+    c.fit.optimizer = opt;
+    c.detail = true;
+    auto r = EstimateTraining(m, C(g), c, e);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const OpCost* step = FindOp(r->ops, name);
+    ASSERT_NE(step, nullptr) << name;
+    EXPECT_NEAR(step->bytes, r->memory.params_per_gpu / 16 * bytes, 1e-9 * step->bytes) << name;
   }
 }
 

@@ -73,6 +73,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"etp", KeyType::kInteger},
               {"moe_imbalance", KeyType::kNumber},
               {"fp32_grads", KeyType::kBool},
+              {"optimizer", KeyType::kString},
               {"master_dtype", KeyType::kString},
               {"moments_dtype", KeyType::kString},
               {"mode", KeyType::kString},
@@ -202,6 +203,11 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.fit.seq = t["seq"].value_or(int64_t{2048});
   c.fit.dropout = t["dropout"].value_or(false);
   c.fit.fp32_grads = t["fp32_grads"].value_or(false);
+  if (auto v = t["optimizer"].value<std::string>()) {
+    auto o = ParseOptimizer(*v);
+    if (!o.ok()) return ParseError("optimizer: " + std::string(o.status().message()));
+    c.fit.optimizer = *o;
+  }
   if (auto v = t["master_dtype"].value<std::string>()) {
     auto mc = ParseMasterCopy(*v);
     if (!mc.ok()) return ParseError("master_dtype: " + std::string(mc.status().message()));
