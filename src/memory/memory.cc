@@ -179,39 +179,29 @@ Result<Recompute> ParseRecompute(std::string_view s) {
       {"op", Recompute::kOp}, {"selective-op", Recompute::kOp}};
   return ParseEnum(s, t, "recompute setting");
 }
-const char* MasterCopyName(MasterCopy c) {
-  switch (c) {
-    case MasterCopy::kFp32: return "fp32";
-    case MasterCopy::kBf16: return "bf16";
-    case MasterCopy::kFp16: return "fp16";
-    case MasterCopy::kRemainder: return "remainder";
-    case MasterCopy::kNone: return "none";
-  }
+namespace {
+// One table per enum serves its name and its parser.
+constexpr std::pair<const char*, MasterCopy> kMasterCopyNames[] = {{"fp32", MasterCopy::kFp32},
+                                                                   {"bf16", MasterCopy::kBf16},
+                                                                   {"fp16", MasterCopy::kFp16},
+                                                                   {"remainder", MasterCopy::kRemainder},
+                                                                   {"none", MasterCopy::kNone}};
+constexpr std::pair<const char*, MomentsDtype> kMomentsDtypeNames[] = {{"fp32", MomentsDtype::kFp32},
+                                                                       {"bf16", MomentsDtype::kBf16},
+                                                                       {"fp16", MomentsDtype::kFp16},
+                                                                       {"fp8", MomentsDtype::kFp8}};
+template <typename E, std::size_t N>
+const char* EnumName(E e, const std::pair<const char*, E> (&table)[N]) {
+  for (const auto& [n, v] : table)
+    if (v == e) return n;
   return "?";
 }
-const char* MomentsDtypeName(MomentsDtype d) {
-  switch (d) {
-    case MomentsDtype::kFp32: return "fp32";
-    case MomentsDtype::kBf16: return "bf16";
-    case MomentsDtype::kFp16: return "fp16";
-    case MomentsDtype::kFp8: return "fp8";
-  }
-  return "?";
-}
-Result<MasterCopy> ParseMasterCopy(std::string_view s) {
-  static const std::pair<const char*, MasterCopy> t[] = {{"fp32", MasterCopy::kFp32},
-                                                         {"bf16", MasterCopy::kBf16},
-                                                         {"fp16", MasterCopy::kFp16},
-                                                         {"remainder", MasterCopy::kRemainder},
-                                                         {"none", MasterCopy::kNone}};
-  return ParseEnum(s, t, "master-weight copy");
-}
+}  // namespace
+const char* MasterCopyName(MasterCopy c) { return EnumName(c, kMasterCopyNames); }
+const char* MomentsDtypeName(MomentsDtype d) { return EnumName(d, kMomentsDtypeNames); }
+Result<MasterCopy> ParseMasterCopy(std::string_view s) { return ParseEnum(s, kMasterCopyNames, "master-weight copy"); }
 Result<MomentsDtype> ParseMomentsDtype(std::string_view s) {
-  static const std::pair<const char*, MomentsDtype> t[] = {{"fp32", MomentsDtype::kFp32},
-                                                           {"bf16", MomentsDtype::kBf16},
-                                                           {"fp16", MomentsDtype::kFp16},
-                                                           {"fp8", MomentsDtype::kFp8}};
-  return ParseEnum(s, t, "Adam moments dtype");
+  return ParseEnum(s, kMomentsDtypeNames, "Adam moments dtype");
 }
 Result<Optimizer> ParseOptimizer(std::string_view s) {
   static const std::pair<const char*, Optimizer> t[] = {{"adam", Optimizer::kAdam},
