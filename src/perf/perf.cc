@@ -38,6 +38,9 @@ constexpr const char* kMoePermuteOpName = "token permute + unpermute";
 // Context parallelism's ring exchange of K and V blocks: once in the forward pass, twice in the backward (K, V and
 // their gradients).
 constexpr const char* kCpRingOpName = "CP K/V ring exchange";
+// From this many GPUs `perf train` quotes the weak-scaling evidence: the large end of the smallest measured pair
+// (dgxc-benchmarking's LLaMA 3.1 8B, 8 -> 128 H100s).
+constexpr int kWeakScalingNoteGpus = 128;
 // Optimizer step traffic per locally held parameter: every state byte read and written (master copy and moments:
 // 12 B each way for Adam with FP32 master weights), the gradient read, the 16-bit weight written; where the
 // optimizer keeps no full copy of the weights (16-bit remainders, or none), the weight is also read to rebuild the
@@ -1761,6 +1764,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "pipeline parallelism the most, though it matches H100 GEMM micro-benchmarks and eager-FSDP H100 runs; expect "
         "the step to take longer (docs/validation.md section 5)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
+  }
+  if (cfg.detail && par.gpus() >= kWeakScalingNoteGpus) {
+    const auto& e = evidence::kWeakScalingShortfall;
+    res.notes.push_back(fmt::format(
+        "uncertain: at scale: in {} weak-scaling pairs of NVIDIA's recipes (the same work per GPU on 4-32x the GPUs, up "
+        "to 2,304 H100s) the published step grew {:.0f}% to {:.0f}% (mean {:.1f}%) more than this model's, which has no "
+        "cost for scale beyond its collectives; on {} GPUs expect up to that much more (docs/validation.md section 5)",
+        e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean, par.gpus()));
   }
   if (cfg.detail && m.moe) {
     const auto& cal = evidence::kMoeTrainingCalibration;

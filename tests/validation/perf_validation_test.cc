@@ -290,6 +290,37 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
       EXPECT_NEAR(hi, want.hi_s, 0.05e-3);
     }
   }
+  // Weak scaling: dgxc-benchmarking's configurations at their smallest and largest GPU count (the case names differ
+  // only in " x<GPUs> "); what the published step grew beyond the model's.
+  {
+    std::map<std::string, std::vector<std::pair<int, const ValidationCase*>>> pairs;
+    for (const auto& c : rep->cases) {
+      if (c.group != "training" || c.name.rfind("dgxc-benchmarking", 0) != 0) continue;
+      const size_t x = c.name.find(" x");
+      const size_t end = c.name.find(' ', x + 2);
+      ASSERT_NE(x, std::string::npos) << c.name;
+      pairs[c.name.substr(0, x) + c.name.substr(end)].push_back({std::stoi(c.name.substr(x + 2, end - x - 2)), &c});
+    }
+    int n = 0;
+    double sum = 0, lo = 1e9, hi = -1e9;
+    for (auto& [key, v] : pairs) {
+      if (v.size() < 2) continue;
+      std::sort(v.begin(), v.end());
+      const ValidationCase& small = *v.front().second;
+      const ValidationCase& large = *v.back().second;
+      ASSERT_EQ(small.metric, "step_time_s") << key;
+      const double miss = (large.published / small.published) / (large.predicted / small.predicted) - 1;
+      n++;
+      sum += miss;
+      lo = std::min(lo, miss);
+      hi = std::max(hi, miss);
+    }
+    const auto& want = evidence::kWeakScalingShortfall;
+    EXPECT_EQ(n, want.cases);
+    EXPECT_NEAR(sum / n, want.mean, 0.0005);
+    EXPECT_NEAR(lo, want.lo, 0.0005);
+    EXPECT_NEAR(hi, want.hi, 0.0005);
+  }
   check(evidence::kFp8TrainingMegatronCore,
         [&](const ValidationCase& c) {
           return !c.moe &&
