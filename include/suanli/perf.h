@@ -41,6 +41,10 @@ struct Efficiency {
   // first partial GEMM, the SMs the reduce-scatter kernels take, the chunked GEMMs' lower rate). From torchtitan's
   // async-TP benchmark on H100 (data/efficiency.toml [default] tp_overlap_hidden).
   double tp_overlap_hidden = 0.48;
+  // Spread of per-GPU speed among GPUs of one model (power management and manufacturing: Sinha et al. 2022),
+  // as a relative standard deviation. A synchronous job runs at its slowest GPU's pace: N GPUs' kernels take
+  // 1 + spread x E[max of N standard normals] times a typical GPU's (docs/methodology.md §8). 0 = off.
+  double gpu_speed_spread = 0;
   // Pinned copies between the GPU and host memory (copy engines), achieved / datasheet bandwidth per direction of
   // the host link (PCIe, or NVLink-C2C where the GPU file has [host_link]). D2H: activation offload; H2D: reload.
   double host_d2h = 0.84, host_h2d = 0.84;

@@ -287,6 +287,7 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     SUANLI_RETURN_IF_ERROR(frac("network", &e.network, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("overlap_slowdown", &e.overlap_slowdown, 0.0, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("tp_overlap_hidden", &e.tp_overlap_hidden, 0.0, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("gpu_speed_spread", &e.gpu_speed_spread, 0.0, 0.2));
     SUANLI_RETURN_IF_ERROR(frac("host_d2h", &e.host_d2h, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("host_h2d", &e.host_h2d, 0.05, 1.0));
     SUANLI_ASSIGN_OR_RETURN(auto kl, r.OptQuantity("kernel_launch", Dimension::kSeconds));
@@ -1391,7 +1392,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   }
   OpList ops;
   OpList* opsp = cfg.detail ? &ops : nullptr;
-  const PassTimes dense = Layer(lc, cfg.fit.recompute, opsp);
+  PassTimes dense = Layer(lc, cfg.fit.recompute, opsp);
   PassTimes moe;
   double moe_overhead = 1;
   const int moe_layers = m.moe_layer_count();
@@ -1409,6 +1410,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       o.name = "[moe] " + o.name;
       ops.ops.push_back(o);
     }
+  }
+  // The slowest of the job's GPUs sets the pace (docs/methodology.md §8): every kernel of the critical path takes
+  // `lag` times a typical GPU's.
+  const double lag = perf_detail::SlowestGpuLag(eff.gpu_speed_spread, par.gpus());
+  for (PassTimes* p : {&dense, &moe}) {
+    p->fwd *= lag;
+    p->bwd *= lag;
+    p->recompute *= lag;
   }
   // Per stage: layers, and the head on the last stage.
   auto stage_layers = [&](int st) { return LayersOnStage(m, par, st); };
@@ -1437,7 +1446,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     ops.Add(kCrossEntropyOpName, "forward", 0, logits_here * lt.fwd_bytes, loss_fwd_t, 1, Bound::kMemory);
   }
   // Forward + data and weight gradients; a frozen head (LoRA) has no weight gradient.
-  const double head_time = (lora ? 2 : 3) * head.time_s + loss_fwd_t + loss_bwd_t;
+  const double head_time = ((lora ? 2 : 3) * head.time_s + loss_fwd_t + loss_bwd_t) * lag;
 
   // Eager PyTorch FSDP: host-side time per layer per micro-batch that the GPU waits for (forward and backward;
   // a recomputed forward adds half the backward's share again, i.e. passes / 3 of forward + backward + forward).
@@ -1465,7 +1474,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   double mtp_time = 0;
   if (cfg.fit.mtp_layers > 0) {
     const GemmTime proj = EstimateGemm(T, double(m.hidden) / par.tp, 2.0 * m.hidden, 1, elem, peak, gemm_eff, gpu, eff);
-    mtp_time = mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute + 3 * proj.time_s + head_time;
+    mtp_time = mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute + 3 * proj.time_s * lag + head_time;
     if (opsp) ops.Add("MTP projection (2h to h)", "forward", proj.flops, proj.bytes, proj.time_s, 1, proj.bound);
   }
   double stage_compute = 0, stage_comm = 0, stage_host = 0;
