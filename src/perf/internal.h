@@ -124,7 +124,9 @@ inline double ExpectedMaxStdNormalFast(double n) {
 }
 // How much longer a synchronous job's kernels take on its slowest of `gpus` GPUs than on a typical one:
 // 1 + spread x E[max of `gpus` standard normals] (Efficiency::gpu_speed_spread).
-inline double SlowestGpuLag(double spread, double gpus) { return 1 + spread * ExpectedMaxStdNormalFast(gpus); }
+inline double SlowestGpuLag(double spread, double gpus) {
+  return spread > 0 ? 1 + spread * ExpectedMaxStdNormalFast(gpus) : 1.0;
+}
 
 // One inference step's routed-expert work on the busiest rank of an expert-parallel group (uniform routing: each
 // of `tokens` picks k distinct experts of E, the E experts split evenly over `ep` ranks).
