@@ -84,6 +84,11 @@ run_suanli(2 out perf train --model llama-3.1-8b --gpus 8 --global-batch 64 --mo
 expect_contains("${out}" "apply to --mode train" "optimizer precision with LoRA")
 run_suanli(2 out plan --model llama-3.1-8b --gpu h100 --gpus 8 --global-batch 64 --master-dtype bf16 --emit megatron)
 expect_contains("${out}" "Apex DistributedFusedAdam" "a bf16 master copy has no Megatron-LM flag")
+# FP8 delayed scaling's amax group: TP x CP only on request, and only for delayed scaling.
+run_suanli(0 out perf train --model llama-3.1-8b --gpus 64 --global-batch 128 --dtype fp8 --tp-only-amax-red)
+run_suanli(2 out perf train --model llama-3.1-8b --gpus 64 --global-batch 128 --dtype fp8 --fp8-recipe current
+           --tp-only-amax-red)
+expect_contains("${out}" "applies to FP8 delayed scaling" "tp-only amax reduction without delayed scaling")
 # A custom pipeline layout and DeepSeek-V3's MTP module: accepted and echoed, and Megatron-Core's checks as errors.
 run_suanli(0 out perf train --model deepseek-v3 --gpu gb200 --gpus 256 --pp 4 --ep 64 --global-batch 4096 --seq 4096
            --micro-batch 1 --pp-layout "Et*4|(t*4|)*14tmL" --mtp-layers 1 --json)

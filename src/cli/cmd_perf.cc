@@ -23,7 +23,7 @@ struct PerfFlags {
   std::string recompute, recompute_modules, pp_layout, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n",
       moe_dispatcher, cuda_graphs, cross_entropy = "fused";
   std::string decode_attention = "grouped", host_memory, efficiency;
-  bool no_nvls = false, embedding_loss_in_split = false;
+  bool no_nvls = false, embedding_loss_in_split = false, tp_only_amax_red = false;
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
   std::string train_mode = "train";
   std::string master_dtype, moments_dtype, optimizer;
@@ -155,6 +155,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--moe-dispatcher", f->moe_dispatcher, kMoeDispatcherHelp);
   train->add_option("--cuda-graphs", f->cuda_graphs, kCudaGraphsHelp);
   train->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients (18 B/param Adam)");
+  train->add_flag("--tp-only-amax-red", f->tp_only_amax_red,
+                  "FP8 delayed scaling: reduce amaxes over TP x CP only (Megatron-Core --tp-only-amax-red; its behaviour "
+                  "up to core_r0.8.0); default TP x DP x CP");
   train->add_option("--optimizer", f->optimizer, "adam (default) | adam8bit | sgd: the states it keeps and its step's bytes");
   train->add_option("--master-dtype", f->master_dtype, kMasterDtypeHelp);
   train->add_option("--moments-dtype", f->moments_dtype, kMomentsDtypeHelp);
@@ -222,6 +225,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         if (!recipe.ok()) return PrintError(recipe.status());
         cfg.fp8_recipe = *recipe;
       }
+      if (f->tp_only_amax_red && (cfg.dtype != Precision::kFp8 || cfg.fp8_recipe != Fp8Recipe::kDelayed))
+        return PrintError(InvalidArgument(
+            "--tp-only-amax-red applies to FP8 delayed scaling (--dtype fp8, --fp8-recipe delayed); current scaling and "
+            "MXFP8 reduce no amax history"));
+      cfg.tp_only_amax_reduction = f->tp_only_amax_red;
       auto attn = ParseAttentionImpl(f->attention);
       if (!attn.ok()) return PrintError(attn.status());
       cfg.attention = *attn;

@@ -1477,6 +1477,19 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     mtp_time = mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute + 3 * proj.time_s * lag + head_time;
     if (opsp) ops.Add("MTP projection (2h to h)", "forward", proj.flops, proj.bytes, proj.time_s, 1, proj.bound);
   }
+  // FP8 delayed scaling (Transformer Engine): at the exit of each model chunk's fp8_autocast, after its forward and
+  // after its backward, one max all-reduce of the chunk's amaxes over Megatron-Core's amax-reduction group (TP x DP x
+  // CP ranks since core_r0.9.0, TP x CP before it and with --tp-only-amax-red: get_amax_reduction_group), issued on
+  // the compute stream and waited for (async_op=False): exposed, a latency-bound collective whose group grows with
+  // data parallelism. Amaxes per layer: about 3 forward and 2 backward per GEMM module, four modules, 4 bytes each.
+  double delayed_amax_mb = 0;
+  if (cfg.dtype == Precision::kFp8 && cfg.fp8_recipe == Fp8Recipe::kDelayed) {
+    const int chunks = par.pp > 1 ? par.interleave : 1;
+    const double layers_per_chunk = std::max(1.0, double(LayersOnStage(m, par, 0)) / chunks);
+    const int group = par.tp * par.cp * (cfg.tp_only_amax_reduction ? 1 : par.dp);
+    delayed_amax_mb = chunks * (GroupCollectiveTime(cl, eff, NcclOp::kAllReduce, layers_per_chunk * 12 * 4, group, 1) +
+                                GroupCollectiveTime(cl, eff, NcclOp::kAllReduce, layers_per_chunk * 8 * 4, group, 1));
+  }
   double stage_compute = 0, stage_comm = 0, stage_host = 0;
   double ranks_total = 0;            // every rank's time per micro-batch, summed: the pipeline's fill and drain
   int stage_moe = 0, stage_mtp = 0;  // the pacing stage's MoE layers and MTP modules
@@ -1503,7 +1516,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const double tp_hidden = cfg.tp_overlap ? eff.tp_overlap_hidden * (rank_tp + mtp_tp) : 0.0;
     const double hidden_comm = tp_hidden + (cfg.ep_overlap ? rank_ep + mtp_ep : 0);
     double comm = OverlapCost(layer_work, hidden_comm, eff.overlap_slowdown);
-    comm += (rank_tp + mtp_tp - tp_hidden) + (cfg.ep_overlap ? 0 : rank_ep + mtp_ep) + rank_cp;
+    comm += (rank_tp + mtp_tp - tp_hidden) + (cfg.ep_overlap ? 0 : rank_ep + mtp_ep) + rank_cp + delayed_amax_mb;
     const double host = (ls + mtp) * host_layer;
     if (cfg.detail && par.pp > 1) res.pipeline_ranks.push_back({ls, mtp, st == par.pp - 1, comp + comm + host});
     ranks_total += comp + comm + host;
@@ -1643,7 +1656,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.breakdown_s.host = mb_count * stage_host;
   res.breakdown_s.offload = mb_count * offload_stall;
   res.communication_total_s =
-      mb_count * (max_stage_layers * (ltp + lep) + p2p_total + zero3_comm_mb) + dp_comm;
+      mb_count * (max_stage_layers * (ltp + lep) + p2p_total + zero3_comm_mb + delayed_amax_mb) + dp_comm;
 
   // Throughput and utilisation.
   const double tokens_step = double(cfg.fit.batch) * s;

@@ -2151,6 +2151,42 @@ TEST_F(Perf, ExpectedMaximaMatchClosedForms) {
   EXPECT_DOUBLE_EQ(ExpectedMaxBinomial(4, 1.0, 8), 4.0);
 }
 
+// FP8 delayed scaling: each model chunk's forward and backward end with a max all-reduce of its amaxes over TP x DP x
+// CP ranks (Megatron-Core core_r0.9.0 on), exposed on the compute stream; with --tp-only-amax-red over TP x CP. The
+// step's exposed communication carries exactly the difference, and current scaling has neither.
+TEST_F(Perf, DelayedScalingReducesAmaxesPerChunkOverItsGroup) {
+  const ModelSpec m = M("llama-3.1-70b");
+  const GpuSpec& g = G("h100-sxm");
+  const Efficiency e = E(g);
+  const Cluster cl = C(g);
+  TrainConfig c = Train(256, 8, 4, 512, 4096, 1);
+  c.fit.par.interleave = 5;
+  c.fit.par.sequence_parallel = true;
+  c.dtype = Precision::kFp8;
+  auto all = EstimateTraining(m, cl, c, e);
+  c.tp_only_amax_reduction = true;
+  auto tp_only = EstimateTraining(m, cl, c, e);
+  ASSERT_TRUE(all.ok() && tp_only.ok());
+  const int dp = 256 / (8 * 4), chunks = 5;
+  const double layers_per_chunk = 80.0 / 4 / chunks;
+  auto amax = [&](int group) {
+    return chunks * (GroupCollectiveTime(cl, e, NcclOp::kAllReduce, layers_per_chunk * 48, group, 1) +
+                     GroupCollectiveTime(cl, e, NcclOp::kAllReduce, layers_per_chunk * 32, group, 1));
+  };
+  const double per_mb = amax(8 * dp) - amax(8);
+  ASSERT_GT(per_mb, 0);
+  const int mbs = 512 / dp;
+  EXPECT_NEAR(all->communication_total_s - tp_only->communication_total_s, mbs * per_mb, 1e-9);
+  EXPECT_GT(all->step_time_s, tp_only->step_time_s);
+  c.fp8_recipe = Fp8Recipe::kCurrent;
+  c.tp_only_amax_reduction = false;
+  auto current = EstimateTraining(m, cl, c, e);
+  c.tp_only_amax_reduction = true;
+  auto current_tp = EstimateTraining(m, cl, c, e);
+  ASSERT_TRUE(current.ok() && current_tp.ok());
+  EXPECT_DOUBLE_EQ(current->step_time_s, current_tp->step_time_s);
+}
+
 // Blom's approximation of E[max of n standard normals], against the integral: +4.5% at 2, +0.7% at 8, within 0.5%
 // from 16 GPUs up.
 TEST_F(Perf, FastExpectedMaximumTracksTheIntegral) {

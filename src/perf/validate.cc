@@ -59,6 +59,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"interleave_auto", KeyType::kBool},
               {"dtype", KeyType::kString},
               {"fp8_recipe", KeyType::kString},
+              {"tp_only_amax_red", KeyType::kBool},
               {"tp_overlap", KeyType::kBool},
               {"ep_overlap", KeyType::kBool},
               {"moe_dispatcher", KeyType::kString},
@@ -244,6 +245,9 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
     if (c.dtype != Precision::kFp8) return ParseError("fp8_recipe is set but dtype is not \"fp8\"");
     SUANLI_ASSIGN_OR_RETURN(c.fp8_recipe, ParseFp8Recipe(*recipe));
   }
+  c.tp_only_amax_reduction = t["tp_only_amax_red"].value_or(false);
+  if (c.tp_only_amax_reduction && (c.dtype != Precision::kFp8 || c.fp8_recipe != Fp8Recipe::kDelayed))
+    return ParseError("tp_only_amax_red applies to FP8 delayed scaling (dtype \"fp8\", fp8_recipe \"delayed\")");
   if (auto mb = t["micro_batch"].value<int64_t>()) {
     c.fit.micro_batch = *mb;
   } else {
