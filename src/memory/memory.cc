@@ -883,25 +883,25 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
       case Optimizer::kSgd: o_b = master + 4; break;
     }
     if (r.explain) {
-      std::string how = OptimizerName(r.optimizer);
-      switch (fp32 ? MasterCopy::kNone : r.master) {
-        case MasterCopy::kFp32: how += " with FP32 master weights"; break;
-        case MasterCopy::kBf16:
-        case MasterCopy::kFp16:
-          how += fmt::format(" with a {} copy of the weights (Apex DistributedFusedAdam, dtype {})",
-                             MasterCopyName(r.master), MasterCopyName(r.master));
-          break;
-        case MasterCopy::kRemainder:
-          how += " with the FP32 master weights' low 16 bits beside the BF16 weights (store_param_remainders)";
-          break;
-        case MasterCopy::kNone: break;
-      }
-      if (r.optimizer == Optimizer::kAdam && r.moments != MomentsDtype::kFp32)
-        how += fmt::format(", {} moments", MomentsDtypeName(r.moments));
-      if (r.optimizer == Optimizer::kAdam && master == 4 && r.moments == MomentsDtype::kFp32)
-        how += g_b == 2 ? "; the ZeRO paper's 16 B/param convention" : "; Megatron's 18 B/param convention (FP32 grads)";
-      f.notes.push_back(fmt::format("model states: {:g} B/param = {:g} weights + {:g} gradients + {:g} optimizer ({})",
-                                    w_b + g_b + o_b, w_b, g_b, o_b, how));
+      // Static pieces, one format call: this note is built on every explained estimate.
+      const MasterCopy shown = fp32 ? MasterCopy::kNone : r.master;
+      const char* copy = shown == MasterCopy::kFp32        ? " with FP32 master weights"
+                         : shown == MasterCopy::kBf16      ? " with a bf16 copy of the weights (Apex DistributedFusedAdam, dtype bf16)"
+                         : shown == MasterCopy::kFp16      ? " with a fp16 copy of the weights (Apex DistributedFusedAdam, dtype fp16)"
+                         : shown == MasterCopy::kRemainder ? " with the FP32 master weights' low 16 bits beside the BF16 weights "
+                                                             "(store_param_remainders)"
+                                                           : "";
+      const bool adam = r.optimizer == Optimizer::kAdam;
+      const char* moments_words = !adam || r.moments == MomentsDtype::kFp32 ? ""
+                                  : r.moments == MomentsDtype::kBf16        ? ", bf16 moments"
+                                  : r.moments == MomentsDtype::kFp16        ? ", fp16 moments"
+                                                                            : ", fp8 moments";
+      const char* convention = !(adam && master == 4 && r.moments == MomentsDtype::kFp32) ? ""
+                               : g_b == 2 ? "; the ZeRO paper's 16 B/param convention"
+                                          : "; Megatron's 18 B/param convention (FP32 grads)";
+      f.notes.push_back(fmt::format("model states: {:.0f} B/param = {:.0f} weights + {:.0f} gradients + {:.0f} optimizer ({}{}{}{})",
+                                    w_b + g_b + o_b, w_b, g_b, o_b, OptimizerName(r.optimizer), copy, moments_words,
+                                    convention));
     }
   }
   f.bytes_per_param_states = w_b + g_b + o_b;
