@@ -70,6 +70,29 @@ std::string FailureWith(std::string text, const std::string& from, const std::st
   return r->cases[0].failure;
 }
 
+// A training row on one node of 8 H100s (TP 1, PP 1, ZeRO-1, micro-batch 1, sequence 4096), with `extra` lines before
+// its metric.
+std::string EightGpuRow(const char* name, const char* model, int global_batch, const char* extra, double published) {
+  return fmt::format(R"([[train]]
+group = "training"
+role = "holdout"
+name = "{}"
+source = "test"
+model = "{}"
+gpu = "h100-sxm"
+gpus = 8
+tp = 1
+pp = 1
+zero = 1
+micro_batch = 1
+global_batch = {}
+seq = 4096
+{}metric = "tokens_per_s_per_gpu"
+published = {}
+)",
+                     name, model, global_batch, extra, published);
+}
+
 TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const auto& rep = Bundled();
   ASSERT_TRUE(rep.ok()) << rep.status().message();
@@ -587,23 +610,7 @@ published = 10000
 // The optimizer's precision keys: 16-bit states move fewer bytes in the optimizer step (a faster step), and a typo
 // names the valid values.
 TEST(PerfValidation, TrainCasesTakeTheOptimizerPrecision) {
-  const std::string row = R"([[train]]
-group = "training"
-role = "holdout"
-name = "optimizer row"
-source = "test"
-model = "llama-3.1-8b"
-gpu = "h100-sxm"
-gpus = 8
-tp = 1
-pp = 1
-zero = 1
-micro_batch = 1
-global_batch = 8
-seq = 4096
-metric = "tokens_per_s_per_gpu"
-published = 10000
-)";
+  const std::string row = EightGpuRow("optimizer row", "llama-3.1-8b", 8, "", 10000);
   const double plain = EvaluatedCase(row).predicted;
   std::string apex = row;
   apex.replace(apex.find("micro_batch"), 0, "master_dtype = \"bf16\"\nmoments_dtype = \"bf16\"\n");
@@ -620,24 +627,7 @@ published = 10000
 // Fine-tuning keys: mode "lora" with its rank and comma-separated targets, packed_doc_tokens; a LoRA row is faster
 // than the same full training row, and keys that do not belong or are empty name themselves.
 TEST(PerfValidation, TrainCasesTakeLoraAndPacking) {
-  const std::string row = R"([[train]]
-group = "training"
-role = "holdout"
-name = "fine-tuning row"
-source = "test"
-model = "llama-2-7b"
-gpu = "h100-sxm"
-gpus = 8
-tp = 1
-pp = 1
-zero = 1
-micro_batch = 1
-global_batch = 32
-seq = 4096
-packed_doc_tokens = 256
-metric = "tokens_per_s_per_gpu"
-published = 20000
-)";
+  const std::string row = EightGpuRow("fine-tuning row", "llama-2-7b", 32, "packed_doc_tokens = 256\n", 20000);
   const double full = EvaluatedCase(row).predicted;
   std::string lora = row;
   lora.replace(lora.find("metric"), 0, "mode = \"lora\"\nlora_rank = 32\nlora_targets = \"q, k,v\"\n");
