@@ -383,9 +383,40 @@ TEST_F(Perf, ZeroOneGathersSixteenBitParametersWhateverTheGradientWidth) {
     auto r = EstimateTraining(m, cl, c, e);
     ASSERT_TRUE(r.ok()) << r.status().message();
     const double p = r->memory.params_per_gpu;
-    const double expected = GroupCollectiveTime(cl, e, NcclOp::kReduceScatter, p * (fp32 ? 4 : 2), 16, 1) +
-                            GroupCollectiveTime(cl, e, NcclOp::kAllGather, p * 2, 16, 1);
+    // In Megatron-Core's buckets of max(40M, 1M x DP) parameters, one collective each.
+    const double buckets = std::ceil(p / 40e6);
+    const double expected =
+        buckets * (GroupCollectiveTime(cl, e, NcclOp::kReduceScatter, p * (fp32 ? 4 : 2) / buckets, 16, 1) +
+                   GroupCollectiveTime(cl, e, NcclOp::kAllGather, p * 2 / buckets, 16, 1));
     EXPECT_NEAR(r->communication_total_s, expected, 1e-12 * expected) << "fp32 grads " << fp32;
+  }
+}
+
+// Megatron-Core's DDP overlaps its data-parallel traffic bucket by bucket, max(40M, 1M x DP) parameters each
+// (distributed_data_parallel.py), and each bucket's collective pays the ring latency: at DP 512 a bucket holds 512M
+// parameters. Without overlap (--no-dp-overlap) Megatron-Core makes one bucket of everything.
+TEST_F(Perf, DataParallelTrafficMovesInMegatronCoresBuckets) {
+  const ModelSpec m = M("llama-3.1-70b");
+  const GpuSpec& g = G("h100-sxm");
+  const Cluster cl = C(g);
+  const Efficiency e = E(g);
+  for (int dp : {4, 512}) {
+    TrainConfig c = Train(8 * dp, 8, 1, 4 * dp, 4096, 1);
+    c.fit.par.sequence_parallel = true;
+    auto r = EstimateTraining(m, cl, c, e);
+    c.dp_overlap = false;
+    auto one = EstimateTraining(m, cl, c, e);
+    ASSERT_TRUE(r.ok() && one.ok());
+    const double p = r->memory.params_per_gpu;
+    const double buckets = std::ceil(p / std::max(40e6, 1e6 * dp));
+    auto bucketed = [&](NcclOp op, double bytes) {
+      return buckets * GroupCollectiveTime(cl, e, op, bytes / buckets, dp, 8);
+    };
+    const double dp_comm = bucketed(NcclOp::kReduceScatter, 2 * p) + bucketed(NcclOp::kAllGather, 2 * p);
+    const double single = GroupCollectiveTime(cl, e, NcclOp::kReduceScatter, 2 * p, dp, 8) +
+                          GroupCollectiveTime(cl, e, NcclOp::kAllGather, 2 * p, dp, 8);
+    EXPECT_GT(dp_comm, single) << dp;  // each bucket pays the latency again
+    EXPECT_NEAR(r->communication_total_s - one->communication_total_s, dp_comm - single, 1e-9) << dp;
   }
 }
 
