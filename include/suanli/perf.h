@@ -606,7 +606,7 @@ inline constexpr ValidationEvidence kMoeTrainingCoarseExperts{8, -0.305, -0.390,
 inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200", "h100-sxm", "h200-sxm"};
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
-inline constexpr ErrorBand kTrainingError{"training", 252, 0.0753, 0.1661, 0.3130, kTrainingGpus, 153, 0.0384};
+inline constexpr ErrorBand kTrainingError{"training", 252, 0.0752, 0.1661, 0.3125, kTrainingGpus, 153, 0.0381};
 inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0687, 0.1212, 0.3666, kDecodeGpus, 17, 0.0092};
 inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1128, 0.2241, 0.3803, kServingGpus, 31, 0.0604};
 inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0727, 0.1641, 0.2805, kServingGpus, 59, 0.0346};

@@ -1566,9 +1566,13 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const auto dp_bucketed = [&](NcclOp op, double bytes) { return dp_buckets * dp_collective(op, bytes / dp_buckets); };
   double zero3_exposed_mb = 0, zero3_comm_mb = 0;
   if (par.zero == 3 && dp_group > 1) {
+    // FSDP (PyTorch FSDP1/2, Megatron FSDP) shards and gathers per wrapped unit, a transformer block: one
+    // all-gather per block in the forward, one in the backward and one reduce-scatter of its gradients, each
+    // paying the ring's latency.
     const double pbytes = params_gpu * 2;
-    zero3_comm_mb = 2 * dp_collective(NcclOp::kAllGather, pbytes) +
-                    dp_collective(NcclOp::kReduceScatter, pbytes * (cfg.fit.fp32_grads ? 2 : 1));
+    const double units = std::max(1, max_stage_layers);
+    zero3_comm_mb = units * (2 * dp_collective(NcclOp::kAllGather, pbytes / units) +
+                             dp_collective(NcclOp::kReduceScatter, pbytes * (cfg.fit.fp32_grads ? 2 : 1) / units));
     zero3_exposed_mb = OverlapCost(stage_compute, zero3_comm_mb, eff.overlap_slowdown);
   }
   const double t_mb = stage_compute + stage_comm + p2p + zero3_exposed_mb + stage_host + offload_stall;

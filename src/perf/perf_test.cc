@@ -392,6 +392,25 @@ TEST_F(Perf, ZeroOneGathersSixteenBitParametersWhateverTheGradientWidth) {
   }
 }
 
+// FSDP gathers and reduce-scatters per wrapped transformer block: per micro-batch two all-gathers and one
+// reduce-scatter of each block's parameters, each a collective of its own (the ring latency paid L times over).
+TEST_F(Perf, FsdpMovesEachBlockInItsOwnCollectives) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  const Cluster cl = C(g);
+  const Efficiency e = E(g);
+  TrainConfig c = Train(64, 1, 1, 128, 4096, 1);
+  c.fit.par.zero = 3;
+  auto r = EstimateTraining(m, cl, c, e);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const double p = r->memory.params_per_gpu, units = m.layers;
+  const double per_mb = units * (2 * GroupCollectiveTime(cl, e, NcclOp::kAllGather, 2 * p / units, 64, 1) +
+                                 GroupCollectiveTime(cl, e, NcclOp::kReduceScatter, 2 * p / units, 64, 1));
+  EXPECT_NEAR(r->communication_total_s, r->num_micro_batches * per_mb, 1e-9);
+  EXPECT_GT(per_mb, 2 * GroupCollectiveTime(cl, e, NcclOp::kAllGather, 2 * p, 64, 1) +
+                        GroupCollectiveTime(cl, e, NcclOp::kReduceScatter, 2 * p, 64, 1));
+}
+
 // Megatron-Core's DDP overlaps its data-parallel traffic bucket by bucket, max(40M, 1M x DP) parameters each
 // (distributed_data_parallel.py), and each bucket's collective pays the ring latency: at DP 512 a bucket holds 512M
 // parameters. Without overlap (--no-dp-overlap) Megatron-Core makes one bucket of everything.

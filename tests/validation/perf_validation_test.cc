@@ -180,12 +180,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // its FP8-cast inputs; the share re-derived with them, 0.48) 8.35%, and with the same repository's twelve
   // Nemotron-4 15B and 340B rows (-1% to -17% of the step) 8.28%; the twenty-third session's three NeMo 24.07
   // Nemotron rows (8B and 22B +16% too fast, 340B +4%) 8.35%, and its delayed-scaling amax all-reduces over TP x DP
-  // x CP 8.33%, and Megatron-Core's data-parallel buckets (one ring latency each) 8.25%. Ratcheted at that honest
+  // x CP 8.33%, and Megatron-Core's data-parallel buckets and FSDP's per-block collectives (one ring latency each)
+  // 8.24%. Ratcheted at that honest
   // figure, not at the
   // target (earlier: 7.03% in the eighth session, 6.86% before
   // the ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0826);
-  EXPECT_LE(worst_dense, 0.297);  // 28.7% (llm-foundry's MPT-30B at 8192 tokens on H100), plus one point
+  EXPECT_LE(mean_dense, 0.0825);
+  EXPECT_LE(worst_dense, 0.297);  // 28.6% (llm-foundry's MPT-30B at 8192 tokens on H100), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
   // point-to-point, 2.6% over before the twenty-second session's TP-overlap share: more exposed TP time per
