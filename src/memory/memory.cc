@@ -317,6 +317,10 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
                                        r.weights.id.empty() ? "bf16" : r.weights.id));
   if (!(r.host_memory_per_gpu_bytes >= 0) || !std::isfinite(r.host_memory_per_gpu_bytes))
     return InvalidArgument("--host-memory must be a positive size per GPU, e.g. 240GB");
+  if (r.optimizer != Optimizer::kAdam && r.mode != Mode::kTrain)
+    return InvalidArgument(fmt::format("--optimizer {} applies to --mode train; {} keeps its adapters' AdamW states as "
+                                       "the mode describes (docs/methodology.md §5)",
+                                       OptimizerName(r.optimizer), ModeName(r.mode)));
   // The optimizer's precision: full training only; remainders rebuild FP32 from BF16 weights only.
   if (r.master != MasterCopy::kFp32 || r.moments != MomentsDtype::kFp32) {
     if (r.mode != Mode::kTrain)

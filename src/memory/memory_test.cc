@@ -341,6 +341,12 @@ TEST_F(Memory, OptimizerPrecisionRefusesWhatNoFrameworkDoes) {
   r.optimizer = Optimizer::kAdam;
   r.mode = Mode::kLora;
   EXPECT_FALSE(EstimateMemory(m, r).ok());
+  // Another optimizer with LoRA would be ignored (the adapters' states are the mode's): refused instead.
+  r.moments = MomentsDtype::kFp32;
+  r.optimizer = Optimizer::kSgd;
+  auto lora_sgd = EstimateMemory(m, r);
+  ASSERT_FALSE(lora_sgd.ok());
+  EXPECT_NE(std::string(lora_sgd.status().message()).find("applies to --mode train"), std::string::npos);
   // Names parse, with a suggestion for a near miss.
   EXPECT_EQ(*ParseMasterCopy("remainder"), MasterCopy::kRemainder);
   EXPECT_EQ(*ParseMomentsDtype("FP8"), MomentsDtype::kFp8);
