@@ -680,7 +680,9 @@ TEST(PipelineLayouts, ParseAsMegatronCoreDoes) {
   for (const char* bad : {"Ext|L", "(tt|L", "*3t|L", "(t(t)*2)*2|L", "Et*|L"}) {
     auto r = ParsePipelineLayout(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_NE(r.status().message().find(bad), std::string::npos) << r.status().message();
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find(bad), std::string::npos) << r.status().message();
+    }
   }
 }
 

@@ -1557,7 +1557,9 @@ TEST_F(Perf, DeepPipelinesWithoutInterleavingGetTheFastestDepth) {
   auto u = FastestInterleave(m, C(g), uneven, E(g));
   auto u1 = EstimateTraining(m, C(g), uneven, E(g));
   ASSERT_EQ(u.ok(), u1.ok());
-  if (u.ok()) EXPECT_EQ(u->interleave, 1);
+  if (u.ok()) {
+    EXPECT_EQ(u->interleave, 1);
+  }
   TrainConfig deep = Train(8 * 128, 8, 128, 128, 4096);
   auto too_deep = FastestInterleave(m, C(g), deep, E(g));
   ASSERT_FALSE(too_deep.ok());
@@ -1699,7 +1701,9 @@ TEST_F(Perf, PipelineLayoutAndMtpModules) {
   const GpuSpec& g = G("h100-sxm");
   const auto run = [&](const char* layout, int mtp) {
     TrainConfig c = Train(8, 1, 2, 64, 4096);
-    if (layout[0]) EXPECT_TRUE(ApplyPipelineLayout(c.fit.par, layout).ok()) << layout;
+    if (layout[0]) {
+      EXPECT_TRUE(ApplyPipelineLayout(c.fit.par, layout).ok()) << layout;
+    }
     c.fit.mtp_layers = mtp;
     auto r = EstimateTraining(m, C(g), c, E(g));
     EXPECT_TRUE(r.ok()) << r.status().message();
@@ -2165,7 +2169,9 @@ TEST_F(Perf, CalibrationFromBenchReplacesTheEfficiencies) {
                                  [&](const std::string& s) { return s.starts_with(key); });
     EXPECT_EQ(n, 1) << key;
     for (const auto& s : e->sources)
-      if (s.starts_with(key)) EXPECT_NE(s.find("bench"), std::string::npos) << s;
+      if (s.starts_with(key)) {
+        EXPECT_NE(s.find("bench"), std::string::npos) << s;
+      }
   }
   // Pinned host copies against the host link (PCIe Gen5 x16 on this H100: 63.0 GB/s per direction).
   const double pcie5 = 16 * 32e9 * 128 / 130 / 8;

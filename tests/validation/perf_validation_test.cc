@@ -683,7 +683,9 @@ TEST(PerfValidation, AnEfficiencyTableReplacesTheBundledOne) {
     const auto& before = Bundled()->cases[i];
     const auto& after = moved->cases[i];
     if (before.group != "training") continue;
-    if (!before.moe) EXPECT_EQ(after.predicted, before.predicted) << before.name;
+    if (!before.moe) {
+      EXPECT_EQ(after.predicted, before.predicted) << before.name;
+    }
     if (before.moe && after.fast_error() > before.fast_error()) ++moe_faster;
   }
   EXPECT_GE(moe_faster, 7);  // at least the seven calibration runs the eager multiple was fitted on
