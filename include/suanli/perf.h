@@ -455,6 +455,9 @@ Status CheckTokensAndPrice(double tokens, double price_per_gpu_hour);
 
 // Validates the layout (divisibility etc.) and estimates one training step. A layout that
 // does not fit memory returns fits=false with the shortfall (and still the time it would take).
+// Refuses tp_only_amax_reduction where it means nothing: outside FP8 delayed scaling (the entry points call it;
+// EstimateTraining ignores the flag there).
+Status CheckTpOnlyAmaxReduction(const TrainConfig& cfg);
 Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& c, const TrainConfig& cfg,
                                      const Efficiency& eff);
 

@@ -101,6 +101,8 @@ inline constexpr const char* kMasterDtypeHelp =
 inline constexpr const char* kMomentsDtypeHelp =
     "Training: Adam's two moments: fp32 (default), bf16, fp16 or fp8 (Megatron-Core --exp-avg-dtype and "
     "--exp-avg-sq-dtype; Apex DistributedFusedAdam's dtype)";
+// Registers --master-dtype and --moments-dtype (fit, perf train, plan).
+void AddOptimizerPrecisionOptions(CLI::App* app, std::string* master, std::string* moments);
 // --master-dtype and --moments-dtype, with fit's older --no-master-weights (= --master-dtype none).
 Status ApplyOptimizerPrecision(FitRequest& r, const std::string& master, const std::string& moments, bool no_master);
 inline constexpr const char* kQuantizeHeadHelp =

@@ -172,8 +172,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
   sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
   sub->add_flag("--no-master-weights", f->no_master, "No FP32 master copy (pure 16-bit training; = --master-dtype none)");
-  sub->add_option("--master-dtype", f->master_dtype, kMasterDtypeHelp);
-  sub->add_option("--moments-dtype", f->moments_dtype, kMomentsDtypeHelp);
+  AddOptimizerPrecisionOptions(sub, &f->master_dtype, &f->moments_dtype);
   sub->add_flag("--no-flash-attention", f->no_flash, "Store attention scores (s^2 term)");
   sub->add_flag("--dropout", f->dropout, "Store dropout masks (GPT-style training)");
   sub->add_option("--lora-rank", f->lora_rank, "LoRA rank")->capture_default_str();

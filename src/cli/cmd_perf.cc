@@ -159,8 +159,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                   "FP8 delayed scaling: reduce amaxes over TP x CP only (Megatron-Core --tp-only-amax-red; its behaviour "
                   "up to core_r0.8.0); default TP x DP x CP");
   train->add_option("--optimizer", f->optimizer, "adam (default) | adam8bit | sgd: the states it keeps and its step's bytes");
-  train->add_option("--master-dtype", f->master_dtype, kMasterDtypeHelp);
-  train->add_option("--moments-dtype", f->moments_dtype, kMomentsDtypeHelp);
+  AddOptimizerPrecisionOptions(train, &f->master_dtype, &f->moments_dtype);
   train->add_flag("--dropout", f->dropout, "Dropout on (stores masks; unfused attention also streams them)");
   train->add_flag("--eager", f->eager,
                   "Eager PyTorch (HF transformers, Composer, torchtitan without torch.compile): FP32 RMSNorm steps, "
@@ -225,11 +224,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         if (!recipe.ok()) return PrintError(recipe.status());
         cfg.fp8_recipe = *recipe;
       }
-      if (f->tp_only_amax_red && (cfg.dtype != Precision::kFp8 || cfg.fp8_recipe != Fp8Recipe::kDelayed))
-        return PrintError(InvalidArgument(
-            "--tp-only-amax-red applies to FP8 delayed scaling (--dtype fp8, --fp8-recipe delayed); current scaling and "
-            "MXFP8 reduce no amax history"));
       cfg.tp_only_amax_reduction = f->tp_only_amax_red;
+      if (auto st = CheckTpOnlyAmaxReduction(cfg); !st.ok()) return PrintError(st);
       auto attn = ParseAttentionImpl(f->attention);
       if (!attn.ok()) return PrintError(attn.status());
       cfg.attention = *attn;

@@ -144,8 +144,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
                   "Multi-token-prediction modules trained on every candidate's last pipeline stage (Megatron-Core "
                   "--mtp-num-layers; DeepSeek-V3: 1)");
   sub->add_flag("--eager", f->eager, "Eager PyTorch (HF transformers, Composer, torchtitan without torch.compile)");
-  sub->add_option("--master-dtype", f->master_dtype, kMasterDtypeHelp);
-  sub->add_option("--moments-dtype", f->moments_dtype, kMomentsDtypeHelp);
+  AddOptimizerPrecisionOptions(sub, &f->master_dtype, &f->moments_dtype);
   sub->add_option("--tp", f->tp, "Fix TP (default: search)");
   sub->add_option("--pp", f->pp, "Fix PP (default: search)");
   sub->add_option("--cp", f->cp, "Fix CP (default: search)");

@@ -57,6 +57,11 @@ Result<double> ParseHostMemoryFlag(const std::string& text) {
   if (*q <= 0) return InvalidArgument(fmt::format("--host-memory '{}': must be more than zero", text));
   return *q;
 }
+void AddOptimizerPrecisionOptions(CLI::App* app, std::string* master, std::string* moments) {
+  app->add_option("--master-dtype", *master, kMasterDtypeHelp);
+  app->add_option("--moments-dtype", *moments, kMomentsDtypeHelp);
+}
+
 Status ApplyOptimizerPrecision(FitRequest& r, const std::string& master, const std::string& moments, bool no_master) {
   if (no_master && !master.empty() && master != "none")
     return InvalidArgument(fmt::format("--no-master-weights and --master-dtype {} disagree; give one", master));

@@ -1240,6 +1240,14 @@ Status CheckTrainMode(const ModelSpec& m, const TrainConfig& cfg) {
   return Status::Ok();
 }
 
+Status CheckTpOnlyAmaxReduction(const TrainConfig& cfg) {
+  if (cfg.tp_only_amax_reduction && (cfg.dtype != Precision::kFp8 || cfg.fp8_recipe != Fp8Recipe::kDelayed))
+    return InvalidArgument(
+        "--tp-only-amax-red applies to FP8 delayed scaling (--dtype fp8, --fp8-recipe delayed); current scaling and "
+        "MXFP8 reduce no amax history");
+  return Status::Ok();
+}
+
 Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, const TrainConfig& cfg_in,
                                      const Efficiency& eff) {
   if (!cl.gpu) return InvalidArgument("no GPU given");

@@ -246,8 +246,8 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
     SUANLI_ASSIGN_OR_RETURN(c.fp8_recipe, ParseFp8Recipe(*recipe));
   }
   c.tp_only_amax_reduction = t["tp_only_amax_red"].value_or(false);
-  if (c.tp_only_amax_reduction && (c.dtype != Precision::kFp8 || c.fp8_recipe != Fp8Recipe::kDelayed))
-    return ParseError("tp_only_amax_red applies to FP8 delayed scaling (dtype \"fp8\", fp8_recipe \"delayed\")");
+  if (auto st = CheckTpOnlyAmaxReduction(c); !st.ok())
+    return ParseError("tp_only_amax_red: " + std::string(st.message()));
   if (auto mb = t["micro_batch"].value<int64_t>()) {
     c.fit.micro_batch = *mb;
   } else {
