@@ -111,6 +111,8 @@ run_suanli(0 out plan --model llama-3.1-70b --gpu h100 --gpus 64 --global-batch 
 expect_contains("${out}" "note: --emit deepspeed writes the fastest layout DeepSpeed's pipeline engine runs" "DeepSpeed layout note")
 expect_contains("${out}" "\"stage\": 1" "DeepSpeed ZeRO stage under PP")
 expect_not_contains("${out}" "suanli_warning" "no stage-1 fallback warning when a runnable layout was found")
+run_suanli(0 out select train --model llama-3.1-8b --tokens 1e11)
+expect_contains("${out}" "dense-model training runs on B200 and GB200 the model was" "select quotes the Blackwell runs")
 run_suanli(0 out select train --model qwen3-30b-a3b --tokens 1e11 --json)
 expect_contains("${out}" "\"validated_end_to_end\": false" "MoE select rows are not validated")
 expect_not_contains("${out}" "\"validated_end_to_end\": true" "no MoE select row is validated")

@@ -573,6 +573,17 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
           "they may rank higher than they should.\n",
           e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean);
     }
+    // Dense training on B200/GB200: the held-out runs there came out slower than the model too.
+    if (!serving && !moe && std::any_of(rows->begin(), rows->end(), [](const SelectRow& r) {
+          return r.eligible && evidence::IsBlackwellTrainingGpu(r.gpu);
+        })) {
+      const auto& e = evidence::kBlackwellDenseTraining;
+      std::cout << fmt::format(
+          "uncertain: on {} published dense-model training runs on B200 and GB200 the model was {:+.0f}% to {:+.0f}% "
+          "off (mean {:+.0f}% too fast; docs/validation.md section 5): those rows' times and costs are likely low, and "
+          "they may rank higher than they should.\n",
+          e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean);
+    }
     bool any = false;
     for (const auto& r : *rows) {
       if (r.eligible) continue;

@@ -1804,6 +1804,15 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "the step to take longer (docs/validation.md section 5)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
   }
+  if (cfg.detail && !m.moe && evidence::IsBlackwellTrainingGpu(gpu.id)) {
+    const auto& e = evidence::kBlackwellDenseTraining;
+    res.notes.push_back(fmt::format(
+        "uncertain: on {} published dense-model training runs on B200 and GB200 (NVIDIA's NeMo recipes and "
+        "Megatron-Bridge, BF16, FP8 and MXFP8) this model was {:+.0f}% to {:+.0f}% off (mean {:+.0f}%; positive: too "
+        "fast), which the GEMM rates measured on these GPUs do not explain; attention there is an assumption; expect the "
+        "step to take longer (docs/validation.md section 5)",
+        e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
+  }
   if (cfg.detail && par.gpus() >= kWeakScalingNoteGpus) {
     const auto& e = evidence::kWeakScalingShortfall;
     res.notes.push_back(fmt::format(

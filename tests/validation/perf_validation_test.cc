@@ -101,18 +101,19 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // (5.7%) but not the worst (31.2%: two llm-foundry A100 rows, docs/validation.md section 5), so its worst is
   // ratcheted at that figure plus one point; the whole target is checked on the 2021-22 Megatron rows below, and
   // Calculon's figures on Korthikanti's. The throughput calibration rows (Mistral 7B, which fixed the per-head
-  // decode kernel's instruction count) have no issue target, nor have the GEMM micro-benchmarks (Azure's
-  // large shapes set `gemm`; MAMF's best shapes, 10-18% above the model by design of the 0.945 factor, set it
-  // elsewhere), which are ratcheted at 6.4% / 18.0% plus one point.
+  // decode kernel's instruction count) have no issue target, nor have the GEMM micro-benchmarks (Azure's and, on
+  // B200, pytorch/ao's and cuBLAS's large shapes set `gemm`; MAMF's best shapes, 10-18% above the model by design of
+  // the 0.945 factor on Ampere and Hopper and 26-27% on Blackwell, where the large shapes sit 0.82 of the best one,
+  // set it elsewhere), which are ratcheted at 7.2% / 26.9% plus one point.
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
-      {"gemm", {0.074, 0.190}}};
+      {"gemm", {0.082, 0.279}}};
   // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 14.1% mean,
   // 134.3% worst). Training holdout as a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md
   // section 5); its dense-model runs have their own ratchet below.
   const std::map<std::string, Limits> holdout = {
       {"training", {0.142, 1.354}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.539}},
-      {"decode", {0.090, 0.380}}, {"gemm", {0.122, 0.290}}, {"latency", {0.143, 0.162}}};
+      {"decode", {0.090, 0.380}}, {"gemm", {0.148, 0.424}}, {"latency", {0.143, 0.162}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
@@ -181,11 +182,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // Nemotron-4 15B and 340B rows (-1% to -17% of the step) 8.28%; the twenty-third session's three NeMo 24.07
   // Nemotron rows (8B and 22B +16% too fast, 340B +4%) 8.35%, and its delayed-scaling amax all-reduces over TP x DP
   // x CP 8.33%, and Megatron-Core's data-parallel buckets and FSDP's per-block collectives (one ring latency each)
-  // 8.24%. Ratcheted at that honest
-  // figure, not at the
-  // target (earlier: 7.03% in the eighth session, 6.86% before
-  // the ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0825);
+  // 8.24%; the twenty-fourth session's Blackwell GEMM rates from large-shape measurements instead of MAMF's best
+  // shape (B200 BF16 0.733 -> 0.639, FP8 0.721 -> 0.633; GB200 BF16 0.689 -> 0.600) 8.00%. Ratcheted at that honest
+  // figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the ninth's block-recompute row,
+  // 6.93% before the tenth's two CPU-offload rows).
+  EXPECT_LE(mean_dense, 0.0801);
   EXPECT_LE(worst_dense, 0.297);  // 28.6% (llm-foundry's MPT-30B at 8192 tokens on H100), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
@@ -370,6 +371,11 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
                  (c.name.rfind("dgxc-benchmarking", 0) == 0 && !c.moe && has(c.name, " H100 ") && has(c.name, " BF16 "));
         },
         "16-bit fused-stack training on H100", true);
+  check(evidence::kBlackwellDenseTraining,
+        [&](const ValidationCase& c) {
+          return c.group == "training" && !c.moe && evidence::IsBlackwellTrainingGpu(c.gpu);
+        },
+        "dense training on B200 and GB200", true);
   {
     int n = 0;
     double sum = 0, lo = 1e9, hi = -1e9;
