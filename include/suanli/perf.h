@@ -604,7 +604,7 @@ struct LeaveOneOut {
   int cases;
   double mean_abs, worst_abs;
 };
-inline constexpr LeaveOneOut kMoeLayerMultipleLeaveOneOut{9, 0.193, 0.274};
+inline constexpr LeaveOneOut kMoeLayerMultipleLeaveOneOut{9, 0.197, 0.274};
 // One job run two ways: Korthikanti et al.'s four model sizes, each with selective and with full recompute on the
 // same layout. Error of the predicted step-time ratio (selective / full) against the published one. The only
 // published pairs of one job on one stack in the set, so the resolution `plan` can claim between close layouts.
