@@ -562,28 +562,22 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
           "others are estimated with the same model from micro-benchmark fractions or stated assumptions "
           "(data/efficiency.toml), untested end to end.\n",
           serving ? "serving" : "training");
-    // Training in 16-bit on an H100: the held-out runs of fused stacks came out slower than the model, so those rows'
-    // times and costs are likely low and they may rank too high (perf train's note).
-    if (!serving && !moe &&
-        std::any_of(rows->begin(), rows->end(), [](const SelectRow& r) { return r.eligible && r.gpu.rfind("h100", 0) == 0; })) {
-      const auto& e = evidence::kH100Bf16FusedTraining;
+    // Classes of held-out training runs the model was optimistic on (perf train's notes): those rows' times and
+    // costs are likely low, so they may rank too high.
+    auto optimistic_on = [&](auto on_gpu, const ValidationEvidence& e, std::string_view runs, std::string_view rows_of) {
+      if (serving || moe ||
+          std::none_of(rows->begin(), rows->end(), [&](const SelectRow& r) { return r.eligible && on_gpu(r.gpu); }))
+        return;
       std::cout << fmt::format(
-          "uncertain: on {} published 16-bit training runs of fused stacks on H100 the model was {:+.0f}% to {:+.0f}% "
-          "off (mean {:+.0f}% too fast; docs/validation.md section 5): the H100 rows' times and costs are likely low, and "
-          "they may rank higher than they should.\n",
-          e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean);
-    }
-    // Dense training on B200/GB200: the held-out runs there came out slower than the model too.
-    if (!serving && !moe && std::any_of(rows->begin(), rows->end(), [](const SelectRow& r) {
-          return r.eligible && evidence::IsBlackwellTrainingGpu(r.gpu);
-        })) {
-      const auto& e = evidence::kBlackwellDenseTraining;
-      std::cout << fmt::format(
-          "uncertain: on {} published dense-model training runs on B200 and GB200 the model was {:+.0f}% to {:+.0f}% "
-          "off (mean {:+.0f}% too fast; docs/validation.md section 5): those rows' times and costs are likely low, and "
-          "they may rank higher than they should.\n",
-          e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean);
-    }
+          "uncertain: on {} published {} the model was {:+.0f}% to {:+.0f}% off (mean {:+.0f}% too fast; "
+          "docs/validation.md section 5): {} times and costs are likely low, and they may rank higher than they "
+          "should.\n",
+          e.cases, runs, 100 * e.lo, 100 * e.hi, 100 * e.mean, rows_of);
+    };
+    optimistic_on([](const std::string& g) { return g.rfind("h100", 0) == 0; }, evidence::kH100Bf16FusedTraining,
+                  "16-bit training runs of fused stacks on H100", "the H100 rows'");
+    optimistic_on([](const std::string& g) { return evidence::IsBlackwellTrainingGpu(g); },
+                  evidence::kBlackwellDenseTraining, "dense-model training runs on B200 and GB200", "the B200 and GB200 rows'");
     bool any = false;
     for (const auto& r : *rows) {
       if (r.eligible) continue;

@@ -1793,26 +1793,26 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "H200), {:+.0f}% to {:+.0f}%; other FP8 stacks are unmeasured (docs/validation.md)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean, t.cases, 100 * t.lo, 100 * t.hi));
   }
-  if (cfg.detail && !m.moe && !cfg.eager && cfg.dtype != Precision::kFp8 && gpu.id.rfind("h100", 0) == 0) {
-    const auto& e = evidence::kH100Bf16FusedTraining;
-    res.notes.push_back(fmt::format(
-        "uncertain: on {} published 16-bit runs of fused stacks on H100 (NVIDIA's NeMo recipes for LLaMA 3.1, GPT-3 and "
-        "Nemotron-4, "
-        "Megatron-Core r0.8.0 GPT 1.7B-462B, the Llama 3 paper's 405B, NeMo AutoModel's compiled FSDP2 LLaMA 3.1 70B) "
-        "this model was {:+.0f}% to {:+.0f}% off (mean {:+.0f}%; positive: too fast), the larger models with tensor and "
-        "pipeline parallelism the most, though it matches H100 GEMM micro-benchmarks and eager-FSDP H100 runs; expect "
-        "the step to take longer (docs/validation.md section 5)",
-        e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
-  }
-  if (cfg.detail && !m.moe && evidence::IsBlackwellTrainingGpu(gpu.id)) {
-    const auto& e = evidence::kBlackwellDenseTraining;
-    res.notes.push_back(fmt::format(
-        "uncertain: on {} published dense-model training runs on B200 and GB200 (NVIDIA's NeMo recipes and "
-        "Megatron-Bridge, BF16, FP8 and MXFP8) this model was {:+.0f}% to {:+.0f}% off (mean {:+.0f}%; positive: too "
-        "fast), which the GEMM rates measured on these GPUs do not explain; attention there is an assumption; expect the "
-        "step to take longer (docs/validation.md section 5)",
-        e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
-  }
+  // A class of published runs the model was optimistic on: "uncertain: on N published <runs> this model was lo to hi
+  // off (mean ...)<why>; expect the step to take longer".
+  auto optimistic_on = [&](const ValidationEvidence& e, std::string_view runs, std::string_view why) {
+    res.notes.push_back(fmt::format("uncertain: on {} published {} this model was {:+.0f}% to {:+.0f}% off (mean "
+                                    "{:+.0f}%; positive: too fast){}; expect the step to take longer "
+                                    "(docs/validation.md section 5)",
+                                    e.cases, runs, 100 * e.lo, 100 * e.hi, 100 * e.mean, why));
+  };
+  if (cfg.detail && !m.moe && !cfg.eager && cfg.dtype != Precision::kFp8 && gpu.id.rfind("h100", 0) == 0)
+    optimistic_on(evidence::kH100Bf16FusedTraining,
+                  "16-bit runs of fused stacks on H100 (NVIDIA's NeMo recipes for LLaMA 3.1, GPT-3 and Nemotron-4, "
+                  "Megatron-Core r0.8.0 GPT 1.7B-462B, the Llama 3 paper's 405B, NeMo AutoModel's compiled FSDP2 LLaMA "
+                  "3.1 70B)",
+                  ", the larger models with tensor and pipeline parallelism the most, though it matches H100 GEMM "
+                  "micro-benchmarks and eager-FSDP H100 runs");
+  if (cfg.detail && !m.moe && evidence::IsBlackwellTrainingGpu(gpu.id))
+    optimistic_on(evidence::kBlackwellDenseTraining,
+                  "dense-model training runs on B200 and GB200 (NVIDIA's NeMo recipes and Megatron-Bridge, BF16, FP8 and "
+                  "MXFP8)",
+                  ", which the GEMM rates measured on these GPUs do not explain; attention there is an assumption");
   if (cfg.detail && par.gpus() >= kWeakScalingNoteGpus) {
     const auto& e = evidence::kWeakScalingShortfall;
     res.notes.push_back(fmt::format(
