@@ -63,3 +63,18 @@ for c in rep["cases"]:
 for (g, src, role), errs in by.items():
     print(f"| {g} | {src} | {role} | {len(errs)} | {100*sum(errs)/len(errs):.1f}% | {100*max(errs):.1f}% |")
 
+
+# Training by GPU: where the model leans. Signed on speed (a step time's error negated): > 0 means too fast.
+print("\n### Training by GPU (signed on speed: positive means the model was too fast)\n")
+print("| GPU | models | runs | mean abs error | mean signed | too fast | worst |")
+print("|---|---|---|---|---|---|---|")
+TIME_METRICS = ("step_time_s", "ttft_s", "e2e_latency_s")
+by_gpu = {}
+for c in rep["cases"]:
+    if c["group"] != "training":
+        continue
+    fast = -c["error"] if c["metric"] in TIME_METRICS else c["error"]
+    by_gpu.setdefault((c["gpu"], "MoE" if c.get("moe") else "dense"), []).append(fast)
+for (gpu, kind), errs in sorted(by_gpu.items(), key=lambda kv: (kv[0][1] == "MoE", kv[0][0])):
+    print(f"| {gpu} | {kind} | {len(errs)} | {100*sum(map(abs, errs))/len(errs):.1f}% | "
+          f"{100*sum(errs)/len(errs):+.1f}% | {sum(e > 0 for e in errs)} | {100*max(map(abs, errs)):.1f}% |")
