@@ -572,6 +572,8 @@ inline constexpr ValidationEvidence kLoraFinetuning{5, 0.005, -0.119, 0.106};
 // twenty-second session). The model was optimistic on 40 of the 43; GEMM micro-benchmarks on H100 do not show the
 // gap (docs/validation.md §5). Signed on speed (a step time's error negated).
 inline constexpr ValidationEvidence kH100Bf16FusedTraining{43, 0.104, -0.018, 0.265};
+// The GPUs it is quoted for: every H100 variant in the catalog (h100-sxm, h100-pcie, h100-nvl).
+inline bool IsH100Gpu(std::string_view gpu_id) { return gpu_id.substr(0, 4) == "h100"; }
 // Dense-model training on datacenter Blackwell (twenty-fourth session, no new rows): every held-out dense run on B200
 // and GB200 in the set, NVIDIA's own stacks only (dgxc-benchmarking's NeMo 25.04.01 LLaMA 3.1 405B in BF16 and FP8,
 // Megatron-Bridge 25.11-26.06 LLaMA 3 8B, 70B and 3.1 405B in FP8 and MXFP8). The model is optimistic on 12 of the

@@ -574,10 +574,10 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
           "should.\n",
           e.cases, runs, 100 * e.lo, 100 * e.hi, 100 * e.mean, rows_of);
     };
-    optimistic_on([](const std::string& g) { return g.rfind("h100", 0) == 0; }, evidence::kH100Bf16FusedTraining,
-                  "16-bit training runs of fused stacks on H100", "the H100 rows'");
-    optimistic_on([](const std::string& g) { return evidence::IsBlackwellTrainingGpu(g); },
-                  evidence::kBlackwellDenseTraining, "dense-model training runs on B200 and GB200", "the B200 and GB200 rows'");
+    optimistic_on(evidence::IsH100Gpu, evidence::kH100Bf16FusedTraining, "16-bit training runs of fused stacks on H100",
+                  "the H100 rows'");
+    optimistic_on(evidence::IsBlackwellTrainingGpu, evidence::kBlackwellDenseTraining,
+                  "dense-model training runs on B200 and GB200", "the B200 and GB200 rows'");
     bool any = false;
     for (const auto& r : *rows) {
       if (r.eligible) continue;

@@ -1801,7 +1801,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                                     "(docs/validation.md section 5)",
                                     e.cases, runs, 100 * e.lo, 100 * e.hi, 100 * e.mean, why));
   };
-  if (cfg.detail && !m.moe && !cfg.eager && cfg.dtype != Precision::kFp8 && gpu.id.rfind("h100", 0) == 0)
+  if (cfg.detail && !m.moe && !cfg.eager && cfg.dtype != Precision::kFp8 && evidence::IsH100Gpu(gpu.id))
     optimistic_on(evidence::kH100Bf16FusedTraining,
                   "16-bit runs of fused stacks on H100 (NVIDIA's NeMo recipes for LLaMA 3.1, GPT-3 and Nemotron-4, "
                   "Megatron-Core r0.8.0 GPT 1.7B-462B, the Llama 3 paper's 405B, NeMo AutoModel's compiled FSDP2 LLaMA "
