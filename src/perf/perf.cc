@@ -1787,8 +1787,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const auto& e = evidence::kFp8TrainingMegatronCore;
     const auto& t = evidence::kFp8TrainingTorchtitan;
     res.notes.push_back(fmt::format(
-        "uncertain: FP8 training is checked against {} Megatron-Core runs with Transformer Engine (NeMo 24.05 to "
-        "25.04 on H100 and GB200, Megatron-Bridge 25.11 to 26.06 on H100, B200 and GB200), where its throughput was "
+        "uncertain: FP8 training is checked against {} Megatron-Core runs with Transformer Engine (NeMo 23.09 to "
+        "25.04 on H100, B200 and GB200, MLPerf Training submissions among them; Megatron-Bridge 25.11 to 26.06 on H100, "
+        "B200 and GB200), where its throughput was "
         "{:+.0f}% to {:+.0f}% off (mean {:+.0f}%; positive: too fast), and {} torchtitan Float8 runs (FSDP2, compiled, "
         "H200), {:+.0f}% to {:+.0f}%; other FP8 stacks are unmeasured (docs/validation.md)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean, t.cases, 100 * t.lo, 100 * t.hi));

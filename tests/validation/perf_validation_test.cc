@@ -158,7 +158,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 165);
+  EXPECT_EQ(n_dense, 191);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -183,10 +183,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // Nemotron rows (8B and 22B +16% too fast, 340B +4%) 8.35%, and its delayed-scaling amax all-reduces over TP x DP
   // x CP 8.33%, and Megatron-Core's data-parallel buckets and FSDP's per-block collectives (one ring latency each)
   // 8.24%; the twenty-fourth session's Blackwell GEMM rates from large-shape measurements instead of MAMF's best
-  // shape (B200 BF16 0.733 -> 0.639, FP8 0.721 -> 0.633; GB200 BF16 0.689 -> 0.600) 8.00%. Ratcheted at that honest
+  // shape (B200 BF16 0.733 -> 0.639, FP8 0.721 -> 0.633; GB200 BF16 0.689 -> 0.600) 8.00%; the twenty-fifth
+  // session's 26 MLPerf Training rows (GPT-3 175B on 256 to 11,616 H100s and 64 B200s, LLaMA-3.1 405B on 512 to
+  // 8,192 H100s and 256 to 2,496 GB200s; step times from the submissions' logs; 11.1% mean, all but one too fast,
+  // the worst at 10,752 H100s with 8 micro-batches per step) 8.42%. Ratcheted at that honest
   // figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the ninth's block-recompute row,
   // 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0801);
+  EXPECT_LE(mean_dense, 0.0843);
   EXPECT_LE(worst_dense, 0.297);  // 28.6% (llm-foundry's MPT-30B at 8192 tokens on H100), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
@@ -353,7 +356,8 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
           return !c.moe &&
                  (((c.name.rfind("NeMo 24.07", 0) == 0 || c.name.rfind("Megatron-Bridge", 0) == 0) &&
                    !has(c.name, " SFT ") && !has(c.name, " LoRA ")) ||
-                  (c.name.rfind("dgxc-benchmarking", 0) == 0 && has(c.name, " FP8 ")));
+                  (c.name.rfind("dgxc-benchmarking", 0) == 0 && has(c.name, " FP8 ")) ||
+                  c.name.rfind("MLPerf Training", 0) == 0);
         },
         "Megatron-Core FP8 training", true);
   check(evidence::kLoraFinetuning, [&](const ValidationCase& c) { return has(c.name, " LoRA "); },
