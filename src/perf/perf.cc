@@ -1726,7 +1726,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "their matmuls run forward and data gradient only, and data-parallel traffic and the optimizer carry the "
         "adapters alone; adapters run unfused (16-bit, their output added to the frozen layer's: methodology section 8). "
         "Checked on {} published LoRA runs (NeMo 24.07 on H100 in FP8 with packed sequences, NeMo AutoModel on one H100 in "
-        "BF16): {:+.0f}% to {:+.0f}% off (positive: too fast)",
+        "BF16, MLPerf Training's LLaMA-2 70B on 8 to 1,024 H100, H200, L40S, B200 and GB200 GPUs in FP8): {:+.0f}% to "
+        "{:+.0f}% off (positive: too fast)",
         cfg.fit.lora_rank, lc.adapters.size(), FormatCount(res.memory.trainable_params), e.cases, 100 * e.lo,
         100 * e.hi));
   }

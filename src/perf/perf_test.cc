@@ -718,12 +718,12 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(in_fp8.ok());
   EXPECT_FALSE(note_with(in_fp8->notes, "fused stacks on H100"));
   // Dense training on B200 or GB200 carries the held-out Blackwell runs' figures; H100 and MoE models do not.
-  const char* blackwell_note = "uncertain: on 21 published dense-model training runs on B200 and GB200";
+  const char* blackwell_note = "uncertain: on 29 published dense-model training runs on B200 and GB200";
   const GpuSpec& b200 = G("b200");
   auto on_b200 = EstimateTraining(m8, C(b200), c, E(b200));
   ASSERT_TRUE(on_b200.ok()) << on_b200.status().message();
   EXPECT_TRUE(note_with(on_b200->notes, blackwell_note));
-  EXPECT_TRUE(note_with(on_b200->notes, "-1% to +18% off (mean +10%"));
+  EXPECT_TRUE(note_with(on_b200->notes, "-5% to +19% off (mean +10%"));
   EXPECT_FALSE(note_with(on_b200->notes, "fused stacks on H100"));
   EXPECT_FALSE(note_with(ddp->notes, blackwell_note));
   // MoE training: no band (the training band is over dense models), a note with the MoE runs' figures instead.

@@ -158,7 +158,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 191);
+  EXPECT_EQ(n_dense, 209);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -186,10 +186,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // shape (B200 BF16 0.733 -> 0.639, FP8 0.721 -> 0.633; GB200 BF16 0.689 -> 0.600) 8.00%; the twenty-fifth
   // session's 26 MLPerf Training rows (GPT-3 175B on 256 to 11,616 H100s and 64 B200s, LLaMA-3.1 405B on 512 to
   // 8,192 H100s and 256 to 2,496 GB200s; step times from the submissions' logs; 11.1% mean, all but one too fast,
-  // the worst at 10,752 H100s with 8 micro-batches per step) 8.42%. Ratcheted at that honest
+  // the worst at 10,752 H100s with 8 micro-batches per step) 8.42%, and with its 18 MLPerf LLaMA-2 70B LoRA rows
+  // (8 to 1,024 H100, H200, L40S, B200 and GB200 GPUs; 11.8% mean, the model too fast on 14) 8.71%. Ratcheted at that honest
   // figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the ninth's block-recompute row,
   // 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0843);
+  EXPECT_LE(mean_dense, 0.0872);
   EXPECT_LE(worst_dense, 0.297);  // 28.6% (llm-foundry's MPT-30B at 8192 tokens on H100), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
@@ -235,7 +236,18 @@ TEST(PerfValidation, RunsThatRanFitTheMemoryModel) {
       // Meta's own pipeline schedule, not Megatron's in-flight micro-batches.
       "Llama 3 paper 405B H100 x8192 TP8 PP16 VP8 DP64 seq 8192",
       // NeMo 24.07's packed SFT: its optimizer settings are not in the table.
-      "NeMo 24.07 SFT LLaMA-2 70B H100 FP8 x16 TP4 PP4 packed"};
+      "NeMo 24.07 SFT LLaMA-2 70B H100 FP8 x16 TP4 PP4 packed",
+      // MLPerf's LLaMA-2 70B LoRA at 8,192 tokens on 8 GPUs with TP 1-2 (and L40S's 48 GB at TP 4): those runs keep
+      // the frozen base weights in FP8 (fp8_params), store activations in FP8 (FP8_ACTIVATION / FP8_ACT) and, with
+      // frozen linear layers, need not save their inputs; the memory model has 16-bit base weights and the
+      // pretraining activations for LoRA (docs/validation.md section 2).
+      "MLPerf Training v4.0 NVIDIA h200_ngc24.04_nemo H200 LoRA LLaMA-2 70B FP8 x8 TP2 CP1",
+      "MLPerf Training v4.0 NVIDIA l40s_n16_ngc24.04_nemo L40S LoRA LLaMA-2 70B FP8 x64 TP4 CP2",
+      "MLPerf Training v4.0 NVIDIA l40s_n96_ngc24.04_nemo L40S LoRA LLaMA-2 70B FP8 x384 TP4 CP2",
+      "MLPerf Training v4.1 NVIDIA b200_preview_nemo B200 LoRA LLaMA-2 70B FP8 x8 TP1 CP2",
+      "MLPerf Training v4.1 NVIDIA h200_ngc24.09_nemo H200 LoRA LLaMA-2 70B FP8 x8 TP1 CP2",
+      "MLPerf Training v5.0 NVIDIA nyx_n1_ngc25.04_nemo B200 LoRA LLaMA-2 70B FP8 x8 TP1 CP1",
+      "MLPerf Training v5.0 NVIDIA tyche_ngpu8_ngc25.04_nemo GB200 LoRA LLaMA-2 70B FP8 x8 TP1 CP1"};
   EXPECT_EQ(over, known);
 }
 
@@ -357,11 +369,11 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
                  (((c.name.rfind("NeMo 24.07", 0) == 0 || c.name.rfind("Megatron-Bridge", 0) == 0) &&
                    !has(c.name, " SFT ") && !has(c.name, " LoRA ")) ||
                   (c.name.rfind("dgxc-benchmarking", 0) == 0 && has(c.name, " FP8 ")) ||
-                  c.name.rfind("MLPerf Training", 0) == 0);
+                  (c.name.rfind("MLPerf Training", 0) == 0 && !has(c.name, " LoRA ")));
         },
         "Megatron-Core FP8 training", true);
   check(evidence::kLoraFinetuning, [&](const ValidationCase& c) { return has(c.name, " LoRA "); },
-        "LoRA fine-tuning");
+        "LoRA fine-tuning", true);
   check(evidence::kEagerFsdpTorchtitan,
         [&](const ValidationCase& c) { return c.name.rfind("torchtitan FSDP2", 0) == 0; },
         "torchtitan eager FSDP2");
