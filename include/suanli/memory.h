@@ -315,23 +315,36 @@ struct ModelStateBytes {
 ModelStateBytes ShardModelStates(double params, double weight_bytes, double grad_bytes, double optimizer_bytes,
                                  int zero, int group);
 
+// The same per layer kind: a dense layer's and an MoE layer's (equal for a model without MoE layers).
+struct LayerActivationByKind {
+  double dense = 0, moe = 0;
+};
+// Which GEMM inputs a layer keeps for the backward pass. A linear layer saves its input only for its weight
+// gradient (PyTorch's autograd saves what the required gradients use; Transformer Engine's Linear and
+// LayerNormLinear save it only when weight.requires_grad): all of them in training; under LoRA only those of adapted
+// matrices, whose adapters take the same input (docs/methodology.md section 8).
+struct KeptGemmInputs {
+  bool attention_in = true;  // the norm output entering Q, K, V
+  bool o_in = true;          // the attention output entering the output projection
+  bool mlp_in = true;        // the norm output entering gate/up (and the routed experts' dispatched copies)
+  bool down_in = true;       // the activation entering the down projection
+};
+// LoRA on `targets` (empty: q k v o; "all"): the inputs its adapters need. Unknown names are LoraTargetShapes' errors.
+KeptGemmInputs LoraKeptGemmInputs(const std::vector<std::string>& targets);
 // Activation bytes stored by one transformer layer for `tokens` tokens (s*b) of one
 // micro-batch at sequence length `seq`, on one GPU (Korthikanti et al. 2022 generalised;
 // docs/methodology.md §4). With `fp8_gemm_inputs` (FP8 training with Transformer Engine) the inputs of the four
 // GEMMs are stored in FP8, 1 byte per element instead of 2. Under selective recompute, `modules` says which parts
 // drop their activations (none given: core_attn). For MoE models the result is the mean over the dense and the MoE
 // layers; `expert_tp` is the experts' tensor parallelism (0: `tp`), which sets how many of the dispatched token
-// copies one GPU holds. Exposed for tests.
+// copies one GPU holds; `kept` which GEMM inputs are saved (all but under LoRA). Exposed for tests.
 double LayerActivationBytes(const ModelSpec& m, double seq, double micro_batch, int tp, bool sequence_parallel,
                             Recompute recompute, bool flash_attention, bool dropout, bool fp8_gemm_inputs = false,
-                            const RecomputeModules& modules = {}, int expert_tp = 0);
-// The same per layer kind: a dense layer's and an MoE layer's (equal for a model without MoE layers).
-struct LayerActivationByKind {
-  double dense = 0, moe = 0;
-};
+                            const RecomputeModules& modules = {}, int expert_tp = 0, const KeptGemmInputs& kept = {});
 LayerActivationByKind LayerActivationBytesByKind(const ModelSpec& m, double seq, double micro_batch, int tp,
                                                  bool sequence_parallel, Recompute recompute, bool flash_attention,
                                                  bool dropout, bool fp8_gemm_inputs = false,
-                                                 const RecomputeModules& modules = {}, int expert_tp = 0);
+                                                 const RecomputeModules& modules = {}, int expert_tp = 0,
+                                                 const KeptGemmInputs& kept = {});
 
 }  // namespace suanli

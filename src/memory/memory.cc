@@ -502,16 +502,31 @@ ModelStateBytes ShardModelStates(double params, double wb, double gb, double ob,
 }
 
 double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool sp, Recompute rc, bool flash,
-                            bool dropout, bool fp8_gemm_inputs, const RecomputeModules& modules, int expert_tp) {
+                            bool dropout, bool fp8_gemm_inputs, const RecomputeModules& modules, int expert_tp,
+                            const KeptGemmInputs& kept) {
   const LayerActivationByKind a =
-      LayerActivationBytesByKind(m, s, b, t, sp, rc, flash, dropout, fp8_gemm_inputs, modules, expert_tp);
+      LayerActivationBytesByKind(m, s, b, t, sp, rc, flash, dropout, fp8_gemm_inputs, modules, expert_tp, kept);
   const double moe_share = m.layers > 0 ? double(m.moe_layer_count()) / m.layers : 0;
   return (1 - moe_share) * a.dense + moe_share * a.moe;
 }
 
+KeptGemmInputs LoraKeptGemmInputs(const std::vector<std::string>& targets) {
+  const std::vector<std::string> names = targets.empty() ? std::vector<std::string>{"q", "k", "v", "o"} : targets;
+  const auto has = [&](std::string_view n) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& x) { return x == n || x == "all" || x == "all-linear"; });
+  };
+  KeptGemmInputs k;
+  k.attention_in = has("q") || has("k") || has("v");
+  k.o_in = has("o");
+  k.mlp_in = has("gate") || has("up");
+  k.down_in = has("down");
+  return k;
+}
+
 LayerActivationByKind LayerActivationBytesByKind(const ModelSpec& m, double s, double b, int t, bool sp, Recompute rc,
                                                  bool flash, bool dropout, bool fp8_gemm_inputs,
-                                                 const RecomputeModules& modules, int expert_tp) {
+                                                 const RecomputeModules& modules, int expert_tp,
+                                                 const KeptGemmInputs& kept) {
   const double h = static_cast<double>(m.hidden);
   const double tokens = s * b;
   if (rc == Recompute::kFull) {
@@ -551,11 +566,12 @@ LayerActivationByKind LayerActivationBytesByKind(const ModelSpec& m, double s, d
   // Per token, bytes (16-bit activations, 1-byte dropout masks):
   // replicated across TP (unless SP): the layer norms' inputs 2h each, their outputs (the attention and the MLP
   //   inputs, in_b h each; not kept under layernorm recompute), the residual dropout masks 1h each.
+  const double norm_outputs = (kept.attention_in ? 1.0 : 0.0) + (kept.mlp_in ? 1.0 : 0.0);
   const double replicated =
-      2.0 * h * m.norms_per_layer + (mods.layernorm ? 0.0 : 2 * in_b * h) + (dropout ? 2 * h : 0);
+      2.0 * h * m.norms_per_layer + (mods.layernorm ? 0.0 : norm_outputs * in_b * h) + (dropout ? 2 * h : 0);
   // sharded across TP: Q 2q, K and V 2kv each (not kept under mla_up_proj recompute), the output projection's
   //   input (in_b o), FlashAttention's FP32 log-sum-exp 4 per head (not kept when the attention core recomputes).
-  double attn = (mods.mla_up_proj && m.mla ? 0.0 : 2 * q_dim + 4 * kv_dim) + in_b * o_dim +
+  double attn = (mods.mla_up_proj && m.mla ? 0.0 : 2 * q_dim + 4 * kv_dim) + (kept.o_in ? in_b * o_dim : 0.0) +
                 (flash && !mods.core_attn ? 4.0 * m.heads : 0) + extra;
   // Attention scores when not using FlashAttention: softmax output 2as per token, plus dropout mask (as) and
   // dropout output (2as) when dropout is on (Korthikanti's 5as^2b); selective recompute of the core drops them.
@@ -563,7 +579,7 @@ LayerActivationByKind LayerActivationBytesByKind(const ModelSpec& m, double s, d
   // An MLP's inner tensors for width f: gated, 2f gate + 2f up + the product (the down projection's input, in_b f);
   // plain, 2f pre-activation + the activation (in_b f).
   const auto inner = [&](double f, bool act_recomputed) {
-    return (m.gated_mlp ? 4.0 : 2.0) * f + (act_recomputed ? 0.0 : in_b * f);
+    return (m.gated_mlp ? 4.0 : 2.0) * f + (act_recomputed || !kept.down_in ? 0.0 : in_b * f);
   };
   const double dense_mlp = mods.mlp ? 0.0 : inner(double(m.ffn), false);
   double moe_mlp = 0;
@@ -573,7 +589,7 @@ LayerActivationByKind LayerActivationBytesByKind(const ModelSpec& m, double s, d
     // Routed experts: each token's k copies, dispatched to the experts' GPUs and kept as the grouped GEMM's input
     // (k h per token; one GPU holds the copies of ETP / TP of its TP group's tokens), and their inner tensors.
     const double etp = expert_tp > 0 ? expert_tp : t;
-    const double routed = in_b * k * h * etp + inner(double(e.expert_ffn) * k, mods.moe_act);
+    const double routed = (kept.mlp_in ? in_b * k * h * etp : 0.0) + inner(double(e.expert_ffn) * k, mods.moe_act);
     const double shared = mods.shared_experts ? 0.0 : inner(double(e.shared_ffn), false);
     moe_mlp = mods.moe ? 0.0 : routed + shared;
   }
@@ -939,14 +955,16 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
 
   const Recompute rc = finetune ? (r.gradient_checkpointing ? Recompute::kFull : Recompute::kNone) : r.recompute;
   const bool fp8 = training && r.fp8_activations;
+  // Fine-tuning keeps only the adapted matrices' inputs (the frozen ones get no weight gradient).
+  const KeptGemmInputs kept_inputs = finetune ? LoraKeptGemmInputs(r.lora_targets) : KeptGemmInputs{};
   // Activations per layer, by kind (a dense and an MoE layer), kept and with nothing recomputed; the means over the
   // model's layers where one figure serves.
   const LayerActivationByKind by_kind = LayerActivationBytesByKind(
       m, s_local, static_cast<double>(r.micro_batch), p.tp, p.sequence_parallel, rc, r.flash_attention, r.dropout, fp8,
-      r.recompute_modules, p.expert_tp());
+      r.recompute_modules, p.expert_tp(), kept_inputs);
   const LayerActivationByKind by_kind_full = LayerActivationBytesByKind(
       m, s_local, static_cast<double>(r.micro_batch), p.tp, p.sequence_parallel, Recompute::kNone, r.flash_attention,
-      r.dropout, fp8, {}, p.expert_tp());
+      r.dropout, fp8, {}, p.expert_tp(), kept_inputs);
   const int moe_layers = m.moe_layer_count();
   // Dense models allocate nothing here (the planner's inner loop).
   const std::vector<int> moe_per_stage = moe_layers > 0 ? MoeLayersPerStage(m, p) : std::vector<int>();

@@ -512,6 +512,38 @@ TEST_F(Memory, Fp8TrainingStoresGemmInputsInOneByte) {
 
 // Megatron-Core's module names: parsed in any order with commas or spaces, listed in Megatron-Core's order; a
 // repeated, unknown or empty list is an error that says what is valid.
+// LoRA: a frozen linear layer saves no input for the backward pass (its weight gets no gradient; Transformer
+// Engine's Linear saves the input only when weight.requires_grad, PyTorch's autograd likewise); an adapted one's
+// adapter takes the same input. LLaMA-2 7B, one GPU, adapters on q, k, v, o: the MLP input (2h) and the down
+// projection's input (2f) are not kept, 2*4096 + 2*11008 bytes less per token and layer; the attention input and
+// the output projection's input stay. With adapters on every matrix nothing is dropped; on q alone the output
+// projection's input (2*4096) goes too.
+TEST_F(Memory, LoraKeepsOnlyTheAdaptedMatricesInputs) {
+  const ModelSpec m = M("llama-2-7b");
+  const double s = 4096, b = 1;
+  const auto act = [&](const std::vector<std::string>& targets) {
+    return LayerActivationBytes(m, s, b, 1, false, Recompute::kNone, true, false, false, {}, 0,
+                                LoraKeptGemmInputs(targets));
+  };
+  const double full = LayerActivationBytes(m, s, b, 1, false, Recompute::kNone, true, false);
+  EXPECT_DOUBLE_EQ(full - act({"q", "k", "v", "o"}), s * b * (2 * 4096 + 2 * 11008));
+  EXPECT_DOUBLE_EQ(act({}), act({"q", "k", "v", "o"}));  // the default targets
+  EXPECT_DOUBLE_EQ(act({"all"}), full);
+  EXPECT_DOUBLE_EQ(act({"q", "k", "v", "o"}) - act({"q"}), s * b * 2 * 4096);
+  // The fit of a LoRA request uses it: its activations sit below full fine-tuning's at the same layout.
+  FitRequest r;
+  r.seq = 4096;
+  r.batch = 1;
+  r.micro_batch = 1;
+  r.gradient_checkpointing = false;
+  r.mode = Mode::kTrain;
+  const FitResult train = Est(m, r);
+  r.mode = Mode::kLora;
+  const FitResult lora = Est(m, r);
+  EXPECT_NEAR(train.breakdown.activations - lora.breakdown.activations, m.layers * s * (2 * 4096 + 2 * 11008),
+              1e-6 * train.breakdown.activations);
+}
+
 TEST(RecomputeModules, ParseListAndErrors) {
   auto mods = ParseRecomputeModules("layernorm, moe_act");
   ASSERT_TRUE(mods.ok()) << mods.status().message();
