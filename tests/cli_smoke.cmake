@@ -203,6 +203,17 @@ run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --m
 expect_contains("${out}" "did you mean 'lora'" "perf --mode typo")
 run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --lora-rank 8)
 expect_contains("${out}" "need --mode lora" "perf --lora-rank without --mode lora")
+# FP8 base weights for LoRA (NeMo's fp8_params) and the SwiGLU input kept in FP8: echoed in the JSON; the base
+# weights' format is a LoRA option and needs FP8 GEMMs.
+run_suanli(0 out perf train -m llama-2-70b -g b200 --gpus 8 --global-batch 8 --micro-batch 1 --seq 8192 --recompute none
+           --mode lora --weights fp8 --dtype fp8 --activation-func-fp8-input-store --json)
+expect_contains("${out}" "\"base_weights\": \"fp8\"" "LoRA base weights in perf's JSON")
+expect_contains("${out}" "\"activation_func_fp8_input_store\": true" "SwiGLU input store in perf's JSON")
+expect_contains("${out}" "\"fits\": true" "70B LoRA with FP8 weights and SwiGLU input on one B200 fits")
+run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --weights fp8 --dtype fp8)
+expect_contains("${out}" "frozen base weights of --mode lora" "perf --weights without --mode lora")
+run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --mode lora --weights fp8)
+expect_contains("${out}" "needs --dtype fp8" "FP8 base weights with 16-bit GEMMs")
 run_suanli(2 out perf train -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --cross-entropy unfsed)
 expect_contains("${out}" "did you mean 'unfused'" "perf --cross-entropy typo")
 run_suanli(2 out plan -m llama-3.1-8b -g a100 --gpus 8 --global-batch 64 --dtype fp8)

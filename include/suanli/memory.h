@@ -202,6 +202,7 @@ struct FitRequest {
   bool flash_attention = true;    // no s^2 score tensors stored
   bool dropout = false;           // store dropout masks (Korthikanti's GPT setting)
   bool fp8_activations = false;   // FP8 training (Transformer Engine): GEMM inputs saved for backward in FP8
+  bool swiglu_input_fp8 = false;  // Megatron-Core activation_func_fp8_input_store (SavedForBackward)
   // Bytes per logit the loss holds on the last stage: 16-bit logits and their FP32 softmax (6; Megatron's fused and
   // unfused losses), or 4 for single-pass kernels, which keep no FP32 copy: the 16-bit logits and their 16-bit
   // gradient (TrainConfig::cross_entropy = online; docs/methodology.md §6.4; a kernel that writes the gradient in
@@ -323,14 +324,17 @@ struct LayerActivationByKind {
 // gradient (PyTorch's autograd saves what the required gradients use; Transformer Engine's Linear and
 // LayerNormLinear save it only when weight.requires_grad): all of them in training; under LoRA only those of adapted
 // matrices, whose adapters take the same input (docs/methodology.md section 8).
-struct KeptGemmInputs {
+struct SavedForBackward {
   bool attention_in = true;  // the norm output entering Q, K, V
   bool o_in = true;          // the attention output entering the output projection
   bool mlp_in = true;        // the norm output entering gate/up (and the routed experts' dispatched copies)
   bool down_in = true;       // the activation entering the down projection
+  // Megatron-Core's activation_func_fp8_input_store: the gated MLP's SwiGLU input (gate and up, 2f per token) kept
+  // in FP8 (1 byte per element) and cast back for the backward pass (bias_swiglu_impl). Gated MLPs only.
+  bool swiglu_input_fp8 = false;
 };
 // LoRA on `targets` (empty: q k v o; "all"): the inputs its adapters need. Unknown names are LoraTargetShapes' errors.
-KeptGemmInputs LoraKeptGemmInputs(const std::vector<std::string>& targets);
+SavedForBackward LoraSavedForBackward(const std::vector<std::string>& targets);
 // Activation bytes stored by one transformer layer for `tokens` tokens (s*b) of one
 // micro-batch at sequence length `seq`, on one GPU (Korthikanti et al. 2022 generalised;
 // docs/methodology.md §4). With `fp8_gemm_inputs` (FP8 training with Transformer Engine) the inputs of the four
@@ -340,11 +344,11 @@ KeptGemmInputs LoraKeptGemmInputs(const std::vector<std::string>& targets);
 // copies one GPU holds; `kept` which GEMM inputs are saved (all but under LoRA). Exposed for tests.
 double LayerActivationBytes(const ModelSpec& m, double seq, double micro_batch, int tp, bool sequence_parallel,
                             Recompute recompute, bool flash_attention, bool dropout, bool fp8_gemm_inputs = false,
-                            const RecomputeModules& modules = {}, int expert_tp = 0, const KeptGemmInputs& kept = {});
+                            const RecomputeModules& modules = {}, int expert_tp = 0, const SavedForBackward& kept = {});
 LayerActivationByKind LayerActivationBytesByKind(const ModelSpec& m, double seq, double micro_batch, int tp,
                                                  bool sequence_parallel, Recompute recompute, bool flash_attention,
                                                  bool dropout, bool fp8_gemm_inputs = false,
                                                  const RecomputeModules& modules = {}, int expert_tp = 0,
-                                                 const KeptGemmInputs& kept = {});
+                                                 const SavedForBackward& kept = {});
 
 }  // namespace suanli

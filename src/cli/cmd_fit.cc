@@ -30,6 +30,7 @@ struct FitFlags {
   int mtp_layers = 0;  // recompute empty: none, or selective when modules are given
   std::string optimizer = "adam";
   bool fp32_grads = false;
+  bool swiglu_fp8 = false;
   bool no_master = false;
   std::string master_dtype, moments_dtype;
   bool no_flash = false;
@@ -96,6 +97,7 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
     r.batch = r.par.dp * f.micro_batch;  // default global batch: one micro-batch per rank
   }
   r.fp32_grads = f.fp32_grads;
+  r.swiglu_input_fp8 = f.swiglu_fp8;
   SUANLI_RETURN_IF_ERROR(ApplyOptimizerPrecision(r, f.master_dtype, f.moments_dtype, f.no_master));
   r.flash_attention = !f.no_flash;
   r.dropout = f.dropout;
@@ -171,6 +173,9 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
   sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
+  sub->add_flag("--activation-func-fp8-input-store", f->swiglu_fp8,
+                "Keep the gated MLP's SwiGLU input (2f per token) in FP8 for the backward pass (Megatron-Core "
+                "activation_func_fp8_input_store)");
   sub->add_flag("--no-master-weights", f->no_master, "No FP32 master copy (pure 16-bit training; = --master-dtype none)");
   AddOptimizerPrecisionOptions(sub, &f->master_dtype, &f->moments_dtype);
   sub->add_flag("--no-flash-attention", f->no_flash, "Store attention scores (s^2 term)");

@@ -24,7 +24,7 @@ struct PerfFlags {
       moe_dispatcher, cuda_graphs, cross_entropy = "fused";
   std::string decode_attention = "grouped", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false, tp_only_amax_red = false;
-  bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false;
+  bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false, swiglu_fp8 = false;
   std::string train_mode = "train";
   std::string master_dtype, moments_dtype, optimizer;
   int lora_rank = 16;
@@ -168,6 +168,12 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                     "train (pretraining, full fine-tuning) | lora (frozen base weights, rank --lora-rank adapters)")
       ->capture_default_str();
   train->add_option("--lora-rank", f->lora_rank, "With --mode lora: adapter rank")->capture_default_str();
+  train->add_option("--weights", f->weights,
+                    "With --mode lora: the frozen base weights' format, bf16 (default), fp16 or fp8 (Transformer "
+                    "Engine's fp8_model_init, NeMo fp8_params; needs --dtype fp8)");
+  train->add_flag("--activation-func-fp8-input-store", f->swiglu_fp8,
+                  "Keep the gated MLP's SwiGLU input (2f per token) in FP8 for the backward pass (Megatron-Core "
+                  "activation_func_fp8_input_store)");
   train->add_option("--lora-targets", f->lora_targets,
                     "With --mode lora: adapted matrices, q k v o gate up down, or all (default: q k v o)");
   train->add_option("--packed-doc-tokens", f->packed_doc_tokens,
@@ -328,6 +334,15 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       }
       if (cfg.fit.mode != Mode::kLora && (train->count("--lora-rank") > 0 || !f->lora_targets.empty()))
         return PrintError(InvalidArgument("--lora-rank and --lora-targets need --mode lora"));
+      if (train->count("--weights") > 0) {
+        if (cfg.fit.mode != Mode::kLora)
+          return PrintError(InvalidArgument("--weights sets the frozen base weights of --mode lora; full training keeps "
+                                            "16-bit weights with its optimizer's copy (--master-dtype)"));
+        auto wf = ParseWeightFormat(f->weights);
+        if (!wf.ok()) return PrintError(wf.status());
+        cfg.fit.weights = *wf;
+      }
+      cfg.fit.swiglu_input_fp8 = f->swiglu_fp8;
       cfg.fit.lora_rank = f->lora_rank;
       cfg.fit.lora_targets = f->lora_targets;
       cfg.packed_doc_tokens = f->packed_doc_tokens;
@@ -439,7 +454,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         if (cfg.fit.mode == Mode::kLora) {
           j["lora_rank"] = cfg.fit.lora_rank;
           j["trainable_params"] = r->memory.trainable_params;
+          j["base_weights"] = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;
         }
+        if (cfg.fit.swiglu_input_fp8) j["activation_func_fp8_input_store"] = true;
         if (cfg.packed_doc_tokens > 0) j["packed_doc_tokens"] = cfg.packed_doc_tokens;
         j["attention"] = AttentionImplName(cfg.attention);
         j["cross_entropy"] = CrossEntropyImplName(cfg.cross_entropy);

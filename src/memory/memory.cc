@@ -315,6 +315,13 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
     return InvalidArgument(fmt::format("--quantize-head stores the output head in a quantised weight format; with "
                                        "--weights {} there is none (use e.g. int8, int4, int4-g32)",
                                        r.weights.id.empty() ? "bf16" : r.weights.id));
+  if (r.swiglu_input_fp8 && r.mode == Mode::kInfer)
+    return InvalidArgument("--activation-func-fp8-input-store keeps activations for the backward pass: it applies to "
+                           "--mode train and lora, not infer");
+  if (r.swiglu_input_fp8 && !m.gated_mlp)
+    return InvalidArgument(fmt::format("--activation-func-fp8-input-store stores a gated MLP's SwiGLU input; {} has a "
+                                       "plain MLP",
+                                       m.id));
   if (!(r.host_memory_per_gpu_bytes >= 0) || !std::isfinite(r.host_memory_per_gpu_bytes))
     return InvalidArgument("--host-memory must be a positive size per GPU, e.g. 240GB");
   if (r.optimizer != Optimizer::kAdam && r.mode != Mode::kTrain)
@@ -503,19 +510,19 @@ ModelStateBytes ShardModelStates(double params, double wb, double gb, double ob,
 
 double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool sp, Recompute rc, bool flash,
                             bool dropout, bool fp8_gemm_inputs, const RecomputeModules& modules, int expert_tp,
-                            const KeptGemmInputs& kept) {
+                            const SavedForBackward& kept) {
   const LayerActivationByKind a =
       LayerActivationBytesByKind(m, s, b, t, sp, rc, flash, dropout, fp8_gemm_inputs, modules, expert_tp, kept);
   const double moe_share = m.layers > 0 ? double(m.moe_layer_count()) / m.layers : 0;
   return (1 - moe_share) * a.dense + moe_share * a.moe;
 }
 
-KeptGemmInputs LoraKeptGemmInputs(const std::vector<std::string>& targets) {
+SavedForBackward LoraSavedForBackward(const std::vector<std::string>& targets) {
   const std::vector<std::string> names = targets.empty() ? std::vector<std::string>{"q", "k", "v", "o"} : targets;
   const auto has = [&](std::string_view n) {
     return std::any_of(names.begin(), names.end(), [&](const std::string& x) { return x == n || x == "all" || x == "all-linear"; });
   };
-  KeptGemmInputs k;
+  SavedForBackward k;
   k.attention_in = has("q") || has("k") || has("v");
   k.o_in = has("o");
   k.mlp_in = has("gate") || has("up");
@@ -526,7 +533,7 @@ KeptGemmInputs LoraKeptGemmInputs(const std::vector<std::string>& targets) {
 LayerActivationByKind LayerActivationBytesByKind(const ModelSpec& m, double s, double b, int t, bool sp, Recompute rc,
                                                  bool flash, bool dropout, bool fp8_gemm_inputs,
                                                  const RecomputeModules& modules, int expert_tp,
-                                                 const KeptGemmInputs& kept) {
+                                                 const SavedForBackward& kept) {
   const double h = static_cast<double>(m.hidden);
   const double tokens = s * b;
   if (rc == Recompute::kFull) {
@@ -576,10 +583,11 @@ LayerActivationByKind LayerActivationBytesByKind(const ModelSpec& m, double s, d
   // Attention scores when not using FlashAttention: softmax output 2as per token, plus dropout mask (as) and
   // dropout output (2as) when dropout is on (Korthikanti's 5as^2b); selective recompute of the core drops them.
   if (!flash && !mods.core_attn) attn += double(m.heads) * s * (dropout ? 5.0 : 2.0);
-  // An MLP's inner tensors for width f: gated, 2f gate + 2f up + the product (the down projection's input, in_b f);
-  // plain, 2f pre-activation + the activation (in_b f).
+  // An MLP's inner tensors for width f: gated, 2f gate + 2f up (1f each in FP8 with swiglu_input_fp8) + the product
+  // (the down projection's input, in_b f); plain, 2f pre-activation + the activation (in_b f).
   const auto inner = [&](double f, bool act_recomputed) {
-    return (m.gated_mlp ? 4.0 : 2.0) * f + (act_recomputed || !kept.down_in ? 0.0 : in_b * f);
+    return (m.gated_mlp ? (kept.swiglu_input_fp8 ? 2.0 : 4.0) : 2.0) * f +
+           (act_recomputed || !kept.down_in ? 0.0 : in_b * f);
   };
   const double dense_mlp = mods.mlp ? 0.0 : inner(double(m.ffn), false);
   double moe_mlp = 0;
@@ -956,7 +964,8 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   const Recompute rc = finetune ? (r.gradient_checkpointing ? Recompute::kFull : Recompute::kNone) : r.recompute;
   const bool fp8 = training && r.fp8_activations;
   // Fine-tuning keeps only the adapted matrices' inputs (the frozen ones get no weight gradient).
-  const KeptGemmInputs kept_inputs = finetune ? LoraKeptGemmInputs(r.lora_targets) : KeptGemmInputs{};
+  SavedForBackward kept_inputs = finetune ? LoraSavedForBackward(r.lora_targets) : SavedForBackward{};
+  kept_inputs.swiglu_input_fp8 = r.swiglu_input_fp8;
   // Activations per layer, by kind (a dense and an MoE layer), kept and with nothing recomputed; the means over the
   // model's layers where one figure serves.
   const LayerActivationByKind by_kind = LayerActivationBytesByKind(

@@ -523,7 +523,7 @@ TEST_F(Memory, LoraKeepsOnlyTheAdaptedMatricesInputs) {
   const double s = 4096, b = 1;
   const auto act = [&](const std::vector<std::string>& targets) {
     return LayerActivationBytes(m, s, b, 1, false, Recompute::kNone, true, false, false, {}, 0,
-                                LoraKeptGemmInputs(targets));
+                                LoraSavedForBackward(targets));
   };
   const double full = LayerActivationBytes(m, s, b, 1, false, Recompute::kNone, true, false);
   EXPECT_DOUBLE_EQ(full - act({"q", "k", "v", "o"}), s * b * (2 * 4096 + 2 * 11008));
@@ -542,6 +542,35 @@ TEST_F(Memory, LoraKeepsOnlyTheAdaptedMatricesInputs) {
   const FitResult lora = Est(m, r);
   EXPECT_NEAR(train.breakdown.activations - lora.breakdown.activations, m.layers * s * (2 * 4096 + 2 * 11008),
               1e-6 * train.breakdown.activations);
+}
+
+// Megatron-Core's activation_func_fp8_input_store keeps a gated MLP's SwiGLU input (gate and up, 2f per token in
+// 16-bit) in FP8: LLaMA-2 7B saves 2 x 11008 bytes per token and layer; a plain MLP has no SwiGLU and is refused,
+// as is inference (nothing is kept for a backward pass).
+TEST_F(Memory, SwigluInputInFp8HalvesTheGateAndUpActivations) {
+  const ModelSpec m = M("llama-2-7b");
+  const double s = 4096, b = 2;
+  SavedForBackward fp8_in;
+  fp8_in.swiglu_input_fp8 = true;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, s, b, 1, false, Recompute::kNone, true, false) -
+                       LayerActivationBytes(m, s, b, 1, false, Recompute::kNone, true, false, false, {}, 0, fp8_in),
+                   s * b * 2 * 11008);
+  FitRequest r;
+  r.mode = Mode::kTrain;
+  r.seq = 4096;
+  r.batch = 8;
+  r.micro_batch = 2;
+  r.recompute = Recompute::kNone;
+  const FitResult plain = Est(m, r);
+  r.swiglu_input_fp8 = true;
+  const FitResult stored = Est(m, r);
+  EXPECT_NEAR(plain.breakdown.activations - stored.breakdown.activations, 32 * s * b * 2 * 11008,
+              1e-6 * plain.breakdown.activations);
+  auto gptj = EstimateMemory(M("gpt-j-6b"), r);
+  ASSERT_FALSE(gptj.ok());
+  EXPECT_NE(gptj.status().message().find("plain MLP"), std::string::npos);
+  r.mode = Mode::kInfer;
+  ASSERT_FALSE(EstimateMemory(m, r).ok());
 }
 
 TEST(RecomputeModules, ParseListAndErrors) {

@@ -1224,6 +1224,19 @@ Status CheckTrainMode(const ModelSpec& m, const TrainConfig& cfg) {
                              "of what LoRA runs (forward and data gradient)");
     if (cfg.fit.lora_rank < 1 || cfg.fit.lora_rank > 65536)
       return InvalidArgument(fmt::format("--lora-rank must be between 1 and 65536, got {}", cfg.fit.lora_rank));
+    const std::string& w = cfg.fit.weights.id;
+    if (!w.empty() && w != "bf16" && w != "fp16" && w != "fp8")
+      return InvalidArgument(fmt::format("--weights {} for --mode lora: perf train times 16-bit or FP8 base weights "
+                                         "(bf16, fp16, fp8); quantised ones are dequantised at every use, which is not "
+                                         "modelled (`suanli fit --mode lora --weights {}` gives their memory)",
+                                         w, w));
+    if (w == "fp8" && cfg.dtype != Precision::kFp8)
+      return InvalidArgument("--weights fp8 keeps the base weights as Transformer Engine FP8 tensors, which its FP8 "
+                             "GEMMs read: it needs --dtype fp8");
+  } else if (!cfg.fit.weights.id.empty() && cfg.fit.weights.id != "bf16") {
+    return InvalidArgument(fmt::format("--weights {} applies to --mode lora (the frozen base weights); full training "
+                                       "keeps 16-bit weights",
+                                       cfg.fit.weights.id));
   }
   if (cfg.packed_doc_tokens != 0) {
     if (cfg.packed_doc_tokens < 1 || cfg.packed_doc_tokens > cfg.fit.seq)

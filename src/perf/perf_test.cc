@@ -611,6 +611,29 @@ TEST_F(Perf, LoraRunsTheFrozenMatmulsForwardAndDataGradientOnly) {
   auto moe_r = EstimateTraining(M("mixtral-8x7b"), C(g), moe, E(g));
   ASSERT_FALSE(moe_r.ok());
   EXPECT_NE(moe_r.status().message().find("mixture-of-experts"), std::string::npos);
+  // FP8 base weights (Transformer Engine's fp8_model_init, NeMo's fp8_params): the frozen linear layers take 1 byte
+  // per parameter, the embedding and the output head stay 16-bit; the step time does not change (the FP8 GEMMs read
+  // FP8 either way). They need FP8 GEMMs; quantised formats and full training refuse --weights.
+  TrainConfig fp8 = lora;
+  fp8.dtype = Precision::kFp8;
+  auto w16 = EstimateTraining(m, C(g), fp8, E(g));
+  fp8.fit.weights = *ParseWeightFormat("fp8");
+  auto w8 = EstimateTraining(m, C(g), fp8, E(g));
+  ASSERT_TRUE(w16.ok() && w8.ok());
+  // The transformer layers' parameters, 1 byte less each (their norms, a few hundred thousand, with them).
+  EXPECT_NEAR(w16->memory.breakdown.weights - w8->memory.breakdown.weights, pc.attention + pc.mlp_dense,
+              1e-4 * pc.active);
+  EXPECT_DOUBLE_EQ(w8->step_time_s, w16->step_time_s);
+  TrainConfig w8_bf16 = lora;
+  w8_bf16.fit.weights = *ParseWeightFormat("fp8");
+  err(w8_bf16, "needs --dtype fp8");
+  TrainConfig int4 = fp8;
+  int4.fit.weights = *ParseWeightFormat("int4");
+  err(int4, "not modelled");
+  TrainConfig full_fp8 = full;
+  full_fp8.dtype = Precision::kFp8;
+  full_fp8.fit.weights = *ParseWeightFormat("fp8");
+  err(full_fp8, "applies to --mode lora");
 }
 
 // Packed sequences: attention works over documents of the given length (causal within each), the rest of the step

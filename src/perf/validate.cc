@@ -80,6 +80,8 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"mode", KeyType::kString},
               {"lora_rank", KeyType::kInteger},
               {"lora_targets", KeyType::kString},
+              {"weights", KeyType::kString},
+              {"activation_fp8_input", KeyType::kBool},
               {"packed_doc_tokens", KeyType::kInteger}});
     return m;
   }();
@@ -284,6 +286,13 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
       }
     }
   }
+  // The frozen base weights' format (mode "lora": "fp8" for NeMo's fp8_params) and Megatron-Core's
+  // activation_func_fp8_input_store.
+  if (auto w = t["weights"].value<std::string>()) {
+    if (c.fit.mode != Mode::kLora) return ParseError("weights (the frozen base weights' format) needs mode = \"lora\"");
+    SUANLI_ASSIGN_OR_RETURN(c.fit.weights, ParseWeightFormat(*w));
+  }
+  c.fit.swiglu_input_fp8 = t["activation_fp8_input"].value_or(false);
   c.packed_doc_tokens = t["packed_doc_tokens"].value_or(int64_t{0});
   const bool six_n_only = c.fit.mode == Mode::kLora || c.packed_doc_tokens > 0;
   if (six_n_only && (metric == "mfu_megatron" || metric == "model_tflops_megatron" || metric == "narayanan_tflops"))

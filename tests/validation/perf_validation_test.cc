@@ -236,18 +236,7 @@ TEST(PerfValidation, RunsThatRanFitTheMemoryModel) {
       // Meta's own pipeline schedule, not Megatron's in-flight micro-batches.
       "Llama 3 paper 405B H100 x8192 TP8 PP16 VP8 DP64 seq 8192",
       // NeMo 24.07's packed SFT: its optimizer settings are not in the table.
-      "NeMo 24.07 SFT LLaMA-2 70B H100 FP8 x16 TP4 PP4 packed",
-      // MLPerf's LLaMA-2 70B LoRA at 8,192 tokens on 8 GPUs at TP 1 (and on L40S's 48 GB at TP 4): those runs keep
-      // the frozen base weights in FP8 (fp8_params: 1 byte per parameter) and store activations in FP8
-      // (FP8_ACTIVATION / FP8_ACT); `perf train --mode lora` has 16-bit base weights and 16-bit activations
-      // (docs/validation.md section 2). Since the twenty-fifth session's frozen-layer inputs (not kept for LoRA) the
-      // H200 run at TP 2 fits (95%); these need 105-148%.
-      "MLPerf Training v4.0 NVIDIA l40s_n16_ngc24.04_nemo L40S LoRA LLaMA-2 70B FP8 x64 TP4 CP2",
-      "MLPerf Training v4.0 NVIDIA l40s_n96_ngc24.04_nemo L40S LoRA LLaMA-2 70B FP8 x384 TP4 CP2",
-      "MLPerf Training v4.1 NVIDIA b200_preview_nemo B200 LoRA LLaMA-2 70B FP8 x8 TP1 CP2",
-      "MLPerf Training v4.1 NVIDIA h200_ngc24.09_nemo H200 LoRA LLaMA-2 70B FP8 x8 TP1 CP2",
-      "MLPerf Training v5.0 NVIDIA nyx_n1_ngc25.04_nemo B200 LoRA LLaMA-2 70B FP8 x8 TP1 CP1",
-      "MLPerf Training v5.0 NVIDIA tyche_ngpu8_ngc25.04_nemo GB200 LoRA LLaMA-2 70B FP8 x8 TP1 CP1"};
+      "NeMo 24.07 SFT LLaMA-2 70B H100 FP8 x16 TP4 PP4 packed"};
   EXPECT_EQ(over, known);
 }
 
@@ -503,6 +492,9 @@ TEST(PerfValidation, CaseFilesAreCheckedKeyByKey) {
   ASSERT_FALSE(role.ok());
   EXPECT_NE(role.status().message().find("role 'calibrate' must be calibration or holdout"), std::string::npos);
 
+  auto swap_text = [](std::string& text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+  };
   // A value the model cannot use is reported on that case, and the case counts as a 100% error.
   const std::string bad_kernel = R"([[train]]
 name = "k"
@@ -518,6 +510,15 @@ published = 1
   auto bk = RunCases(bad_kernel);
   ASSERT_TRUE(bk.ok()) << bk.status().message();
   EXPECT_NE(bk->cases[0].failure.find("unknown attention kernel 'flash3'"), std::string::npos) << bk->cases[0].failure;
+
+  // The frozen base weights' format is a LoRA key: on a pretraining row it is reported on its case.
+  std::string base = bad_kernel;
+  swap_text(base, "attention = \"flash3\"", "weights = \"fp8\"");
+  auto bw = RunCases(base);
+  ASSERT_TRUE(bw.ok()) << bw.status().message();
+  EXPECT_NE(bw->cases[0].failure.find("weights (the frozen base weights' format) needs mode = \"lora\""),
+            std::string::npos)
+      << bw->cases[0].failure;
 
   // An FP8 recipe on a 16-bit run, and an unknown recipe, are reported on their case.
   std::string recipe = bad_kernel;
