@@ -284,7 +284,9 @@ TEST_F(Perf, OverlappedDataParallelTrafficCostsTheMeasuredContention) {
   const ModelSpec m = M("llama-3.1-8b");
   const GpuSpec& g = G("h100-sxm");
   Efficiency e = E(g);
-  EXPECT_NEAR(e.overlap_slowdown, 0.189, 1e-12);  // data/efficiency.toml, Lee et al. 2025
+  // data/efficiency.toml: Lee et al. 2025's worst measured slowdown (their mean 0.189), refitted on the training
+  // calibration rows in the twenty-fifth session.
+  EXPECT_NEAR(e.overlap_slowdown, 0.40, 1e-12);
   const TrainConfig c = Train(16, 1, 1, 64, 4096, 2);
   auto with = EstimateTraining(m, C(g), c, e);
   e.overlap_slowdown = 0;
@@ -293,7 +295,7 @@ TEST_F(Perf, OverlappedDataParallelTrafficCostsTheMeasuredContention) {
   EXPECT_NEAR(without->breakdown_s.communication_exposed, 0, 1e-12);
   const double dp_comm = with->communication_total_s;
   EXPECT_GT(dp_comm, 0);
-  EXPECT_NEAR(with->step_time_s - without->step_time_s, 0.189 * dp_comm, 1e-9);
+  EXPECT_NEAR(with->step_time_s - without->step_time_s, 0.40 * dp_comm, 1e-9);
 }
 
 // Regression: the serving element-wise row was always labelled latency-bound; a 32k-token prefill streams
@@ -720,8 +722,8 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   // A fused 16-bit stack on H100 carries the held-out H100 runs' figures; eager, FP8 and other GPUs do not.
   const char* h100_note = "uncertain: on 43 published 16-bit runs of fused stacks on H100 (NVIDIA's NeMo recipes for "
                           "LLaMA 3.1, GPT-3 and Nemotron-4, Megatron-Core r0.8.0 GPT 1.7B-462B, the Llama 3 paper's "
-                          "405B, NeMo AutoModel's compiled FSDP2 LLaMA 3.1 70B) this model was -2% to +26% off (mean "
-                          "+10%; "
+                          "405B, NeMo AutoModel's compiled FSDP2 LLaMA 3.1 70B) this model was -14% to +23% off (mean "
+                          "+8%; "
                           "positive: too fast)";
   EXPECT_TRUE(note_with(fused->notes, h100_note));
   EXPECT_FALSE(note_with(fsdp->notes, "fused stacks on H100"));
@@ -741,12 +743,12 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(in_fp8.ok());
   EXPECT_FALSE(note_with(in_fp8->notes, "fused stacks on H100"));
   // Dense training on B200 or GB200 carries the held-out Blackwell runs' figures; H100 and MoE models do not.
-  const char* blackwell_note = "uncertain: on 29 published dense-model training runs on B200 and GB200";
+  const char* blackwell_note = "uncertain: on 31 published dense-model training runs on B200 and GB200";
   const GpuSpec& b200 = G("b200");
   auto on_b200 = EstimateTraining(m8, C(b200), c, E(b200));
   ASSERT_TRUE(on_b200.ok()) << on_b200.status().message();
   EXPECT_TRUE(note_with(on_b200->notes, blackwell_note));
-  EXPECT_TRUE(note_with(on_b200->notes, "-5% to +19% off (mean +10%"));
+  EXPECT_TRUE(note_with(on_b200->notes, "-5% to +28% off (mean +10%"));
   EXPECT_FALSE(note_with(on_b200->notes, "fused stacks on H100"));
   EXPECT_FALSE(note_with(ddp->notes, blackwell_note));
   // MoE training: no band (the training band is over dense models), a note with the MoE runs' figures instead.
@@ -758,11 +760,11 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   EXPECT_EQ(ddp->error.cases, evidence::kTrainingError.cases);
   EXPECT_TRUE(note_with(qwen->notes, "uncertain: MoE training is checked against 14 held-out Megatron-Core runs"));
   EXPECT_TRUE(note_with(qwen->notes, "6 runs of the older Megatron-Bridge 25.11 stack"));
-  EXPECT_TRUE(note_with(qwen->notes, "and 2 runs of NeMo AutoModel's PyTorch FSDP2 stack (-55% to -37%"));
+  EXPECT_TRUE(note_with(qwen->notes, "and 2 runs of NeMo AutoModel's PyTorch FSDP2 stack (-55% to -38%"));
   EXPECT_TRUE(note_with(qwen->notes, "calibrated: each MoE layer takes 1.80x the time its operators add up to (CUDA "
                                      "graphs none; 1.80x without a full-iteration graph, 1.30x with one), a multiple "
-                                     "fitted on 9 Megatron-LM recipe runs (-18% to +18% off after the fit; a run "
-                                     "left out of the fit is 20% off on average, 27% at worst)"));
+                                     "fitted on 9 Megatron-LM recipe runs (-22% to +14% off after the fit; a run "
+                                     "left out of the fit is 17% off on average, 28% at worst)"));
   moe.cuda_graphs = CudaGraphs::kFull;
   auto graphed = EstimateTraining(M("qwen3-30b-a3b"), C(h100), moe, E(h100));
   ASSERT_TRUE(graphed.ok());
@@ -2551,8 +2553,8 @@ TEST_F(Perf, RecomputeOpRerunsEveryOtherMatmulAndTheElementwiseOps) {
 }
 
 
-// --tp-overlap takes tp_overlap_hidden (0.48, torchtitan's async-TP measurements) of the TP collectives off the
-// critical path, at the contention cost overlap_slowdown (0.189) on the part hidden, and leaves the rest exposed:
+// --tp-overlap takes tp_overlap_hidden (0.65, torchtitan's async-TP measurements) of the TP collectives off the
+// critical path, at the contention cost overlap_slowdown (0.40) on the part hidden, and leaves the rest exposed:
 // LLaMA-3.1 70B on 8 H100s at TP 8 with SP, 8 micro-batches of 4096 tokens. With the share at 1 the old rule (all
 // hidden but the contention) comes back, at 0 the overlap changes nothing.
 TEST_F(Perf, TpOverlapHidesItsShareOfTheCollectives) {
@@ -2569,16 +2571,16 @@ TEST_F(Perf, TpOverlapHidesItsShareOfTheCollectives) {
     EXPECT_TRUE(r.ok()) << r.status().message();
     return *r;
   };
-  const TrainResult plain = run(false, 0.48), ovl = run(true, 0.48), all = run(true, 1.0), none = run(true, 0.0);
+  const TrainResult plain = run(false, 0.65), ovl = run(true, 0.65), all = run(true, 1.0), none = run(true, 0.0);
   ASSERT_EQ(plain.num_micro_batches, 8);
-  EXPECT_NEAR(E(g).tp_overlap_hidden, 0.48, 1e-12);  // data/efficiency.toml
+  EXPECT_NEAR(E(g).tp_overlap_hidden, 0.65, 1e-12);  // data/efficiency.toml
   const OpCost* tp = FindOp(plain.ops, "TP all-gather + reduce-scatter (x2)");
   ASSERT_NE(tp, nullptr);
   // Per layer and micro-batch: the forward's collectives (the row), the backward's and the recomputed forward's.
   const double per_mb = 80 * tp->time_s * 3;
   const double c_tp = plain.num_micro_batches * per_mb;
   const double sigma = E(g).overlap_slowdown;
-  EXPECT_NEAR(plain.step_time_s - ovl.step_time_s, 0.48 * c_tp * (1 - sigma), 1e-6 * plain.step_time_s);
+  EXPECT_NEAR(plain.step_time_s - ovl.step_time_s, 0.65 * c_tp * (1 - sigma), 1e-6 * plain.step_time_s);
   EXPECT_NEAR(plain.step_time_s - all.step_time_s, c_tp * (1 - sigma), 1e-6 * plain.step_time_s);
   EXPECT_NEAR(none.step_time_s, plain.step_time_s, 1e-9 * plain.step_time_s);
   EXPECT_LT(all.step_time_s, ovl.step_time_s);
@@ -2589,9 +2591,9 @@ TEST_F(Perf, TpOverlapHidesItsShareOfTheCollectives) {
 // vanilla TP on H100 (benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md), LLaMA 3 70B on 256 GPUs (FSDP 32, TP 8,
 // full AC, local batch 16) and 8B on 64 (FSDP 8, TP 8, per-op AC, local batch 12), sequence 8192, BF16 and Float8
 // tensorwise: speed-ups 652.4/597.3, 942.4/809.8, 4809.4/4378, 5570.1/5078.1. The share is the mean of what each run
-// implies, so the model's speed-ups match the measured ones on average; each alone within 6% (the four imply shares
-// from 0.35 to 0.72: one share does not fit every run). (Their H100s are a
-// 500 W, 96 GB part the catalog does not have; modelled as the H100 SXM.)
+// implies, so the model's speed-ups match the measured ones on average; each alone within 6% (at the contention cost
+// 0.40 the four imply shares from 0.47 to 1.00, at 0.189 from 0.35 to 0.72: one share does not fit every run). (Their
+// H100s are a 500 W, 96 GB part the catalog does not have; modelled as the H100 SXM.)
 TEST_F(Perf, TpOverlapShareReproducesTorchtitansAsyncTpSpeedups) {
   const GpuSpec& g = G("h100-sxm");
   struct Run {

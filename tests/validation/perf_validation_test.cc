@@ -108,11 +108,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.082, 0.279}}};
-  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 14.1% mean,
-  // 134.3% worst). Training holdout as a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md
+  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 10.5% mean,
+  // 127.1% worst). Training holdout as a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md
   // section 5); its dense-model runs have their own ratchet below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.142, 1.354}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.539}},
+      {"training", {0.115, 1.281}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.539}},
       {"decode", {0.090, 0.380}}, {"gemm", {0.148, 0.424}}, {"latency", {0.143, 0.162}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
@@ -158,7 +158,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 209);
+  EXPECT_EQ(n_dense, 211);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -187,11 +187,15 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // session's 26 MLPerf Training rows (GPT-3 175B on 256 to 11,616 H100s and 64 B200s, LLaMA-3.1 405B on 512 to
   // 8,192 H100s and 256 to 2,496 GB200s; step times from the submissions' logs; 11.1% mean, all but one too fast,
   // the worst at 10,752 H100s with 8 micro-batches per step) 8.42%, and with its 18 MLPerf LLaMA-2 70B LoRA rows
-  // (8 to 1,024 H100, H200, L40S, B200 and GB200 GPUs; 11.8% mean, the model too fast on 14) 8.71%. Ratcheted at that honest
+  // (8 to 1,024 H100, H200, L40S, B200 and GB200 GPUs; 11.8% mean, the model too fast on 14) 8.71%, and with its two
+  // MLPerf v5.1 LLaMA-3.1 8B rows (72 and 512 GB200s, +12% and +33% too fast) 8.84%; then the contention cost of
+  // overlapped communication refitted on the training calibration rows to Lee et al.'s worst measured 0.40 (from
+  // their mean 0.189), with the TP-overlap share re-derived from torchtitan's measurements (0.48 -> 0.65): 7.79%
+  // (worst 27.6%). Ratcheted at that honest
   // figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the ninth's block-recompute row,
   // 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0872);
-  EXPECT_LE(worst_dense, 0.297);  // 28.6% (llm-foundry's MPT-30B at 8192 tokens on H100), plus one point
+  EXPECT_LE(mean_dense, 0.0780);
+  EXPECT_LE(worst_dense, 0.286);  // 27.6% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
   // point-to-point, 2.6% over before the twenty-second session's TP-overlap share: more exposed TP time per
@@ -262,6 +266,7 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
     }
     EXPECT_EQ(n, want.cases) << what;
     if (n == 0) return;
+    std::printf("evidence %s: %d runs, mean %.4f, %.4f to %.4f\n", what, n, sum / n, lo, hi);
     EXPECT_NEAR(sum / n, want.mean, 0.005) << what;
     EXPECT_NEAR(lo, want.lo, 0.005) << what;
     EXPECT_NEAR(hi, want.hi, 0.005) << what;
@@ -347,6 +352,7 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
       hi = std::max(hi, miss);
     }
     const auto& want = evidence::kWeakScalingShortfall;
+    std::printf("evidence weak scaling: %d runs, mean %.4f, %.4f to %.4f\n", n, sum / n, lo, hi);
     EXPECT_EQ(n, want.cases);
     EXPECT_NEAR(sum / n, want.mean, 0.0005);
     EXPECT_NEAR(lo, want.lo, 0.0005);
@@ -445,6 +451,12 @@ TEST(PerfValidation, ErrorBandsMatchTheValidationData) {
     double sum = 0;
     for (double x : v) sum += x;
     const size_t p90 = static_cast<size_t>(std::ceil(0.9 * v.size())) - 1;  // nearest rank
+    {
+      double total = 0;
+      for (double x : v) total += x;
+      std::printf("band %s: %zu runs, mean %.4f, p90 %.4f, worst %.4f, %d fast, mean signed %.4f\n", want.group,
+                  v.size(), total / v.size(), v[p90], v.back(), fast, fast_sum / v.size());
+    }
     EXPECT_NEAR(sum / v.size(), want.mean_abs, 0.001) << want.group;
     EXPECT_NEAR(v[p90], want.p90_abs, 0.001) << want.group;
     EXPECT_NEAR(v.back(), want.worst_abs, 0.001) << want.group;
@@ -784,6 +796,7 @@ TEST(PerfValidation, MoeLayerMultipleLeaveOneOutMatchesTheQuotedFigure) {
   ASSERT_EQ(static_cast<int>(loo.size()), want.cases);
   double sum = 0, worst = 0;
   for (double e : loo) sum += e, worst = std::max(worst, e);
+  std::printf("evidence MoE multiple leave-one-out: %zu runs, mean %.4f, worst %.4f\n", loo.size(), sum / loo.size(), worst);
   EXPECT_NEAR(sum / loo.size(), want.mean_abs, 0.005);
   EXPECT_NEAR(worst, want.worst_abs, 0.005);
 }

@@ -1,4 +1,4 @@
-# predicted: step 52.767 s, 79488 tokens/s (1242 per GPU), MFU 60.4%, 85.2 GB per GPU, 145.6 days to train (223654 GPU-hours)
+# predicted: step 53.023 s, 79103 tokens/s (1236 per GPU), MFU 60.1%, 85.2 GB per GPU, 146.3 days to train (224741 GPU-hours)
 # add your data and tokenizer arguments; the estimate used llama-3.1-70b's vocabulary of 128256
 torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
   --master-addr="${MASTER_ADDR:-localhost}" --master-port="${MASTER_PORT:-29500}" \
