@@ -91,6 +91,10 @@ inline constexpr const char* kPpLayoutHelp =
 inline constexpr const char* kMtpLayersHelp =
     "--mode train: multi-token-prediction modules trained with the model (Megatron-Core --mtp-num-layers; "
     "DeepSeek-V3: 1), on the last pipeline stage or where --pp-layout puts them";
+// fit and perf train: Megatron-Core's activation_func_fp8_input_store.
+inline constexpr const char* kSwigluFp8InputHelp =
+    "Keep the gated MLP's SwiGLU input (2f per token) in FP8 for the backward pass (Megatron-Core "
+    "activation_func_fp8_input_store)";
 inline constexpr const char* kHostMemoryHelp =
     "Host memory per GPU for CPU-offloaded activations (e.g. 240GB); default: the catalog's where the CPU comes "
     "with the GPU (GB200, see `suanli gpus gb200`), else unchecked";

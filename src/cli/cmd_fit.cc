@@ -173,9 +173,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
   sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
-  sub->add_flag("--activation-func-fp8-input-store", f->swiglu_fp8,
-                "Keep the gated MLP's SwiGLU input (2f per token) in FP8 for the backward pass (Megatron-Core "
-                "activation_func_fp8_input_store)");
+  sub->add_flag("--activation-func-fp8-input-store", f->swiglu_fp8, kSwigluFp8InputHelp);
   sub->add_flag("--no-master-weights", f->no_master, "No FP32 master copy (pure 16-bit training; = --master-dtype none)");
   AddOptimizerPrecisionOptions(sub, &f->master_dtype, &f->moments_dtype);
   sub->add_flag("--no-flash-attention", f->no_flash, "Store attention scores (s^2 term)");

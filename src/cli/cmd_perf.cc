@@ -171,9 +171,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--weights", f->weights,
                     "With --mode lora: the frozen base weights' format, bf16 (default), fp16 or fp8 (Transformer "
                     "Engine's fp8_model_init, NeMo fp8_params; needs --dtype fp8)");
-  train->add_flag("--activation-func-fp8-input-store", f->swiglu_fp8,
-                  "Keep the gated MLP's SwiGLU input (2f per token) in FP8 for the backward pass (Megatron-Core "
-                  "activation_func_fp8_input_store)");
+  train->add_flag("--activation-func-fp8-input-store", f->swiglu_fp8, kSwigluFp8InputHelp);
   train->add_option("--lora-targets", f->lora_targets,
                     "With --mode lora: adapted matrices, q k v o gate up down, or all (default: q k v o)");
   train->add_option("--packed-doc-tokens", f->packed_doc_tokens,
