@@ -158,7 +158,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 211);
+  EXPECT_EQ(n_dense, 213);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -191,10 +191,10 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // MLPerf v5.1 LLaMA-3.1 8B rows (72 and 512 GB200s, +12% and +33% too fast) 8.84%; then the contention cost of
   // overlapped communication refitted on the training calibration rows to Lee et al.'s worst measured 0.40 (from
   // their mean 0.189), with the TP-overlap share re-derived from torchtitan's measurements (0.48 -> 0.65): 7.79%
-  // (worst 27.6%). Ratcheted at that honest
+  // (worst 27.6%); with Oracle's two MLPerf GPT-3 rows (1,536 and 3,072 H100s on RoCE: -5% and -20%) 7.84%. Ratcheted at that honest
   // figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the ninth's block-recompute row,
   // 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0780);
+  EXPECT_LE(mean_dense, 0.0785);
   EXPECT_LE(worst_dense, 0.286);  // 27.6% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
