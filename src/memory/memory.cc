@@ -517,11 +517,20 @@ double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool 
   return (1 - moe_share) * a.dense + moe_share * a.moe;
 }
 
+namespace {
+bool IsAllLoraTarget(const std::string& n) { return n == "all" || n == "all-linear"; }
+// The matrices a LoRA target list adapts: q k v o when none are given, every one for "all" (as given otherwise;
+// LoraTargetShapes checks the names).
+std::vector<std::string> LoraTargetNames(const std::vector<std::string>& targets) {
+  if (targets.empty()) return {"q", "k", "v", "o"};
+  if (std::any_of(targets.begin(), targets.end(), IsAllLoraTarget)) return {"q", "k", "v", "o", "gate", "up", "down"};
+  return targets;
+}
+}  // namespace
+
 SavedForBackward LoraSavedForBackward(const std::vector<std::string>& targets) {
-  const std::vector<std::string> names = targets.empty() ? std::vector<std::string>{"q", "k", "v", "o"} : targets;
-  const auto has = [&](std::string_view n) {
-    return std::any_of(names.begin(), names.end(), [&](const std::string& x) { return x == n || x == "all" || x == "all-linear"; });
-  };
+  const std::vector<std::string> names = LoraTargetNames(targets);
+  const auto has = [&](std::string_view n) { return std::find(names.begin(), names.end(), n) != names.end(); };
   SavedForBackward k;
   k.attention_in = has("q") || has("k") || has("v");
   k.o_in = has("o");
@@ -844,12 +853,9 @@ Result<std::vector<std::pair<double, double>>> LoraTargetShapes(const ModelSpec&
                          : double(m.heads) * m.head_dim;
   const double kv = m.mla ? double(m.mla->kv_lora_rank) : double(m.kv_heads) * m.head_dim;
   const double ffn = static_cast<double>(m.ffn);
-  std::vector<std::string> names = targets;
-  if (names.empty()) names = {"q", "k", "v", "o"};
-  const bool all = std::any_of(names.begin(), names.end(), [](const std::string& n) { return n == "all" || n == "all-linear"; });
-  if (all && names.size() > 1)
+  if (targets.size() > 1 && std::any_of(targets.begin(), targets.end(), IsAllLoraTarget))
     return InvalidArgument("LoRA target 'all' stands alone: it already adapts q, k, v, o, gate, up and down");
-  if (all) names = {"q", "k", "v", "o", "gate", "up", "down"};
+  const std::vector<std::string> names = LoraTargetNames(targets);
   std::vector<std::pair<double, double>> shapes;
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];

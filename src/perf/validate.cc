@@ -290,7 +290,9 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   // activation_func_fp8_input_store.
   if (auto w = t["weights"].value<std::string>()) {
     if (c.fit.mode != Mode::kLora) return ParseError("weights (the frozen base weights' format) needs mode = \"lora\"");
-    SUANLI_ASSIGN_OR_RETURN(c.fit.weights, ParseWeightFormat(*w));
+    auto wf = ParseWeightFormat(*w);
+    if (!wf.ok()) return ParseError("weights: " + std::string(wf.status().message()));
+    c.fit.weights = *wf;
   }
   c.fit.swiglu_input_fp8 = t["activation_fp8_input"].value_or(false);
   c.packed_doc_tokens = t["packed_doc_tokens"].value_or(int64_t{0});
