@@ -25,6 +25,7 @@ namespace suanli {
 struct Efficiency {
   double gemm = 0.75;          // best-shape dense GEMM / dense peak (16-bit)
   double gemm_fp8 = 0;         // FP8 GEMM / FP8 peak; 0 = use `gemm`
+  double gemm_fp4 = 0;         // NVFP4 GEMM / FP4 peak; 0 = use `gemm_fp8` (or `gemm`)
   double memory = 0.85;        // triad bandwidth / datasheet bandwidth
   double attention = 0.45;     // FlashAttention kernel / dense 16-bit peak
   double link = 0.75;          // NCCL ring bus bandwidth / GPU link bandwidth per direction (every collective)
@@ -496,6 +497,11 @@ struct InferConfig {
   // decode step. 0 = none.
   double request_overhead_s = 0;
   double step_overhead_s = 0;
+  // Serve as many sequences at once as fit (fit.batch is ignored): each with its KV cache for the whole context,
+  // as a scheduler that never evicts reserves it, at most batch_cap (the engine's max batch size; 0 = none).
+  // Continuous batching at full load keeps about this many in flight (docs/methodology.md §9.3).
+  bool batch_max = false;
+  int64_t batch_cap = 0;
 };
 
 struct InferResult {
@@ -505,6 +511,8 @@ struct InferResult {
   double e2e_latency_s = 0;            // ttft + (output_len - 1) x tpot: the prefill emits the first token
   double output_tokens_per_s_per_gpu = 0;
   int64_t max_batch = 0;               // at input + output context
+  int64_t batch = 0;                   // the batch evaluated: the given one, or the chosen one with batch_max
+  std::string batch_limit;             // with batch_max: "memory" (the largest that fits) or "cap"
   bool fits = true;
   double per_gpu_peak_bytes = 0;
   std::string prefill_bound, decode_bound;
@@ -538,13 +546,17 @@ namespace evidence {
 inline constexpr ValidationEvidence kEagerFsdpFoundryH100{50, -0.022, -0.164, 0.262};
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
 inline constexpr ValidationEvidence kMoeServingTtft{8, -0.137, -0.628, 0.515};
-inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.273, -0.467, 1.481};
+inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.272, -0.467, 1.476};
 // Small-batch 16-bit and weight-only decode on H100/H200 in stacks other than TensorRT-LLM: torchao's batch-1
 // generate.py (torch.compile) on H100 and vLLM's batch-8 latency benchmark on H200, all held out. Signed on the
 // time: measured time per token / predicted - 1 (> 0: the model was optimistic).
 inline constexpr ValidationEvidence kHopperSmallBatchDecode{6, 0.138, 0.082, 0.182};
 // TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency).
 inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.178, -0.234, -0.084};
+// TensorRT-LLM 1.0's maximum throughput (trtllm-bench, in-flight batching, every request queued at once) with NVFP4
+// weights and activations on B200 and GB200 (Llama 3.3 70B TP1, Llama 3.1 405B TP4; 40 held-out runs at the most
+// sequences that fit): signed on the rate (> 0: the model was faster than measured).
+inline constexpr ValidationEvidence kBlackwellNvfp4MaxThroughput{40, 0.180, 0.016, 0.384};
 // TensorRT-LLM v0.9 on one GPU, dense 6-7B models (LLaMA-2 7B, Mistral 7B, GPT-J 6B) at 128-token prompts on
 // A100, H100, H200 and L40S: measured minus predicted time to first token. About the same on GPUs whose
 // bandwidths differ 5.5x, so a cost per request the model does not have rather than a rate it gets wrong.
@@ -635,7 +647,11 @@ inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h20
 inline constexpr ErrorBand kTrainingError{"training", 300, 0.0734, 0.1568, 0.3083, kTrainingGpus, 188, 0.0347};
 inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0687, 0.1212, 0.3666, kDecodeGpus, 17, 0.0092};
 inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1128, 0.2241, 0.3803, kServingGpus, 31, 0.0604};
-inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0727, 0.1641, 0.2805, kServingGpus, 59, 0.0346};
+inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0722, 0.1554, 0.2805, kServingGpus, 59, 0.0340};
+// Continuous batching at full load (InferConfig::batch_max): TensorRT-LLM 1.0's trtllm-bench maximum throughput.
+inline constexpr const char* kMaxThroughputGpus[] = {"b200", "gb200", "h100-sxm", "h200-sxm"};
+inline constexpr ErrorBand kMaxThroughputError{"max_throughput", 100, 0.1204, 0.2372, 0.3837, kMaxThroughputGpus,
+                                               68, 0.0691};
 }  // namespace evidence
 
 // Model FLOPs per token (forward + backward = 3x forward) under a convention, for sequence s.

@@ -1,6 +1,7 @@
 // `suanli perf train` and `suanli perf infer`: how fast, how long, how much.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <iostream>
 
 #include "cli/cli.h"
@@ -33,12 +34,23 @@ struct PerfFlags {
   double tokens = 0, price = 0, moe_imbalance = 1.1, serve_moe_imbalance = 1.0;
   double request_overhead_ms = 0, step_overhead_ms = 0;
   // infer
-  int64_t batch = 1, input_len = 512, output_len = 128;
+  std::string batch = "1";
+  int64_t max_batch = 0, input_len = 512, output_len = 128;
   std::string weights = "bf16", kv_dtype = "bf16";
   bool quantize_head = false;
   std::string calibration;
 };
 
+
+// --batch: a count of sequences, or "max" (handled by the caller).
+Result<int64_t> ParseBatchCount(const std::string& text) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || p != end || v < 1)
+    return InvalidArgument(fmt::format("--batch must be a positive number of sequences or max, got '{}'", text));
+  return v;
+}
 
 json OpsJson(const std::vector<OpCost>& ops, const RidgePoint& ridge) {
   json a = json::array();
@@ -191,10 +203,15 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--moe-imbalance", f->serve_moe_imbalance,
                     "MoE with --ep: busiest GPU's token-expert pairs / mean, at least uniform routing's (1 = uniform)")
       ->capture_default_str();
-  infer->add_option("--batch,-b", f->batch, "Concurrent sequences (static batch)")->capture_default_str();
+  infer->add_option("--batch,-b", f->batch,
+                    "Concurrent sequences (static batch), or max: as many as fit with the KV cache for every "
+                    "sequence's whole context (continuous batching at full load)")
+      ->capture_default_str();
+  infer->add_option("--max-batch", f->max_batch,
+                    "With --batch max: the engine's batch limit (TensorRT-LLM max_batch_size, vLLM max_num_seqs)");
   infer->add_option("--input-len", f->input_len, "Prompt tokens")->capture_default_str();
   infer->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
-  infer->add_option("--weights", f->weights, "bf16 fp16 fp8 int8 int4 nf4 q4_k_m ...")->capture_default_str();
+  infer->add_option("--weights", f->weights, "bf16 fp16 fp8 nvfp4 (Blackwell) int8 int4 nf4 q4_k_m ...")->capture_default_str();
   infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
   infer->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
@@ -568,7 +585,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     auto wf = ParseWeightFormat(f->weights);
     if (!wf.ok()) return PrintError(wf.status());
     cfg.fit.weights = *wf;
-    if (wf->id == "fp8") cfg.compute = Precision::kFp8;
+    cfg.compute = ServingComputePrecision(*wf);
     cfg.fit.quantize_head = f->quantize_head;
     auto kv = ParseKvDtype(f->kv_dtype);
     if (!kv.ok()) return PrintError(kv.status());
@@ -576,7 +593,16 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     auto da = ParseDecodeAttention(f->decode_attention);
     if (!da.ok()) return PrintError(da.status());
     cfg.decode_attention = *da;
-    cfg.fit.batch = f->batch;
+    if (ToLower(f->batch) == "max") {
+      cfg.batch_max = true;
+      cfg.batch_cap = f->max_batch;
+    } else {
+      auto b = ParseBatchCount(f->batch);
+      if (!b.ok()) return PrintError(b.status());
+      if (f->max_batch != 0)
+        return PrintError(InvalidArgument("--max-batch caps --batch max; with a fixed --batch leave it out"));
+      cfg.fit.batch = *b;
+    }
     cfg.fit.par.tp = f->tp;
     cfg.fit.par.pp = f->pp;
     cfg.fit.par.ep = f->ep;
@@ -605,7 +631,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       j["weights"] = cfg.fit.weights.id;
       j["quantize_head"] = cfg.fit.quantize_head;
       j["decode_attention"] = DecodeAttentionName(cfg.decode_attention);
-      j["batch"] = f->batch;
+      j["batch"] = r->batch;
+      if (cfg.batch_max) j["batch_limited_by"] = r->batch_limit;
       j["fits"] = r->fits;
       j["ttft_s"] = r->ttft_s;
       j["tpot_s"] = r->tpot_s;
@@ -632,7 +659,12 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         f->ep > 1 ? fmt::format(" EP={} ETP={}", f->ep, ExpertTpFor(cfg.fit.par, Mode::kInfer)) : "";
     std::cout << fmt::format(
         "{} on {} x {} (TP={} PP={}{}), weights {}, batch {}, {} in / {} out tokens, decode attention {}\n\n",
-        model->id, f->tp * f->pp, (*gpu)->id, f->tp, f->pp, experts, cfg.fit.weights.id, f->batch, f->input_len,
+        model->id, f->tp * f->pp, (*gpu)->id, f->tp, f->pp, experts, cfg.fit.weights.id,
+        cfg.batch_max ? fmt::format("{} (the most that fit{})", r->batch,
+                                    r->batch_limit == "cap" ? fmt::format(", capped at --max-batch {}", cfg.batch_cap)
+                                                            : "")
+                      : std::to_string(r->batch),
+        f->input_len,
         f->output_len, DecodeAttentionName(cfg.decode_attention));
     if (!r->fits) std::cout << "DOES NOT FIT: " << FormatBytes(r->per_gpu_peak_bytes) << " per GPU needed\n\n";
     Table t({"", "value"});
@@ -647,7 +679,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     if (r->ttft_error.cases) bands.push_back(BandWords("TTFT", r->ttft_error, "dense-model runs", **gpu));
     if (r->decode_error.cases) bands.push_back(BandWords("decode tokens/s at batch 1", r->decode_error, "runs", **gpu));
     if (r->throughput_error.cases)
-      bands.push_back(BandWords("static-batch output tokens/s", r->throughput_error, "dense-model runs", **gpu));
+      bands.push_back(BandWords(std::string_view(r->throughput_error.group) == "max_throughput"
+                                    ? "output tokens/s at full load (TensorRT-LLM 1.0, in-flight batching)"
+                                    : "static-batch output tokens/s",
+                                r->throughput_error, "dense-model runs", **gpu));
     if (!bands.empty()) {
       std::cout << "validated against published runs (docs/validation.md):\n";
       for (const auto& b : bands) std::cout << "  " << b << "\n";

@@ -32,6 +32,10 @@ constexpr FormatDef kFormats[] = {
     {"bf16", 16, true, "2 bytes per weight"},
     {"fp16", 16, true, "2 bytes per weight"},
     {"fp8", 8, false, "1 byte per weight (E4M3), per-tensor scale; embeddings and head kept 16-bit"},
+    {"nvfp4", 4.0 + 8.0 / 16, false,
+     "NVFP4: 4-bit E2M1 with an E4M3 scale per 16 weights (and one FP32 scale per tensor) = 4.5 bits; activations "
+     "quantised to NVFP4 too, GEMMs on FP4 tensor cores (Blackwell); embeddings and head kept 16-bit (NVIDIA "
+     "ModelOpt's checkpoints)"},
     {"int8", 8.0, false, "LLM.int8()/weight-only int8, per-channel scales (negligible); embeddings 16-bit"},
     {"int4", 4.0 + 20.0 / 128, false,
      "GPTQ/AWQ 4-bit, group 128: fp16 scale + 4-bit zero per group = 4.16 bits; embeddings 16-bit"},
@@ -230,6 +234,12 @@ Result<WeightFormat> ParseWeightFormat(std::string_view id) {
   for (const auto& f : kFormats) list += (list.empty() ? "" : ", ") + std::string(f.id);
   return InvalidArgument(
       fmt::format("unknown weight format '{}' (valid: {}){}", id, list, DidYouMean(id, WeightFormatIds())));
+}
+
+Precision ServingComputePrecision(const WeightFormat& wf) {
+  if (wf.id == "fp8") return Precision::kFp8;
+  if (wf.id == "nvfp4") return Precision::kFp4;
+  return Precision::kBf16;
 }
 
 Result<double> ParseKvDtype(std::string_view id) {

@@ -31,17 +31,20 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   const int t = cfg.fit.par.tp;
   const double T = batch * new_tokens;
   const double h = double(m.hidden);
-  const bool fp8 = cfg.compute == Precision::kFp8;
-  const double peak = PeakFor(gpu, fp8 ? Precision::kFp8 : Precision::kBf16);
-  const double gemm_eff = fp8 && eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
+  // FP8 and NVFP4 quantise weights and activations and run the GEMMs at that precision's peak; every other
+  // format computes in 16 bits (weight-only formats dequantise first).
+  const bool low = cfg.compute == Precision::kFp8 || cfg.compute == Precision::kFp4;
+  const Precision prec = low ? cfg.compute : Precision::kBf16;
+  const double peak = PeakFor(gpu, prec);
+  const double gemm_eff = perf_detail::GemmEfficiencyFor(eff, prec);
   const WeightFormat& wf = cfg.fit.weights;
-  const double wbytes = fp8 ? 1.0 : wf.bits_per_weight / 8;  // bytes per weight as stored
+  const double wbytes = prec == Precision::kFp8 ? 1.0 : wf.bits_per_weight / 8;  // bytes per weight as stored
   const double bw = gpu.memory_bandwidth_bytes_per_s.value * eff.memory;
   const ParamCounts pc = CountParams(m);
   Pass p;
   // Weight-only quantisation dequantises on the FP32 pipes once per weight per pass.
   double dq_ops = 0;
-  if (!fp8 && wf.bits_per_weight < 16) {
+  if (!low && wf.bits_per_weight < 16) {
     if (wf.id == "int8") dq_ops = eff.dequant_ops_int8;
     else if (wf.id == "nf4" || wf.id == "nf4-nodq") dq_ops = eff.dequant_ops_nf4;
     else if (wf.id.rfind("q", 0) == 0) dq_ops = eff.dequant_ops_gguf;
@@ -50,7 +53,8 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   const double fp32_peak = gpu.PeakFlops(Precision::kFp32).value_or(peak / 16);
   const int layers = static_cast<int>(std::ceil(double(m.layers) / cfg.fit.par.pp));
   const perf_detail::LayerShape sh = perf_detail::Shape(m);
-  const double act_bytes = fp8 ? 1.0 : 2.0;
+  // GEMM inputs: 1 B in FP8; in NVFP4 the activations are quantised like the weights (4 bits and a scale per 16).
+  const double act_bytes = prec == Precision::kFp8 ? 1.0 : prec == Precision::kFp4 ? wbytes : 2.0;
   auto gemm = [&](const char* name, double M, double N, double K, double batch_n, double layer_frac) {
     const GemmTime g = EstimateGemm(M, N, K, batch_n, act_bytes, peak, gemm_eff, gpu, eff, wbytes);
     p.ops.push_back(OpCost{name, decode ? "decode" : "prefill", g.flops, g.bytes, g.time_s, layer_frac, g.bound});
@@ -161,7 +165,10 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
     const double flops = 2 * batch * head_params;
     const bool quantized = wf.quantizes_embeddings || (cfg.fit.quantize_head && !m.tie_embeddings);
     const double bytes = head_params * (quantized ? wbytes : 2);
-    const double tc = flops / (peak * gemm_eff), tm = bytes / bw;
+    // The head computes at the precision it is stored in: 16-bit unless quantised with the layers.
+    const Precision head_prec = quantized ? prec : Precision::kBf16;
+    const double tc = flops / (PeakFor(gpu, head_prec) * perf_detail::GemmEfficiencyFor(eff, head_prec));
+    const double tm = bytes / bw;
     // A weight-only quantised head is dequantised like the layers' weights (once per weight per pass).
     const double dq = quantized && dq_ops > 0 ? head_params * dq_ops / (fp32_peak * 0.8) : 0.0;
     const double time = std::max(tc, tm) + dq + 2 * eff.kernel_launch_s;
@@ -223,13 +230,43 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     if (!cl.gpu->Supports(Precision::kFp8))
       return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Ada, Hopper or newer)", cl.gpu->id));
     cfg.fit.weights = *ParseWeightFormat("fp8");
+  } else if (cfg.compute == Precision::kFp4) {
+    if (!cl.gpu->Supports(Precision::kFp4))
+      return InvalidArgument(fmt::format(
+          "{} has no FP4 tensor cores: NVFP4 weights and activations need Blackwell (b200, gb200, rtx-5090); on "
+          "this GPU use fp8 (Ada, Hopper) or a weight-only 4-bit format (int4, awq, gptq)",
+          cl.gpu->id));
+    cfg.fit.weights = *ParseWeightFormat("nvfp4");
+  } else if (cfg.compute != Precision::kBf16 && cfg.compute != Precision::kFp16) {
+    return InvalidArgument("inference computes in bf16, fp16, fp8 or fp4 (NVFP4)");
   }
+  if (cfg.batch_cap < 0)
+    return InvalidArgument(fmt::format("the batch cap must be positive (0 = none), got {}", cfg.batch_cap));
+  if (cfg.batch_cap > 0 && !cfg.batch_max)
+    return InvalidArgument("a batch cap applies to the largest batch that fits (batch 'max') only");
+  if (cfg.batch_max) cfg.fit.batch = 1;  // the memory model's first estimate; the batch is chosen below
   auto mem = EstimateMemory(m, cfg.fit);
   if (!mem.ok()) return mem.status();
   InferResult r;
   r.per_gpu_peak_bytes = mem->per_gpu_peak_bytes;
   r.fits = CheckFit(*mem, *cl.gpu).fits;
   r.max_batch = MaxBatchThatFits(m, cfg.fit, *cl.gpu);
+  if (cfg.batch_max) {
+    // The most sequences that can be in flight: every one with its KV cache for the whole context (input +
+    // output), the reservation of a scheduler that never evicts (TensorRT-LLM's GUARANTEED_NO_EVICT), capped
+    // by the engine's batch limit where one is given.
+    if (r.max_batch < 1)
+      return InvalidArgument(fmt::format("{} does not fit on {} x {} even at batch 1 (peak {} per GPU)", m.id,
+                                         cfg.fit.par.tp * cfg.fit.par.pp, cl.gpu->id,
+                                         FormatBytes(mem->per_gpu_peak_bytes)));
+    cfg.fit.batch = cfg.batch_cap > 0 ? std::min(r.max_batch, cfg.batch_cap) : r.max_batch;
+    r.batch_limit = cfg.batch_cap > 0 && cfg.batch_cap < r.max_batch ? "cap" : "memory";
+    mem = EstimateMemory(m, cfg.fit);
+    if (!mem.ok()) return mem.status();
+    r.per_gpu_peak_bytes = mem->per_gpu_peak_bytes;
+    r.fits = CheckFit(*mem, *cl.gpu).fits;
+  }
+  r.batch = cfg.fit.batch;
   double issue_rate = 0;
   if (cfg.decode_attention == DecodeAttention::kPerHead) {
     auto rate = InstructionIssueRate(*cl.gpu);
@@ -262,15 +299,38 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.decode_bound = decode.compute_time >= decode.memory_time ? "compute" : "memory";
   // Validation bands (docs/validation.md §3): MoE serving has its own evidence in a note instead; the decode
   // group is batch-1 decode, the throughput group static batches of 16 and more.
+  // With batch_max the run stands for continuous batching at full load: its band is that group's, and the TTFT
+  // (the whole batch's prefill) has none.
   if (!m.moe) {
-    r.ttft_error = evidence::kTtftDenseError;
-    if (cfg.fit.batch > 1) r.throughput_error = evidence::kThroughputDenseError;
+    if (cfg.batch_max) {
+      r.throughput_error = evidence::kMaxThroughputError;
+    } else {
+      r.ttft_error = evidence::kTtftDenseError;
+      if (cfg.fit.batch > 1) r.throughput_error = evidence::kThroughputDenseError;
+    }
   }
   if (cfg.fit.batch == 1 && cfg.fit.par.ep == 1) r.decode_error = evidence::kDecodeError;  // no EP runs in it
   r.prefill_ops = prefill.ops;
   r.decode_ops = decode.ops;
   if (!r.fits) r.notes.push_back(fmt::format("does not fit: peak {} per GPU", FormatBytes(r.per_gpu_peak_bytes)));
   r.notes.push_back("TTFT = prefill of the whole batch; TPOT = one decode step at context input + output/2");
+  if (cfg.batch_max)
+    r.notes.push_back(fmt::format(
+        "batch {}: the most sequences whose KV cache for the whole context ({} tokens) fits{}, as a scheduler that "
+        "never evicts reserves it; under continuous batching at full load about this many are in flight, and the "
+        "throughput is that of prefilling and decoding them (a request's own TTFT there includes queueing, which "
+        "this does not model)",
+        r.batch, cfg.fit.seq,
+        r.batch_limit == "cap" ? fmt::format(" ({} would fit; capped at {})", r.max_batch, cfg.batch_cap) : ""));
+  if (cfg.compute == Precision::kFp4) {
+    const auto& e = evidence::kBlackwellNvfp4MaxThroughput;
+    r.notes.push_back(fmt::format(
+        "uncertain: NVFP4 GEMMs run at the rate cuBLAS reached on large square shapes on a B200 (GB200's is derived "
+        "from its FP8 rate); against TensorRT-LLM 1.0's maximum throughput with NVFP4 on B200 and GB200 this model "
+        "was {:.0f}% to {:.0f}% too fast (mean {:.0f}%, {} runs), and against cuBLAS MXFP4 GEMMs of 128 to 4,096 "
+        "rows 16% to 66% too fast (docs/validation.md section 5): expect it to be optimistic",
+        100 * e.lo, 100 * e.hi, 100 * e.mean, e.cases));
+  }
   if (auto beyond = ContextBeyondModelNote(m, cfg.fit.seq)) r.notes.push_back(std::move(*beyond));
   // Where held-out serving runs disagreed with the model (docs/validation.md section 5), say so.
   const bool hopper = cl.gpu->architecture == "hopper";

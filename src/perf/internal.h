@@ -170,6 +170,14 @@ inline double PeakFor(const GpuSpec& g, Precision p) {
   return 0;
 }
 
+// The achievable fraction of `PeakFor(g, p)` for a large GEMM: the precision's own measurement where the
+// efficiency table has one, else the next wider precision's (FP4 -> FP8 -> 16-bit).
+inline double GemmEfficiencyFor(const Efficiency& e, Precision p) {
+  if (p == Precision::kFp4 && e.gemm_fp4 > 0) return e.gemm_fp4;
+  if ((p == Precision::kFp4 || p == Precision::kFp8) && e.gemm_fp8 > 0) return e.gemm_fp8;
+  return e.gemm;
+}
+
 // What an FP8 recipe adds to the cast-transpose of every GEMM input (forward) and output gradient (backward),
 // which every recipe pays (kFp8CastBytesPerElement per element, one kernel per cast). Transformer Engine's
 // Float8CurrentScalingQuantizer::quantize_impl (transformer_engine/pytorch/csrc/quantizer.cpp) computes the

@@ -278,6 +278,7 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     };
     SUANLI_RETURN_IF_ERROR(frac("gemm", &e.gemm, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("gemm_fp8", &e.gemm_fp8, 0.05, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("gemm_fp4", &e.gemm_fp4, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("memory", &e.memory, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("attention", &e.attention, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("link", &e.link, 0.05, 1.0,
@@ -601,10 +602,12 @@ RidgePoint RidgePointFor(const GpuSpec& gpu, const Efficiency& eff, Precision ge
   RidgePoint r;
   const double bw = gpu.memory_bandwidth_bytes_per_s.value;
   if (bw <= 0) return r;
-  const bool fp8 = gemm_precision == Precision::kFp8 && gpu.PeakFlops(Precision::kFp8).value_or(0) > 0;
-  const double peak = perf_detail::PeakFor(gpu, fp8 ? Precision::kFp8 : Precision::kBf16);
-  const double gemm = fp8 && eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
-  r.precision = fp8 ? "FP8" : "16-bit";
+  const bool low = (gemm_precision == Precision::kFp8 || gemm_precision == Precision::kFp4) &&
+                   gpu.PeakFlops(gemm_precision).value_or(0) > 0;
+  const Precision p = low ? gemm_precision : Precision::kBf16;
+  const double peak = perf_detail::PeakFor(gpu, p);
+  const double gemm = perf_detail::GemmEfficiencyFor(eff, p);
+  r.precision = p == Precision::kFp4 ? "FP4" : p == Precision::kFp8 ? "FP8" : "16-bit";
   r.achievable_flops_per_byte = peak * gemm / (bw * eff.memory);
   r.datasheet_flops_per_byte = peak / bw;
   return r;
@@ -1395,7 +1398,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
           "--recompute-modules {} with FP8 needs --fp8-recipe current or mxfp8: Megatron-Core refuses moe_act and "
           "layernorm recompute under delayed scaling",
           RecomputeModulesList(cfg.fit.recompute_modules)));
-    gemm_eff = eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
+    gemm_eff = perf_detail::GemmEfficiencyFor(eff, Precision::kFp8);
     elem = 1;
   }
   if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu.id, PrecisionKey(cfg.dtype)));

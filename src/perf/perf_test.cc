@@ -2631,5 +2631,113 @@ TEST_F(Perf, TpOverlapShareReproducesTorchtitansAsyncTpSpeedups) {
   EXPECT_NEAR(sum_model / sum_measured, 1.0, 0.01);
 }
 
+// NVFP4 serving (W4A4 on FP4 tensor cores): weights and activations at 4.5 bits (4-bit E2M1 plus an E4M3 scale per
+// 16), GEMMs at the FP4 peak times gemm_fp4; the head, kept 16-bit, at the 16-bit rate. Refused where there are no FP4
+// tensor cores, with the formats that would work instead.
+TEST_F(Perf, Nvfp4ServingRunsItsGemmsOnFp4TensorCores) {
+  const auto nvfp4 = ParseWeightFormat("nvfp4");
+  ASSERT_TRUE(nvfp4.ok());
+  EXPECT_DOUBLE_EQ(nvfp4->bits_per_weight, 4.5);
+  EXPECT_FALSE(nvfp4->quantizes_embeddings);
+  EXPECT_EQ(ServingComputePrecision(*nvfp4), Precision::kFp4);
+  EXPECT_EQ(ServingComputePrecision(*ParseWeightFormat("fp8")), Precision::kFp8);
+  EXPECT_EQ(ServingComputePrecision(*ParseWeightFormat("int4")), Precision::kBf16);  // weight-only: dequantised
+
+  const ModelSpec m = M("llama-3.1-70b");
+  const GpuSpec& b200 = G("b200");
+  const Efficiency e = E(b200);
+  EXPECT_NEAR(e.gemm_fp4, 0.604, 1e-9);  // data/efficiency.toml, pytorch/ao's cuBLAS NVFP4 on a B200
+  InferConfig c;
+  c.fit.weights = *nvfp4;
+  c.compute = Precision::kFp4;
+  c.fit.batch = 8;
+  c.input_len = 2048;
+  c.output_len = 16;
+  auto r = EstimateInference(m, C(b200), c, e);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // The MLP's down projection of the prefill, one layer: 8 x 2048 rows, 8192 out, 28672 in, both operands NVFP4.
+  const OpCost* down = FindOp(r->prefill_ops, "mlp down");
+  ASSERT_NE(down, nullptr);
+  const GemmTime want = EstimateGemm(8 * 2048, 8192, 28672, 1, 4.5 / 8, *b200.PeakFlops(Precision::kFp4), 0.604,
+                                     b200, e, 4.5 / 8);
+  EXPECT_NEAR(down->time_s, want.time_s, 1e-12);
+  EXPECT_NEAR(down->bytes, want.bytes, 1);
+  // The same run in FP8 is slower in the prefill (half the tensor rate) and reads twice the weight bytes per decode.
+  InferConfig f8 = c;
+  f8.fit.weights = *ParseWeightFormat("fp8");
+  f8.compute = Precision::kFp8;
+  auto r8 = EstimateInference(m, C(b200), f8, e);
+  ASSERT_TRUE(r8.ok());
+  EXPECT_LT(r->ttft_s, 0.75 * r8->ttft_s);
+  EXPECT_LT(r->tpot_s, r8->tpot_s);
+  // The head stays 16-bit: its prefill row is priced at the BF16 rate (one token per sequence: memory-bound here, so
+  // its bytes are the 16-bit ones).
+  const OpCost* head = FindOp(r->prefill_ops, "output head");
+  ASSERT_NE(head, nullptr);
+  EXPECT_NEAR(head->bytes, 128256.0 * 8192 * 2, 1e6);
+  EXPECT_TRUE(std::any_of(r->notes.begin(), r->notes.end(),
+                          [](const std::string& n) { return n.find("NVFP4 GEMMs run at") != std::string::npos; }));
+
+  const GpuSpec& h100 = G("h100-sxm");
+  auto refused = EstimateInference(m, C(h100), c, E(h100));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("no FP4 tensor cores"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("fp8"), std::string::npos);
+}
+
+// --batch max: the largest batch whose whole-context KV cache fits (what a no-evict scheduler admits), optionally
+// capped; the estimate is exactly a fixed-batch estimate at that batch, and the result says which limit applied.
+TEST_F(Perf, BatchMaxServesTheLargestBatchThatFitsUpToTheCap) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.compute = Precision::kFp8;
+  c.fit.kv_bytes_per_elem = 1;
+  c.input_len = 1000;
+  c.output_len = 1000;
+  c.batch_max = true;
+  auto r = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->batch, r->max_batch);
+  EXPECT_EQ(r->batch_limit, "memory");
+  EXPECT_TRUE(r->fits);
+  EXPECT_GT(r->batch, 100);
+  // One more sequence would not fit: the fixed-batch estimate at batch + 1 says so.
+  InferConfig fixed = c;
+  fixed.batch_max = false;
+  fixed.fit.batch = r->batch + 1;
+  auto over = EstimateInference(m, C(g), fixed, E(g));
+  ASSERT_TRUE(over.ok());
+  EXPECT_FALSE(over->fits);
+  fixed.fit.batch = r->batch;
+  auto same = EstimateInference(m, C(g), fixed, E(g));
+  ASSERT_TRUE(same.ok());
+  EXPECT_DOUBLE_EQ(same->output_tokens_per_s_per_gpu, r->output_tokens_per_s_per_gpu);
+  EXPECT_DOUBLE_EQ(same->tpot_s, r->tpot_s);
+  // Its band is the full-load group's, and the TTFT (the whole batch's prefill) carries none.
+  EXPECT_STREQ(r->throughput_error.group, "max_throughput");
+  EXPECT_EQ(r->ttft_error.cases, 0);
+  EXPECT_EQ(same->throughput_error.cases, evidence::kThroughputDenseError.cases);
+
+  c.batch_cap = 64;
+  auto capped = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(capped.ok());
+  EXPECT_EQ(capped->batch, 64);
+  EXPECT_EQ(capped->batch_limit, "cap");
+  EXPECT_LT(capped->output_tokens_per_s_per_gpu, r->output_tokens_per_s_per_gpu);
+
+  InferConfig bad = fixed;
+  bad.batch_cap = 64;  // a cap without batch_max
+  EXPECT_FALSE(EstimateInference(m, C(g), bad, E(g)).ok());
+  InferConfig huge = c;
+  huge.batch_cap = 0;
+  huge.fit.weights = *ParseWeightFormat("bf16");
+  huge.compute = Precision::kBf16;
+  auto none = EstimateInference(M("llama-3.1-405b"), C(g), huge, E(g));  // 810 GB of weights on one 80 GB GPU
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("does not fit"), std::string::npos) << none.status().message();
+}
+
 }  // namespace
 }  // namespace suanli

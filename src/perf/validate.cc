@@ -10,6 +10,7 @@
 #include "core/toml_reader.h"
 #include "suanli/perf.h"
 #include "suanli/text.h"
+#include "perf/internal.h"
 
 namespace suanli {
 
@@ -91,6 +92,8 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"quantize_head", KeyType::kBool},
               {"kv_dtype", KeyType::kString},
               {"batch", KeyType::kInteger},
+              {"batch_max", KeyType::kBool},
+              {"batch_cap", KeyType::kInteger},
               {"input_len", KeyType::kInteger},
               {"output_len", KeyType::kInteger},
               {"decode_attention", KeyType::kString},
@@ -344,10 +347,15 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
   InferConfig c;
   SUANLI_ASSIGN_OR_RETURN(c.fit.weights, ParseWeightFormat(t["weights"].value_or(std::string("bf16"))));
-  if (c.fit.weights.id == "fp8") c.compute = Precision::kFp8;
+  c.compute = ServingComputePrecision(c.fit.weights);
   c.fit.quantize_head = t["quantize_head"].value_or(false);
   SUANLI_ASSIGN_OR_RETURN(c.fit.kv_bytes_per_elem, ParseKvDtype(t["kv_dtype"].value_or(std::string("bf16"))));
   SUANLI_ASSIGN_OR_RETURN(c.fit.par.tp, IntKey(t, "tp", 1));
+  // batch_max: as many sequences as fit (continuous batching at full load), at most batch_cap (the engine's limit).
+  c.batch_max = t["batch_max"].value_or(false);
+  c.batch_cap = t["batch_cap"].value_or(int64_t{0});
+  if (c.batch_max && t.contains("batch")) return ParseError("batch and batch_max are both set");
+  if (t.contains("batch_cap") && !c.batch_max) return ParseError("batch_cap needs batch_max = true");
   c.fit.batch = t["batch"].value_or(int64_t{1});
   c.input_len = t["input_len"].value_or(int64_t{128});
   c.output_len = t["output_len"].value_or(int64_t{128});
@@ -362,16 +370,21 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   c.request_overhead_s = t["request_overhead_ms"].value_or(0.0) * 1e-3;
   c.step_overhead_s = t["step_overhead_ms"].value_or(0.0) * 1e-3;
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, cl, c, eff));
-  *detail = fmt::format("TTFT {:.2f} ms ({}), TPOT {:.2f} ms ({}){}", r.ttft_s * 1e3, r.prefill_bound, r.tpot_s * 1e3,
-                        r.decode_bound, r.fits ? "" : ", DOES NOT FIT");
+  *detail = fmt::format("{}TTFT {:.2f} ms ({}), TPOT {:.2f} ms ({}){}",
+                        c.batch_max ? fmt::format("batch {} ({}), ", r.batch, r.batch_limit) : "", r.ttft_s * 1e3,
+                        r.prefill_bound, r.tpot_s * 1e3, r.decode_bound, r.fits ? "" : ", DOES NOT FIT");
   *fits = r.fits;
   const std::string metric = t["metric"].value_or(std::string());
   if (metric == "decode_tokens_per_s") return r.decode_tokens_per_s;
   if (metric == "ttft_s") return r.ttft_s;
   if (metric == "output_tokens_per_s_per_gpu") return r.output_tokens_per_s_per_gpu;
+  // The replica's output tokens/s over all its GPUs (what trtllm-bench reports as Total Output Throughput).
+  if (metric == "output_tokens_per_s")
+    return r.output_tokens_per_s_per_gpu * double(c.fit.par.tp) * double(c.fit.par.pp);
   if (metric == "e2e_latency_s") return r.e2e_latency_s;
   return ParseError("unknown inference metric '" + metric +
-                    "' (valid: decode_tokens_per_s, ttft_s, output_tokens_per_s_per_gpu, e2e_latency_s)");
+                    "' (valid: decode_tokens_per_s, ttft_s, output_tokens_per_s_per_gpu, output_tokens_per_s, "
+                    "e2e_latency_s)");
 }
 
 // One GEMM micro-benchmark (a published TFLOP/s at a stated M x N x K) against EstimateGemm, the shape model
@@ -383,12 +396,13 @@ Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, const E
   const std::string dtype = t["dtype"].value_or(std::string("bf16"));
   Precision p;
   if (dtype == "fp8") p = Precision::kFp8;
+  else if (dtype == "fp4") p = Precision::kFp4;
   else if (dtype == "bf16") p = Precision::kBf16;
   else if (dtype == "fp16") p = Precision::kFp16;
-  else return ParseError(fmt::format("dtype '{}' must be fp16, bf16 or fp8", dtype));
+  else return ParseError(fmt::format("dtype '{}' must be fp16, bf16, fp8 or fp4", dtype));
   const double peak = gpu->PeakFlops(p).value_or(0);
   if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu->id, dtype));
-  const double gemm_eff = p == Precision::kFp8 && eff.gemm_fp8 > 0 ? eff.gemm_fp8 : eff.gemm;
+  const double gemm_eff = perf_detail::GemmEfficiencyFor(eff, p);
   double dims[3];
   const char* names[3] = {"m", "n", "k"};
   for (int i = 0; i < 3; ++i) {
@@ -396,7 +410,9 @@ Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, const E
     if (!v || *v < 1) return ParseError(fmt::format("'{}' must be a positive integer", names[i]));
     dims[i] = double(*v);
   }
-  const GemmTime g = EstimateGemm(dims[0], dims[1], dims[2], 1, p == Precision::kFp8 ? 1 : 2, peak, gemm_eff, *gpu, eff);
+  // Element sizes: FP4 operands carry a scale per 16 elements (NVFP4), 4.5 bits.
+  const double elem = p == Precision::kFp4 ? 4.5 / 8 : p == Precision::kFp8 ? 1 : 2;
+  const GemmTime g = EstimateGemm(dims[0], dims[1], dims[2], 1, elem, peak, gemm_eff, *gpu, eff);
   *detail = fmt::format("{:.1f} us, utilisation {:.3f}, {}-bound", g.time_s * 1e6, g.utilisation, BoundName(g.bound));
   if (t["metric"].value_or(std::string()) != "tflops")
     return ParseError("unknown GEMM metric '" + t["metric"].value_or(std::string()) + "' (valid: tflops)");

@@ -51,12 +51,17 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
     return InvalidArgument("--rps and the latency objectives must not be negative");
   const ModelSpec& m = *t.model;
   WeightFormat wf = t.weights.id.empty() ? *ParseWeightFormat("bf16") : t.weights;
-  const bool fp8 = wf.id == "fp8";
+  const Precision compute = ServingComputePrecision(wf);
   std::vector<SelectRow> rows;
   for (const GpuSpec& g : hw.gpus()) {
     SelectRow row = NewRow(g);
-    if (fp8 && !g.Supports(Precision::kFp8)) {
+    if (compute == Precision::kFp8 && !g.Supports(Precision::kFp8)) {
       row.exclusion = "no FP8 support (FP8 needs Ada, Hopper or newer)";
+      rows.push_back(row);
+      continue;
+    }
+    if (compute == Precision::kFp4 && !g.Supports(Precision::kFp4)) {
+      row.exclusion = "no FP4 tensor cores (NVFP4 needs Blackwell)";
       rows.push_back(row);
       continue;
     }
@@ -117,7 +122,7 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
         ic.decode_attention = t.decode_attention;
         ic.request_overhead_s = t.request_overhead_s;
         ic.step_overhead_s = t.step_overhead_s;
-        if (fp8) ic.compute = Precision::kFp8;
+        ic.compute = compute;
         auto r = EstimateInference(m, *cl, ic, *eff);
         if (!r.ok()) return r.status();
         if (!r->fits) continue;
