@@ -241,9 +241,9 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     return InvalidArgument("inference computes in bf16, fp16, fp8 or fp4 (NVFP4)");
   }
   if (cfg.batch_cap < 0)
-    return InvalidArgument(fmt::format("the batch cap must be positive (0 = none), got {}", cfg.batch_cap));
+    return InvalidArgument(fmt::format("--max-batch (the engine's batch limit) must be positive, got {}", cfg.batch_cap));
   if (cfg.batch_cap > 0 && !cfg.batch_max)
-    return InvalidArgument("a batch cap applies to the largest batch that fits (batch 'max') only");
+    return InvalidArgument("--max-batch caps --batch max (the largest batch that fits); with a fixed batch leave it out");
   if (cfg.batch_max) cfg.fit.batch = 1;  // the memory model's first estimate; the batch is chosen below
   auto mem = EstimateMemory(m, cfg.fit);
   if (!mem.ok()) return mem.status();
@@ -256,9 +256,10 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     // output), the reservation of a scheduler that never evicts (TensorRT-LLM's GUARANTEED_NO_EVICT), capped
     // by the engine's batch limit where one is given.
     if (r.max_batch < 1)
-      return InvalidArgument(fmt::format("{} does not fit on {} x {} even at batch 1 (peak {} per GPU)", m.id,
-                                         cfg.fit.par.tp * cfg.fit.par.pp, cl.gpu->id,
-                                         FormatBytes(mem->per_gpu_peak_bytes)));
+      return InvalidArgument(fmt::format(
+          "--batch max: {} does not fit on {} x {} even at batch 1 (peak {} per GPU of {}); more GPUs (--tp, --pp), "
+          "a smaller weight format or a shorter context would", m.id, cfg.fit.par.tp * cfg.fit.par.pp, cl.gpu->id,
+          FormatBytes(mem->per_gpu_peak_bytes), FormatBytes(cl.gpu->memory_bytes.value)));
     cfg.fit.batch = cfg.batch_cap > 0 ? std::min(r.max_batch, cfg.batch_cap) : r.max_batch;
     r.batch_limit = cfg.batch_cap > 0 && cfg.batch_cap < r.max_batch ? "cap" : "memory";
     mem = EstimateMemory(m, cfg.fit);

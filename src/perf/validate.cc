@@ -356,6 +356,8 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   c.batch_cap = t["batch_cap"].value_or(int64_t{0});
   if (c.batch_max && t.contains("batch")) return ParseError("batch and batch_max are both set");
   if (t.contains("batch_cap") && !c.batch_max) return ParseError("batch_cap needs batch_max = true");
+  if (t.contains("batch_cap") && c.batch_cap < 1)
+    return ParseError(fmt::format("batch_cap must be a positive number of sequences, got {}", c.batch_cap));
   c.fit.batch = t["batch"].value_or(int64_t{1});
   c.input_len = t["input_len"].value_or(int64_t{128});
   c.output_len = t["output_len"].value_or(int64_t{128});
