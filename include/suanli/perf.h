@@ -366,6 +366,9 @@ struct ErrorBand {
   // when faster (a rate's error, or minus a time's; ValidationCase::fast_error).
   int fast_cases = 0;
   double mean_fast = 0;
+  // Only the group's runs whose case name starts with this (one engine generation of a group that holds several);
+  // empty: the whole group.
+  const char* runs_named = "";
 };
 // Whether a band's runs include this GPU. Where they do not, the band is evidence for the model, not for
 // this GPU's efficiencies (data/efficiency.toml says where each of those comes from).
@@ -557,6 +560,10 @@ inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.178, -0.234
 // weights and activations on B200 and GB200 (Llama 3.3 70B TP1, Llama 3.1 405B TP4; 40 held-out runs at the most
 // sequences that fit): signed on the rate (> 0: the model was faster than measured).
 inline constexpr ValidationEvidence kBlackwellNvfp4MaxThroughput{40, 0.180, 0.016, 0.384};
+// The same benchmark one engine generation earlier: TensorRT-LLM 0.13's maximum-throughput table (TensorRT engines;
+// 442 held-out dense-model runs on H200, H100, A100 and L40S, FP8 and FP16, TP 1-8), signed on the rate. On the 45
+// configurations both tables have, 1.0 delivered 1.17x what 0.13 did (median 1.12x; decode-heavy runs up to 1.76x).
+inline constexpr ValidationEvidence kTrtllm013MaxThroughput{442, 0.213, -0.161, 2.992};
 // TensorRT-LLM v0.9 on one GPU, dense 6-7B models (LLaMA-2 7B, Mistral 7B, GPT-J 6B) at 128-token prompts on
 // A100, H100, H200 and L40S: measured minus predicted time to first token. About the same on GPUs whose
 // bandwidths differ 5.5x, so a cost per request the model does not have rather than a rate it gets wrong.
@@ -651,7 +658,7 @@ inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0722, 0.155
 // Continuous batching at full load (InferConfig::batch_max): TensorRT-LLM 1.0's trtllm-bench maximum throughput.
 inline constexpr const char* kMaxThroughputGpus[] = {"b200", "gb200", "h100-sxm", "h200-sxm"};
 inline constexpr ErrorBand kMaxThroughputError{"max_throughput", 100, 0.1204, 0.2372, 0.3837, kMaxThroughputGpus,
-                                               68, 0.0691};
+                                               68, 0.0691, "TRT-LLM 1.0 "};
 }  // namespace evidence
 
 // Model FLOPs per token (forward + backward = 3x forward) under a convention, for sequence s.

@@ -323,6 +323,14 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         "this does not model)",
         r.batch, cfg.fit.seq,
         r.batch_limit == "cap" ? fmt::format(" ({} would fit; capped at {})", r.max_batch, cfg.batch_cap) : ""));
+  if (cfg.batch_max && !m.moe) {
+    const auto& e = evidence::kTrtllm013MaxThroughput;
+    r.notes.push_back(fmt::format(
+        "uncertain: the engine's generation matters at full load: against TensorRT-LLM 0.13's maximum-throughput "
+        "table ({} runs) this model was {:.0f}% too fast on average, where TensorRT-LLM 1.0 delivered 1.17x what 0.13 "
+        "did on the same configurations (docs/validation.md section 5)",
+        e.cases, 100 * e.mean));
+  }
   if (cfg.compute == Precision::kFp4) {
     const auto& e = evidence::kBlackwellNvfp4MaxThroughput;
     r.notes.push_back(fmt::format(
