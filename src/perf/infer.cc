@@ -323,6 +323,14 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         "this does not model)",
         r.batch, cfg.fit.seq,
         r.batch_limit == "cap" ? fmt::format(" ({} would fit; capped at {})", r.max_batch, cfg.batch_cap) : ""));
+  if (cfg.batch_max && m.moe) {
+    const auto& e = evidence::kMoeMaxThroughput013;
+    r.notes.push_back(fmt::format(
+        "uncertain: at full load, against TensorRT-LLM 0.13's maximum throughput for Mixtral 8x7B ({} runs, experts "
+        "under TP) this model was {:.0f}% too fast on average ({:+.1f}% to {:+.0f}%), on every GPU alike: expect an "
+        "MoE model to deliver less than this (docs/validation.md section 5)",
+        e.cases, 100 * e.mean, 100 * e.lo, 100 * e.hi));
+  }
   if (cfg.batch_max && !m.moe) {
     const auto& e = evidence::kTrtllm013MaxThroughput;
     r.notes.push_back(fmt::format(
