@@ -490,7 +490,8 @@ struct InferConfig {
   DecodeAttention decode_attention = DecodeAttention::kGrouped;
   int64_t input_len = 512;
   int64_t output_len = 128;
-  Precision compute = Precision::kBf16;  // kFp8 for FP8 (weights and activations)
+  // kFp8 for FP8, kFp4 for NVFP4 (weights and activations); fp8 and nvfp4 weights imply it (ServingComputePrecision).
+  Precision compute = Precision::kBf16;
   // MoE with EP > 1: the busiest GPU's token-expert pairs / the mean, at least uniform routing's expected maximum
   // (docs/methodology.md §9.1), which 1 leaves as it is; a real router's hot experts put more on one GPU.
   double moe_imbalance = 1.0;

@@ -226,6 +226,12 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     if (!(v >= 0 && v <= 10.0))  // also false for NaN
       return InvalidArgument(fmt::format("{} {:g} is outside 0..10000 ms (host time per request / per forward pass)",
                                          flag, v * 1e3));
+  // FP8 and NVFP4 weights are served with activations in the same format (neither is a weight-only format here), so
+  // a configuration that names the weights alone computes in them.
+  if (cfg.compute == Precision::kBf16 || cfg.compute == Precision::kFp16) {
+    const Precision from_weights = ServingComputePrecision(cfg.fit.weights);
+    if (from_weights != Precision::kBf16) cfg.compute = from_weights;
+  }
   if (cfg.compute == Precision::kFp8) {
     if (!cl.gpu->Supports(Precision::kFp8))
       return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Ada, Hopper or newer)", cl.gpu->id));

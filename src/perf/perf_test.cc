@@ -2739,5 +2739,26 @@ TEST_F(Perf, BatchMaxServesTheLargestBatchThatFitsUpToTheCap) {
   EXPECT_NE(none.status().message().find("does not fit"), std::string::npos) << none.status().message();
 }
 
+// FP8 and NVFP4 weights are served in their own format: a configuration that names only the weights (as `tco --model
+// --weights fp8` did) gets the same estimate as one that also sets the compute precision, not a weight-only
+// dequantisation at 16-bit rates.
+TEST_F(Perf, Fp8WeightsAloneComputeInFp8) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("h100-sxm");
+  InferConfig weights_only;
+  weights_only.fit.weights = *ParseWeightFormat("fp8");
+  weights_only.fit.batch = 16;
+  InferConfig both = weights_only;
+  both.compute = Precision::kFp8;
+  auto a = EstimateInference(m, C(g), weights_only, E(g));
+  auto b = EstimateInference(m, C(g), both, E(g));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_DOUBLE_EQ(a->output_tokens_per_s_per_gpu, b->output_tokens_per_s_per_gpu);
+  EXPECT_EQ(FindOp(a->decode_ops, "dequantise weights"), nullptr);
+  InferConfig fp4 = weights_only;
+  fp4.fit.weights = *ParseWeightFormat("nvfp4");
+  EXPECT_FALSE(EstimateInference(m, C(g), fp4, E(g)).ok());  // Hopper: no FP4 tensor cores
+}
+
 }  // namespace
 }  // namespace suanli
