@@ -81,6 +81,13 @@ nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu);
 std::string BandWords(const char* what, const ErrorBand& b, const char* runs, const GpuSpec& gpu);
 // --host-memory SIZE (host memory per GPU for offloaded activations, e.g. "240GB"): bytes, 0 when empty.
 Result<double> ParseHostMemoryFlag(const std::string& text);
+// A serving run's --batch: a number of sequences, or "max" (as many as fit, at most --max-batch; InferConfig::batch_max).
+Status ApplyServingBatch(const std::string& batch, int64_t max_batch, InferConfig* cfg);
+inline constexpr const char* kServingBatchHelp =
+    "Concurrent sequences (static batch), or max: as many as fit with the KV cache for every sequence's whole context "
+    "(continuous batching at full load)";
+inline constexpr const char* kServingMaxBatchHelp =
+    "With --batch max: the engine's batch limit (TensorRT-LLM max_batch_size, vLLM max_num_seqs)";
 // Shared by fit and perf train.
 inline constexpr const char* kRecomputeModulesHelp =
     "With --recompute selective (implied when omitted): the modules that recompute, comma-separated (Megatron-Core's "

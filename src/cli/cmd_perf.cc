@@ -1,7 +1,6 @@
 // `suanli perf train` and `suanli perf infer`: how fast, how long, how much.
 #include <fmt/format.h>
 
-#include <charconv>
 #include <iostream>
 
 #include "cli/cli.h"
@@ -41,16 +40,6 @@ struct PerfFlags {
   std::string calibration;
 };
 
-
-// --batch: a count of sequences, or "max" (handled by the caller).
-Result<int64_t> ParseBatchCount(const std::string& text) {
-  int64_t v = 0;
-  const char* end = text.data() + text.size();
-  const auto [p, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc() || p != end || v < 1)
-    return InvalidArgument(fmt::format("--batch must be a positive number of sequences or max, got '{}'", text));
-  return v;
-}
 
 json OpsJson(const std::vector<OpCost>& ops, const RidgePoint& ridge) {
   json a = json::array();
@@ -203,12 +192,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--moe-imbalance", f->serve_moe_imbalance,
                     "MoE with --ep: busiest GPU's token-expert pairs / mean, at least uniform routing's (1 = uniform)")
       ->capture_default_str();
-  infer->add_option("--batch,-b", f->batch,
-                    "Concurrent sequences (static batch), or max: as many as fit with the KV cache for every "
-                    "sequence's whole context (continuous batching at full load)")
-      ->capture_default_str();
-  infer->add_option("--max-batch", f->max_batch,
-                    "With --batch max: the engine's batch limit (TensorRT-LLM max_batch_size, vLLM max_num_seqs)");
+  infer->add_option("--batch,-b", f->batch, kServingBatchHelp)->capture_default_str();
+  infer->add_option("--max-batch", f->max_batch, kServingMaxBatchHelp);
   infer->add_option("--input-len", f->input_len, "Prompt tokens")->capture_default_str();
   infer->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
   infer->add_option("--weights", f->weights, "bf16 fp16 fp8 nvfp4 (Blackwell) int8 int4 nf4 q4_k_m ...")->capture_default_str();
@@ -593,16 +578,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     auto da = ParseDecodeAttention(f->decode_attention);
     if (!da.ok()) return PrintError(da.status());
     cfg.decode_attention = *da;
-    if (ToLower(f->batch) == "max") {
-      cfg.batch_max = true;
-      cfg.batch_cap = f->max_batch;
-    } else {
-      auto b = ParseBatchCount(f->batch);
-      if (!b.ok()) return PrintError(b.status());
-      if (f->max_batch != 0)
-        return PrintError(InvalidArgument("--max-batch caps --batch max; with a fixed --batch leave it out"));
-      cfg.fit.batch = *b;
-    }
+    if (auto st = ApplyServingBatch(f->batch, f->max_batch, &cfg); !st.ok()) return PrintError(st);
     cfg.fit.par.tp = f->tp;
     cfg.fit.par.pp = f->pp;
     cfg.fit.par.ep = f->ep;

@@ -26,8 +26,9 @@ struct TcoFlags {
   std::string workload = "infer";
   int64_t seq = 4096;
   int64_t global_batch = 0;
-  std::string weights = "bf16";
-  int64_t batch = 16;
+  std::string weights = "bf16", kv_dtype = "bf16";
+  std::string batch = "16";
+  int64_t max_batch = 0;
   int64_t input_len = 512;
   int64_t output_len = 128;
   double step_overhead_ms = 0;  // serving engine's host time per forward pass, as perf infer
@@ -48,24 +49,32 @@ Result<std::pair<double, std::string>> InferTokensPerS(Context* ctx, const TcoFl
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, mc->Resolve(f.model));
   InferConfig cfg;
   SUANLI_ASSIGN_OR_RETURN(cfg.fit.weights, ParseWeightFormat(f.weights));
-  if (f.batch < 1 || f.input_len < 1 || f.output_len < 1)
-    return InvalidArgument("--batch, --input-len and --output-len must be at least 1");
-  cfg.fit.batch = f.batch;
+  SUANLI_ASSIGN_OR_RETURN(cfg.fit.kv_bytes_per_elem, ParseKvDtype(f.kv_dtype));
+  if (f.input_len < 1 || f.output_len < 1) return InvalidArgument("--input-len and --output-len must be at least 1");
+  SUANLI_RETURN_IF_ERROR(ApplyServingBatch(f.batch, f.max_batch, &cfg));
   cfg.fit.seq = f.input_len + f.output_len;
   cfg.input_len = f.input_len;
   cfg.output_len = f.output_len;
   cfg.step_overhead_s = f.step_overhead_ms * 1e-3;
-  const MinGpus mg = FindMinGpus(m, cfg.fit, gpu, 64);
+  // The smallest layout that holds the model at this batch (with --batch max, at one sequence: the most that fit
+  // there is the batch).
+  FitRequest layout_req = cfg.fit;
+  if (cfg.batch_max) layout_req.batch = 1;
+  const MinGpus mg = FindMinGpus(m, layout_req, gpu, 64);
   if (mg.gpus == 0)
-    return Status(ErrorCode::kDoesNotFit, fmt::format("{} at batch {} does not fit on up to 64 {}: {}", m.id, f.batch,
-                                                      gpu.id, mg.reason));
+    return Status(ErrorCode::kDoesNotFit, fmt::format("{} at batch {} does not fit on up to 64 {}: {}", m.id,
+                                                      layout_req.batch, gpu.id, mg.reason));
   cfg.fit.par = mg.layout;
   SUANLI_ASSIGN_OR_RETURN(Cluster c, MakeCluster(*hw, gpu, 8, "ib-ndr"));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu.id));
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, c, cfg, eff));
+  const std::string batch_words =
+      cfg.batch_max ? fmt::format("{} (the most that fit{})", r.batch,
+                                  r.batch_limit == "cap" ? fmt::format(", capped at --max-batch {}", cfg.batch_cap) : "")
+                    : std::to_string(r.batch);
   return std::make_pair(r.output_tokens_per_s_per_gpu,
-                        fmt::format("suanli perf infer: {} {} on {} (TP={} PP={}), batch {}, {} in / {} out tokens{}", m.id,
-                                    f.weights, gpu.id, mg.layout.tp, mg.layout.pp, f.batch, f.input_len, f.output_len,
+                        fmt::format("suanli perf infer: {} {} (KV cache {}) on {} (TP={} PP={}), batch {}, {} in / {} out "
+                                    "tokens{}", m.id, f.weights, f.kv_dtype, gpu.id, mg.layout.tp, mg.layout.pp, batch_words, f.input_len, f.output_len,
                                     f.step_overhead_ms > 0
                                         ? fmt::format(", engine host time {:g} ms per step", f.step_overhead_ms)
                                         : ""));
@@ -149,9 +158,12 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
   sub->add_option("--workload", f->workload, "With --model: infer (serving) | train (the fleet trains it)")
       ->capture_default_str();
   sub->add_option("--weights", f->weights, "With --model: weight format")->capture_default_str();
+  sub->add_option("--kv-dtype", f->kv_dtype, "With --model: KV-cache dtype (sets how many sequences fit)")
+      ->capture_default_str();
   sub->add_option("--seq", f->seq, "With --workload train: sequence length")->capture_default_str();
   sub->add_option("--global-batch", f->global_batch, "With --workload train: sequences per step (default 4 x DP)");
-  sub->add_option("--batch,-b", f->batch, "With --model: concurrent sequences")->capture_default_str();
+  sub->add_option("--batch,-b", f->batch, std::string("With --model: ") + kServingBatchHelp)->capture_default_str();
+  sub->add_option("--max-batch", f->max_batch, std::string("With --model: ") + kServingMaxBatchHelp);
   sub->add_option("--input-len", f->input_len, "With --model: prompt tokens")->capture_default_str();
   sub->add_option("--output-len", f->output_len, "With --model: generated tokens")->capture_default_str();
   sub->add_option("--step-overhead-ms", f->step_overhead_ms,

@@ -1,11 +1,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/cli.h"
+#include "suanli/text.h"
 #include "suanli/units.h"
 
 namespace suanli::cli {
@@ -57,6 +59,22 @@ Result<double> ParseHostMemoryFlag(const std::string& text) {
   if (*q <= 0) return InvalidArgument(fmt::format("--host-memory '{}': must be more than zero", text));
   return *q;
 }
+Status ApplyServingBatch(const std::string& batch, int64_t max_batch, InferConfig* cfg) {
+  if (ToLower(batch) == "max") {
+    cfg->batch_max = true;
+    cfg->batch_cap = max_batch;
+    return Status::Ok();
+  }
+  int64_t v = 0;
+  const char* end = batch.data() + batch.size();
+  const auto [p, ec] = std::from_chars(batch.data(), end, v);
+  if (ec != std::errc() || p != end || v < 1)
+    return InvalidArgument(fmt::format("--batch must be a positive number of sequences or max, got '{}'", batch));
+  if (max_batch != 0) return InvalidArgument("--max-batch caps --batch max; with a fixed --batch leave it out");
+  cfg->fit.batch = v;
+  return Status::Ok();
+}
+
 void AddOptimizerPrecisionOptions(CLI::App* app, std::string* master, std::string* moments) {
   app->add_option("--master-dtype", *master, kMasterDtypeHelp);
   app->add_option("--moments-dtype", *moments, kMomentsDtypeHelp);
