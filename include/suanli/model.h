@@ -73,6 +73,9 @@ struct ModelSpec {
 
   AttentionKind attention() const;
   bool is_moe() const { return moe.has_value(); }
+  // Every layer attends to the whole context and keeps it in the KV cache: what an engine does that ignores the
+  // config's sliding window (vLLM --disable-sliding-window; TensorRT-LLM without max_attention_window_size).
+  void DisableSlidingWindow() { sliding_window = 0; sliding_window_layers = 0; }
   int moe_layer_count() const;    // layers with routed experts
   bool is_moe_layer(int i) const;  // layer i (from 0) has routed experts: past the first dense ones, every layer_step-th
 };

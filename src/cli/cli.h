@@ -83,6 +83,9 @@ std::string BandWords(const char* what, const ErrorBand& b, const char* runs, co
 Result<double> ParseHostMemoryFlag(const std::string& text);
 // A serving run's --batch: a number of sequences, or "max" (as many as fit, at most --max-batch; InferConfig::batch_max).
 Status ApplyServingBatch(const std::string& batch, int64_t max_batch, InferConfig* cfg);
+inline constexpr const char* kNoSlidingWindowHelp =
+    "Ignore the config's sliding window: every layer keeps its whole context in the KV cache (vLLM "
+    "--disable-sliding-window; engines that do not honour the window)";
 inline constexpr const char* kServingBatchHelp =
     "Concurrent sequences (static batch), or max: as many as fit with the KV cache for every sequence's whole context "
     "(continuous batching at full load)";

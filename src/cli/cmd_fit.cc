@@ -39,7 +39,7 @@ struct FitFlags {
   std::vector<std::string> lora_targets;
   bool no_checkpointing = false;
   std::string host_memory;
-  bool quantize_head = false;
+  bool quantize_head = false, no_sliding_window = false;
   double cuda_context_gib = 0.5;
   double fragmentation = 0.10;
 };
@@ -171,6 +171,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
                   "--cpu-offloading --cpu-offloading-num-layers N; needs --pp 1 and --recompute none)");
   sub->add_option("--host-memory", f->host_memory, kHostMemoryHelp);
   sub->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
+  sub->add_flag("--no-sliding-window", f->no_sliding_window, kNoSlidingWindowHelp);
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
   sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
   sub->add_flag("--activation-func-fp8-input-store", f->swiglu_fp8, kSwigluFp8InputHelp);
@@ -193,6 +194,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     if (!hw.ok()) return PrintError(hw.status());
     auto model = (*mc)->Resolve(f->model);
     if (!model.ok()) return PrintError(model.status());
+    if (f->no_sliding_window) model->DisableSlidingWindow();
     auto req = BuildRequest(*f, *model);
     if (!req.ok()) return PrintError(req.status());
     auto est = EstimateMemory(*model, *req);

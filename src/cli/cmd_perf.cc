@@ -36,7 +36,7 @@ struct PerfFlags {
   std::string batch = "1";
   int64_t max_batch = 0, input_len = 512, output_len = 128;
   std::string weights = "bf16", kv_dtype = "bf16";
-  bool quantize_head = false;
+  bool quantize_head = false, no_sliding_window = false;
   std::string calibration;
 };
 
@@ -199,6 +199,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--weights", f->weights, "bf16 fp16 fp8 nvfp4 (Blackwell) int8 int4 nf4 q4_k_m ...")->capture_default_str();
   infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
   infer->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
+  infer->add_flag("--no-sliding-window", f->no_sliding_window, kNoSlidingWindowHelp);
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
   infer->add_option("--request-overhead-ms", f->request_overhead_ms,
                     "Serving engine's host time per request, added to the TTFT (the model has none)")
@@ -566,6 +567,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       return r->fits ? kExitOk : kExitNoFit;
     }
 
+    ModelSpec served = *model;
+    if (f->no_sliding_window) served.DisableSlidingWindow();
+    model = &served;
     InferConfig cfg;
     auto wf = ParseWeightFormat(f->weights);
     if (!wf.ok()) return PrintError(wf.status());
@@ -606,6 +610,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       j["host_overhead_s"] = {{"request", cfg.request_overhead_s}, {"step", cfg.step_overhead_s}};
       j["weights"] = cfg.fit.weights.id;
       j["quantize_head"] = cfg.fit.quantize_head;
+      j["sliding_window_tokens"] = model->sliding_window;  // 0: full attention (none, or --no-sliding-window)
       j["decode_attention"] = DecodeAttentionName(cfg.decode_attention);
       j["batch"] = r->batch;
       if (cfg.batch_max) j["batch_limited_by"] = r->batch_limit;

@@ -355,6 +355,12 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         100 * e.lo, 100 * e.hi, 100 * e.mean, e.cases));
   }
   if (auto beyond = ContextBeyondModelNote(m, cfg.fit.seq)) r.notes.push_back(std::move(*beyond));
+  if (m.sliding_window > 0 && cfg.fit.seq > m.sliding_window)
+    r.notes.push_back(fmt::format(
+        "the KV cache keeps at most the {}-token sliding window on {} of {} layers, as engines that honour the window "
+        "do; one that keeps every token (TensorRT-LLM 0.13's Mistral runs in docs/validation.md section 5) fits fewer "
+        "sequences: --no-sliding-window",
+        m.sliding_window, m.sliding_window_layers > 0 ? m.sliding_window_layers : m.layers, m.layers));
   // Where held-out serving runs disagreed with the model (docs/validation.md section 5), say so.
   const bool hopper = cl.gpu->architecture == "hopper";
   const bool fp8 = cfg.compute == Precision::kFp8;

@@ -2760,5 +2760,34 @@ TEST_F(Perf, Fp8WeightsAloneComputeInFp8) {
   EXPECT_FALSE(EstimateInference(m, C(g), fp4, E(g)).ok());  // Hopper: no FP4 tensor cores
 }
 
+// A sliding-window model past its window: the KV cache holds the window per layer (and the estimate says so), unless
+// the engine keeps every token (ModelSpec::DisableSlidingWindow, perf infer --no-sliding-window): then the cache is
+// the whole context and fewer sequences fit, about context / window fewer where the cache dominates.
+TEST_F(Perf, SlidingWindowBoundsTheKvCacheUnlessTheEngineIgnoresIt) {
+  ModelSpec m = M("mistral-7b");
+  ASSERT_EQ(m.sliding_window, 4096);
+  const GpuSpec& g = G("h100-sxm");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.fit.kv_bytes_per_elem = 1;
+  c.input_len = 20000;
+  c.output_len = 2000;
+  c.batch_max = true;
+  auto windowed = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(windowed.ok());
+  EXPECT_TRUE(std::any_of(windowed->notes.begin(), windowed->notes.end(), [](const std::string& n) {
+    return n.find("--no-sliding-window") != std::string::npos;
+  }));
+  m.DisableSlidingWindow();
+  EXPECT_EQ(m.sliding_window, 0);
+  auto full = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(full.ok());
+  EXPECT_LT(full->batch * 4, windowed->batch);  // 22,000 tokens against 4,096: about 5x fewer
+  EXPECT_GT(full->batch * 6, windowed->batch);
+  EXPECT_FALSE(std::any_of(full->notes.begin(), full->notes.end(), [](const std::string& n) {
+    return n.find("--no-sliding-window") != std::string::npos;
+  }));
+}
+
 }  // namespace
 }  // namespace suanli

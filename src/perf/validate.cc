@@ -93,6 +93,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"kv_dtype", KeyType::kString},
               {"batch", KeyType::kInteger},
               {"batch_max", KeyType::kBool},
+              {"sliding_window", KeyType::kBool},
               {"batch_cap", KeyType::kInteger},
               {"input_len", KeyType::kInteger},
               {"output_len", KeyType::kInteger},
@@ -341,6 +342,8 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
                          bool* fits) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   *moe = m.moe.has_value();
+  // sliding_window = false: the engine kept every token in the KV cache (perf infer --no-sliding-window).
+  if (!t["sliding_window"].value_or(true)) m.DisableSlidingWindow();
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, 8, "ib-ndr"));
   cl.nvls = t["nvls"].value_or(true);
