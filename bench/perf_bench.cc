@@ -101,6 +101,19 @@ void BM_EstimateInferenceGqa(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateInferenceGqa);
 
+// --batch max: the largest batch whose whole-context KV cache fits (a bisection over the memory model), then the
+// estimate at it.
+void BM_EstimateInferenceBatchMax(benchmark::State& state) {
+  auto& f = F();
+  suanli::InferConfig c;
+  c.fit.par.tp = 8;
+  c.input_len = 2048;
+  c.output_len = 2048;
+  c.batch_max = true;
+  for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateInference(f.llama70b, f.cluster, c, f.eff));
+}
+BENCHMARK(BM_EstimateInferenceBatchMax);
+
 // The planner case: GPT-3 175B on 1024 A100-80GB, global batch 1024, sequence 2048, one thread.
 // items_per_second = configurations evaluated per second on one core.
 void BM_PlanGpt3On1024A100(benchmark::State& state) {
