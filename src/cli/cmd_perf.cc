@@ -649,7 +649,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         f->output_len, DecodeAttentionName(cfg.decode_attention));
     if (!r->fits) std::cout << "DOES NOT FIT: " << FormatBytes(r->per_gpu_peak_bytes) << " per GPU needed\n\n";
     Table t({"", "value"});
-    t.Row({"time to first token", fmt::format("{} ({}-bound)", FormatSeconds(r->ttft_s), r->prefill_bound)});
+    // At full load the prefill of every sequence in flight is not any one request's wait (that includes queueing).
+    t.Row({cfg.batch_max ? "prefill of the whole batch" : "time to first token",
+           fmt::format("{} ({}-bound)", FormatSeconds(r->ttft_s), r->prefill_bound)});
     t.Row({"time per output token", fmt::format("{} ({}-bound)", FormatSeconds(r->tpot_s), r->decode_bound)});
     t.Row({"decode tokens/s", fmt::format("{:.1f}", r->decode_tokens_per_s)});
     t.Row({"end-to-end latency", FormatSeconds(r->e2e_latency_s)});
