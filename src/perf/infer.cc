@@ -341,9 +341,9 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     const auto& e = evidence::kTrtllm013MaxThroughput;
     r.notes.push_back(fmt::format(
         "uncertain: the engine's generation matters at full load: against TensorRT-LLM 0.13's maximum-throughput "
-        "table ({} runs) this model was {:.0f}% too fast on average, where TensorRT-LLM 1.0 delivered 1.17x what 0.13 "
-        "did on the same configurations (docs/validation.md section 5)",
-        e.cases, 100 * e.mean));
+        "table ({} runs) this model was {:.0f}% too fast on average, where TensorRT-LLM 1.0 delivered {:.2f}x what "
+        "0.13 did on the same configurations ({} of them; docs/validation.md section 5)",
+        e.cases, 100 * e.mean, evidence::kTrtllm10Over013.mean_ratio, evidence::kTrtllm10Over013.pairs));
   }
   if (cfg.compute == Precision::kFp4) {
     const auto& e = evidence::kBlackwellNvfp4MaxThroughput;

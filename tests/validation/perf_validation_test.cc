@@ -291,6 +291,32 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   check(evidence::kTrtllm013MaxThroughput,
         [&](const ValidationCase& c) { return c.group == "max_throughput" && has(c.name, "TRT-LLM 0.13 ") && !c.moe; },
         "TensorRT-LLM 0.13 maximum throughput");
+  {
+    // TensorRT-LLM 1.0 against 0.13 on the configurations both maximum-throughput tables have: the same model, GPU,
+    // TP, precision and ISL/OSL (LLaMA 3.3 70B in 1.0's table is LLaMA 3.1 70B in 0.13's: the same architecture).
+    auto config = [](const ValidationCase& c, const char* prefix) -> std::string {
+      std::string n = c.name.substr(std::string(prefix).size());
+      for (const auto& [from, to] : {std::pair<std::string, std::string>{"LLaMA v3.1 ", "Llama 3.1 "},
+                                     {"Llama 3.3 70B", "Llama 3.1 70B"}})
+        if (n.rfind(from, 0) == 0) n = to + n.substr(from.size());
+      return n;
+    };
+    std::map<std::string, double> newer;
+    for (const auto& c : rep->cases)
+      if (c.group == "max_throughput" && has(c.name, "TRT-LLM 1.0 ")) newer[config(c, "TRT-LLM 1.0 ")] = c.published;
+    int pairs = 0;
+    double sum = 0;
+    for (const auto& c : rep->cases)
+      if (c.group == "max_throughput" && has(c.name, "TRT-LLM 0.13 "))
+        if (auto it = newer.find(config(c, "TRT-LLM 0.13 ")); it != newer.end()) {
+          pairs++;
+          sum += it->second / c.published;
+        }
+    EXPECT_EQ(pairs, evidence::kTrtllm10Over013.pairs);
+    ASSERT_GT(pairs, 0);
+    std::printf("evidence TensorRT-LLM 1.0 / 0.13: %d configurations, mean ratio %.4f\n", pairs, sum / pairs);
+    EXPECT_NEAR(sum / pairs, evidence::kTrtllm10Over013.mean_ratio, 0.005);
+  }
   check(evidence::kMoeMaxThroughput013,
         [&](const ValidationCase& c) { return c.group == "max_throughput" && has(c.name, "TRT-LLM 0.13 ") && c.moe; },
         "TensorRT-LLM 0.13 maximum throughput, Mixtral");
