@@ -561,6 +561,9 @@ inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.178, -0.234
 // weights and activations on B200 and GB200 (Llama 3.3 70B TP1, Llama 3.1 405B TP4; 40 held-out runs at the most
 // sequences that fit): signed on the rate (> 0: the model was faster than measured).
 inline constexpr ValidationEvidence kBlackwellNvfp4MaxThroughput{40, 0.180, 0.016, 0.384};
+// cuBLAS 13.3's MXFP4 GEMMs of 128 to 4,096 rows on a B200 (DeepGEMM PR #348's cuBLAS column; 6 held-out gemm rows),
+// signed on the rate: the shape model at the gemm_fp4 rate was faster on every one.
+inline constexpr ValidationEvidence kFp4MidShapeGemm{6, 0.340, 0.156, 0.658};
 // The same benchmark one engine generation earlier: TensorRT-LLM 0.13's maximum-throughput table (TensorRT engines;
 // 442 held-out dense-model runs on H200, H100, A100 and L40S, FP8 and FP16, TP 1-8), signed on the rate. On the 45
 // configurations both tables have, 1.0 delivered 1.17x what 0.13 did (median 1.12x; decode-heavy runs up to 1.76x).

@@ -347,12 +347,13 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   }
   if (cfg.compute == Precision::kFp4) {
     const auto& e = evidence::kBlackwellNvfp4MaxThroughput;
+    const auto& g = evidence::kFp4MidShapeGemm;
     r.notes.push_back(fmt::format(
         "uncertain: NVFP4 GEMMs run at the rate cuBLAS reached on large square shapes on a B200 (GB200's is derived "
         "from its FP8 rate); against TensorRT-LLM 1.0's maximum throughput with NVFP4 on B200 and GB200 this model "
         "was {:.0f}% to {:.0f}% too fast (mean {:.0f}%, {} runs), and against cuBLAS MXFP4 GEMMs of 128 to 4,096 "
-        "rows 16% to 66% too fast (docs/validation.md section 5): expect it to be optimistic",
-        100 * e.lo, 100 * e.hi, 100 * e.mean, e.cases));
+        "rows {:.0f}% to {:.0f}% too fast ({} shapes; docs/validation.md section 5): expect it to be optimistic",
+        100 * e.lo, 100 * e.hi, 100 * e.mean, e.cases, 100 * g.lo, 100 * g.hi, g.cases));
   }
   if (auto beyond = ContextBeyondModelNote(m, cfg.fit.seq)) r.notes.push_back(std::move(*beyond));
   if (m.sliding_window > 0 && cfg.fit.seq > m.sliding_window)

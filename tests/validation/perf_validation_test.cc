@@ -288,6 +288,11 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
           return c.group == "max_throughput" && has(c.name, "TRT-LLM 1.0 ") && (c.gpu == "b200" || c.gpu == "gb200");
         },
         "NVFP4 maximum throughput on B200/GB200");
+  check(evidence::kFp4MidShapeGemm,
+        [&](const ValidationCase& c) {
+          return c.group == "gemm" && has(c.name, "DeepGEMM PR 348 cuBLAS mxfp4") && !has(c.name, "8192x8192x8192");
+        },
+        "cuBLAS MXFP4 GEMMs of 128-4,096 rows on B200");
   check(evidence::kTrtllm013MaxThroughput,
         [&](const ValidationCase& c) { return c.group == "max_throughput" && has(c.name, "TRT-LLM 0.13 ") && !c.moe; },
         "TensorRT-LLM 0.13 maximum throughput");
