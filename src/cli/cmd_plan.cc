@@ -408,7 +408,9 @@ struct SelectFlags {
 // Whether published end-to-end runs of this kind (serving or training) were on this GPU (docs/validation.md).
 // The bands are over dense models: MoE estimates are never "validated" (their runs are quoted in notes instead).
 bool Validated(const SelectRow& r, bool serving, bool moe) {
-  return !moe && BandCoversGpu(serving ? evidence::kThroughputDenseError : evidence::kTrainingError, r.gpu);
+  if (moe) return false;
+  if (!serving) return BandCoversGpu(evidence::kTrainingError, r.gpu);
+  return BandCoversGpu(evidence::kThroughputDenseError, r.gpu) || BandCoversGpu(evidence::kMaxThroughputError, r.gpu);
 }
 
 json RowJson(const SelectRow& r, bool serving, bool moe) {
@@ -561,7 +563,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
           "validated: published end-to-end {} runs on that GPU are in the validation set (docs/validation.md). The "
           "others are estimated with the same model from micro-benchmark fractions or stated assumptions "
           "(data/efficiency.toml), untested end to end.\n",
-          serving ? "serving" : "training");
+          serving ? "serving (static batches or full load)" : "training");
     // Classes of held-out training runs the model was optimistic on (perf train's notes): those rows' times and
     // costs are likely low, so they may rank too high.
     auto optimistic_on = [&](auto on_gpu, const ValidationEvidence& e, std::string_view runs, std::string_view rows_of) {
