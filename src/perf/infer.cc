@@ -240,8 +240,8 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     if (!cl.gpu->Supports(Precision::kFp4))
       return InvalidArgument(fmt::format(
           "{} has no FP4 tensor cores: NVFP4 weights and activations need Blackwell (b200, gb200, rtx-5090); on "
-          "this GPU use fp8 (Ada, Hopper) or a weight-only 4-bit format (int4, awq, gptq)",
-          cl.gpu->id));
+          "this GPU use {}a weight-only 4-bit format (int4, awq, gptq)",
+          cl.gpu->id, cl.gpu->Supports(Precision::kFp8) ? "fp8 or " : ""));
     cfg.fit.weights = *ParseWeightFormat("nvfp4");
   } else if (cfg.compute != Precision::kBf16 && cfg.compute != Precision::kFp16) {
     return InvalidArgument("inference computes in bf16, fp16, fp8 or fp4 (NVFP4)");
