@@ -90,6 +90,9 @@ const std::vector<std::string>& WeightFormatIds();
 // The precision a weight format's GEMMs run at in serving: FP8 (weights and activations) for fp8, FP4 (NVFP4
 // weights and activations) for nvfp4, 16-bit otherwise (weight-only formats dequantise to 16 bits).
 Precision ServingComputePrecision(const WeightFormat& wf);
+// When a model's config.json names its checkpoint's quantisation (ModelSpec::stored_quantization) and the estimate
+// uses another weight format: a note saying so and which --weights would price the checkpoint as stored.
+std::optional<std::string> StoredFormatNote(const ModelSpec& m, const WeightFormat& used);
 // Bytes per KV-cache element for a KV dtype (fp32, bf16, fp16, fp8, int8).
 Result<double> ParseKvDtype(std::string_view id);
 

@@ -68,6 +68,11 @@ struct ModelSpec {
   int sliding_window = 0;         // tokens; 0 = full attention on every layer
   int sliding_window_layers = 0;  // how many layers use the window (Gemma 2: every other)
   int mtp_layers = 0;             // DeepSeek multi-token-prediction modules (not counted in params)
+  // The checkpoint's own storage format from config.json's quantization_config: a --weights id where suanli has
+  // that format ("fp8", "nvfp4", "awq", "gptq", "nf4", "int8"), "" where it has none or the config names none; and a
+  // short description for notes ("quant_method fp8, 128 x 128 blocks"), "" without a quantization_config.
+  std::string stored_weights;
+  std::string stored_quantization;
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
 

@@ -227,6 +227,9 @@ json ModelJson(const ModelSpec& m, const CatalogModel* cm) {
   const char* attn[] = {"mha", "gqa", "mqa", "mla"};
   j["attention"] = attn[static_cast<int>(m.attention())];
   if (m.sliding_window) j["sliding_window"] = {{"tokens", m.sliding_window}, {"layers", m.sliding_window_layers}};
+  if (!m.stored_quantization.empty())
+    j["stored_quantization"] = {{"weights", m.stored_weights.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.stored_weights)},
+                                {"description", m.stored_quantization}};
   if (m.moe) {
     j["moe"] = {{"experts", m.moe->num_experts},         {"experts_per_token", m.moe->experts_per_token},
                 {"expert_ffn", m.moe->expert_ffn},       {"shared_experts", m.moe->num_shared_experts},
@@ -264,6 +267,11 @@ void ShowModel(const ModelSpec& m, const CatalogModel* cm) {
   if (m.sliding_window)
     t.Row({"sliding window", fmt::format("{} tokens on {} of {} layers", m.sliding_window, m.sliding_window_layers,
                                          m.layers)});
+  if (!m.stored_quantization.empty())
+    t.Row({"checkpoint stored as", m.stored_weights.empty()
+                                       ? fmt::format("{} (not a format suanli models)", m.stored_quantization)
+                                       : fmt::format("{} ({}; --weights {})", m.stored_weights, m.stored_quantization,
+                                                     m.stored_weights)});
   t.Row({"parameters (total)", fmt::format("{} ({:.0f})", FormatCount(c.total), c.total)});
   if (m.moe) t.Row({"parameters (active/token)", fmt::format("{} ({:.0f})", FormatCount(c.active), c.active)});
   t.Row({"  embedding + head", FormatCount(c.embedding + c.lm_head)});

@@ -242,6 +242,17 @@ Precision ServingComputePrecision(const WeightFormat& wf) {
   return Precision::kBf16;
 }
 
+std::optional<std::string> StoredFormatNote(const ModelSpec& m, const WeightFormat& used) {
+  if (m.stored_quantization.empty() || used.id == m.stored_weights) return std::nullopt;
+  if (m.stored_weights.empty())
+    return fmt::format("config.json's quantization_config ({}) names a format suanli does not model; this estimate "
+                       "uses {} weights",
+                       m.stored_quantization, used.id);
+  return fmt::format("config.json's quantization_config stores this checkpoint as {} ({}); this estimate uses {} "
+                     "weights: --weights {} prices it as stored",
+                     m.stored_weights, m.stored_quantization, used.id, m.stored_weights);
+}
+
 Result<double> ParseKvDtype(std::string_view id) {
   static const std::pair<const char*, double> t[] = {
       {"fp32", 4}, {"bf16", 2}, {"fp16", 2}, {"fp8", 1}, {"int8", 1}, {"fp8_e4m3", 1}, {"fp8_e5m2", 1}};
@@ -1156,6 +1167,8 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     f.peak_moment = "prefill of a full batch with the KV cache filled to the whole context";
   }
   if (auto beyond = ContextBeyondModelNote(m, r.seq)) f.notes.push_back(std::move(*beyond));
+  if (!training && !finetune)
+    if (auto stored = StoredFormatNote(m, r.weights)) f.notes.push_back(std::move(*stored));
   if (r.flash_attention) f.notes.push_back("FlashAttention: no s^2 attention-score tensors are stored");
   if (training && r.offload_layers > 0)
     f.notes.push_back(fmt::format("CPU activation offloading: {} of {} layers' activations ({} per layer) move to pinned "

@@ -216,6 +216,45 @@ Status ValidateSpec(const ModelSpec& m, const std::string& name) {
 
 const std::vector<std::string>& SupportedModelTypes() { return kSupportedTypes; }
 
+// config.json's quantization_config (transformers' convention, also written by vLLM's and NVIDIA's quantisers): which
+// of suanli's weight formats the checkpoint is stored in. Informational: the estimate's format is the user's
+// --weights; a mismatch gets a note. An unrecognised or malformed entry is described, never an error.
+static void ReadQuantizationConfig(const json& j, ModelSpec* m) {
+  if (!j.contains("quantization_config") || !j["quantization_config"].is_object()) return;
+  const json& q = j["quantization_config"];
+  auto str = [&](const char* k) { return q.contains(k) && q[k].is_string() ? ToLower(q[k].get<std::string>()) : ""; };
+  auto num = [&](const char* k) { return q.contains(k) && q[k].is_number_integer() ? q[k].get<int64_t>() : 0; };
+  auto flag = [&](const char* k) { return q.contains(k) && q[k].is_boolean() && q[k].get<bool>(); };
+  const std::string method = str("quant_method");
+  std::string desc = method.empty() ? "a quantization_config without quant_method" : "quant_method " + method;
+  if (method == "fp8") {
+    m->stored_weights = "fp8";
+    if (q.contains("weight_block_size") && q["weight_block_size"].is_array() && q["weight_block_size"].size() == 2 &&
+        q["weight_block_size"][0].is_number_integer() && q["weight_block_size"][1].is_number_integer())
+      desc += fmt::format(", {} x {} blocks", q["weight_block_size"][0].get<int64_t>(),
+                          q["weight_block_size"][1].get<int64_t>());
+  } else if (method == "modelopt") {
+    const std::string algo = str("quant_algo");
+    if (!algo.empty()) desc += ", quant_algo " + algo;
+    if (algo == "fp8") m->stored_weights = "fp8";
+    if (algo == "nvfp4") m->stored_weights = "nvfp4";
+  } else if (method == "awq" || method == "gptq") {
+    const int64_t bits = num("bits");
+    if (bits) desc += fmt::format(", {} bits", bits);
+    if (bits == 4) m->stored_weights = method;
+    if (bits == 8) m->stored_weights = "int8";
+  } else if (method == "bitsandbytes") {
+    if (flag("load_in_4bit")) {
+      desc += ", 4-bit";
+      m->stored_weights = str("bnb_4bit_quant_type") == "fp4" ? "" : "nf4";
+    } else if (flag("load_in_8bit")) {
+      desc += ", 8-bit";
+      m->stored_weights = "int8";
+    }
+  }
+  m->stored_quantization = desc;
+}
+
 Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv) {
   const std::string name(name_sv);
   json j;
@@ -469,6 +508,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = bias;
     SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", true));
   }
+  ReadQuantizationConfig(j, &m);
   SUANLI_RETURN_IF_ERROR(ValidateSpec(m, name));
   return m;
 }

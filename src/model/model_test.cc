@@ -1,4 +1,5 @@
 #include "suanli/model.h"
+#include "suanli/memory.h"
 
 #include <gtest/gtest.h>
 
@@ -254,6 +255,42 @@ TEST(ParseHfConfig, MptAsLlmFoundryBenchmarkedIt) {
   ASSERT_FALSE(not_object.ok());
   EXPECT_NE(not_object.status().message().find("'attn_config' must be an object"), std::string::npos)
       << not_object.status().message();
+}
+
+// config.json's quantization_config says how the checkpoint is stored: recognised methods map to suanli's --weights
+// ids; anything else is described, never an error (the estimate's format stays the user's choice).
+TEST(ParseHfConfig, ReadsTheCheckpointsQuantizationConfig) {
+  const std::string base = R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256)";
+  auto parse = [&](const std::string& q) { return ParseHfConfig(base + (q.empty() ? "" : ", " + q) + "}", "t"); };
+  auto none = parse("");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(none->stored_quantization, "");
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]})", "fp8"},
+      {R"("quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4"})", "nvfp4"},
+      {R"("quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128})", "awq"},
+      {R"("quantization_config": {"quant_method": "gptq", "bits": 8})", "int8"},
+      {R"("quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4"})",
+       "nf4"},
+      {R"("quantization_config": {"quant_method": "mxfp4"})", ""},
+      {R"("quantization_config": {"quant_method": 7})", ""},
+  };
+  for (const auto& [q, want] : cases) {
+    auto m = parse(q);
+    ASSERT_TRUE(m.ok()) << q << ": " << m.status().message();
+    EXPECT_EQ(m->stored_weights, want) << q;
+    EXPECT_FALSE(m->stored_quantization.empty()) << q;
+  }
+  EXPECT_EQ(parse(cases[0].first)->stored_quantization, "quant_method fp8, 128 x 128 blocks");
+  // The note names the format that prices it as stored, and is silent when the estimate already uses it.
+  const ModelSpec fp8 = *parse(cases[0].first);
+  auto note = StoredFormatNote(fp8, *ParseWeightFormat("bf16"));
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("--weights fp8 prices it as stored"), std::string::npos) << *note;
+  EXPECT_FALSE(StoredFormatNote(fp8, *ParseWeightFormat("fp8")).has_value());
+  EXPECT_NE(StoredFormatNote(*parse(cases[5].first), *ParseWeightFormat("bf16"))->find("does not model"),
+            std::string::npos);
 }
 
 TEST(ModelCatalog, ResolvesPathsAndSuggestsNames) {

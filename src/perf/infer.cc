@@ -356,6 +356,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         100 * e.lo, 100 * e.hi, 100 * e.mean, e.cases, 100 * g.lo, 100 * g.hi, g.cases));
   }
   if (auto beyond = ContextBeyondModelNote(m, cfg.fit.seq)) r.notes.push_back(std::move(*beyond));
+  if (auto stored = StoredFormatNote(m, cfg.fit.weights)) r.notes.push_back(std::move(*stored));
   if (m.sliding_window > 0 && cfg.fit.seq > m.sliding_window)
     r.notes.push_back(fmt::format(
         "the KV cache keeps at most the {}-token sliding window on {} of {} layers, as engines that honour the window "
