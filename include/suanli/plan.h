@@ -124,6 +124,15 @@ std::string DeepSpeedConfig(const PlanCandidate& c, const LaunchContext& ctx);  
 std::string SlurmScript(const PlanCandidate& c, const LaunchContext& ctx);
 std::string KubernetesPyTorchJob(const PlanCandidate& c, const LaunchContext& ctx);  // YAML
 
+// A `vllm serve` command for one serving replica as `perf infer` estimated it: tensor and pipeline parallel sizes, the
+// context (input + output) as --max-model-len, the estimate's batch as --max-num-seqs, the weight and KV-cache formats
+// as vLLM names them, the sliding window and expert parallelism where they apply. `model_ref` is what vLLM loads (a
+// Hugging Face repo id or a local directory). A configuration vLLM cannot run as estimated is an error that says why
+// (a pre-quantised checkpoint it needs, a format it does not serve). `m` is the model as its config describes it;
+// `disable_sliding_window` is perf infer's --no-sliding-window.
+Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_ref, const InferConfig& cfg,
+                                     const InferResult& r, bool disable_sliding_window);
+
 }  // namespace suanli
 
 namespace suanli {

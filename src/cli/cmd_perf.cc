@@ -1,12 +1,14 @@
 // `suanli perf train` and `suanli perf infer`: how fast, how long, how much.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "cli/cli.h"
 #include "core/files.h"
 #include "suanli/bench.h"
 #include "suanli/perf.h"
+#include "suanli/plan.h"
 #include "suanli/text.h"
 #include "suanli/units.h"
 
@@ -37,9 +39,25 @@ struct PerfFlags {
   int64_t max_batch = 0, input_len = 512, output_len = 128;
   std::string weights = "bf16", kv_dtype = "bf16";
   bool quantize_head = false, no_sliding_window = false;
+  std::string emit;  // perf infer --emit vllm
   std::string calibration;
 };
 
+
+// What vLLM loads for --model: a catalog model's Hugging Face repository, the directory of a config.json given as a
+// path, or the argument itself.
+Result<std::string> ServingModelRef(Context* ctx, const std::string& arg, const ModelSpec& m) {
+  std::error_code ec;
+  const std::filesystem::path path(arg);
+  if (std::filesystem::is_directory(path, ec)) return arg;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const auto dir = path.parent_path();
+    return dir.empty() ? std::string(".") : dir.string();
+  }
+  SUANLI_ASSIGN_OR_RETURN(const ModelCatalog* mc, ctx->models());
+  if (auto cm = mc->Find(arg); cm.ok() && !(*cm)->hf_repo.empty()) return (*cm)->hf_repo;
+  return m.id;
+}
 
 json OpsJson(const std::vector<OpCost>& ops, const RidgePoint& ridge) {
   json a = json::array();
@@ -200,6 +218,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
   infer->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
   infer->add_flag("--no-sliding-window", f->no_sliding_window, kNoSlidingWindowHelp);
+  infer->add_option("--emit", f->emit,
+                    "Launch line for the estimated replica: vllm (vllm serve with its parallel sizes, context, "
+                    "--max-num-seqs and formats)");
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
   infer->add_option("--request-overhead-ms", f->request_overhead_ms,
                     "Serving engine's host time per request, added to the TTFT (the model has none)")
@@ -598,6 +619,17 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     auto r = EstimateInference(*model, *cluster, cfg, *eff);
     if (!r.ok()) return PrintError(r.status());
     const RidgePoint ridge = RidgePointFor(**gpu, *eff, cfg.compute);
+    std::string launch;
+    if (!f->emit.empty()) {
+      if (ToLower(f->emit) != "vllm")
+        return PrintError(InvalidArgument(fmt::format("--emit '{}': the serving launcher written is vllm{}", f->emit,
+                                                      DidYouMean(f->emit, std::vector<std::string>{"vllm"}))));
+      auto ref = ServingModelRef(ctx, f->model, job->model);
+      if (!ref.ok()) return PrintError(ref.status());
+      auto cmd = VllmServeCommand(job->model, *ref, cfg, *r, f->no_sliding_window);
+      if (!cmd.ok()) return PrintError(cmd.status());
+      launch = *cmd;
+    }
     if (json_out) {
       json j = JsonEnvelope("suanli.perf.infer/1");
       j["model"] = model->id;
@@ -633,6 +665,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["prefill_ops"] = OpsJson(r->prefill_ops, ridge);
         j["decode_ops"] = OpsJson(r->decode_ops, ridge);
       }
+      if (!launch.empty()) j["launch"] = {{"vllm", launch}};
       PrintJson(j);
       return r->fits ? kExitOk : kExitNoFit;
     }
@@ -672,6 +705,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     }
     for (const auto& n : r->notes) std::cout << "note: " << n << "\n";
     if (!f->efficiency.empty()) std::cout << "note: " << WhatIfNote(*f) << "\n";
+    if (!launch.empty()) std::cout << "\nlaunch (vllm):\n" << launch;
     if (f->explain) {
       std::cout << "\nprefill operators:\n";
       PrintOps(r->prefill_ops, ridge, r->ttft_s);

@@ -456,4 +456,68 @@ std::string KubernetesPyTorchJob(const PlanCandidate& c, const LaunchContext& x)
   return out;
 }
 
+
+Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_ref, const InferConfig& cfg,
+                                     const InferResult& r, bool disable_sliding_window) {
+  const Parallelism& p = cfg.fit.par;
+  const std::string w = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;  // EstimateInference's default
+  std::vector<Arg> args = {{"--tensor-parallel-size", std::to_string(p.tp)},
+                           {"--pipeline-parallel-size", std::to_string(p.pp)},
+                           {"--max-model-len", std::to_string(cfg.input_len + cfg.output_len)},
+                           {"--max-num-seqs", std::to_string(r.batch)}};
+  // Weights: vLLM reads a pre-quantised checkpoint's format from its config; it quantises a 16-bit checkpoint itself
+  // only to FP8 (--quantization fp8) and to bitsandbytes 4-bit.
+  const bool stored = !m.stored_weights.empty() && m.stored_weights == w;
+  if (w == "bf16" || w == "fp16" || w == "fp32") {
+    if (!m.stored_quantization.empty())
+      return InvalidArgument(fmt::format(
+          "--emit vllm: {}'s checkpoint is stored quantised ({}); vLLM serves it as stored: estimate with --weights {}",
+          m.id, m.stored_quantization, m.stored_weights.empty() ? "in that format" : m.stored_weights));
+    args.push_back({"--dtype", w == "bf16" ? "bfloat16" : w == "fp16" ? "float16" : "float32"});
+  } else if (w == "fp8") {
+    if (!stored) args.push_back({"--quantization", "fp8"});  // dynamic FP8 of a 16-bit checkpoint
+  } else if (w == "nf4") {
+    if (!stored) args.push_back({"--quantization", "bitsandbytes"});  // in-flight 4-bit NF4
+  } else if (!stored) {
+    const char* what = w == "nvfp4" ? "an NVFP4 checkpoint (NVIDIA ModelOpt's, e.g. an nvidia/*-FP4 repository)"
+                       : w == "awq" || w == "gptq" || w == "int4"
+                           ? "an AWQ or GPTQ checkpoint (4-bit, group 128)"
+                       : w == "int8" ? "an 8-bit checkpoint (GPTQ 8-bit or bitsandbytes 8-bit)"
+                       : w.rfind("q", 0) == 0
+                           ? "a GGUF file; GGUF is llama.cpp's format, which vLLM loads only experimentally"
+                           : "a checkpoint in that format (gpt-fast and torchao formats are theirs, not vLLM's)";
+    return InvalidArgument(fmt::format(
+        "--emit vllm: vLLM serves --weights {} from a pre-quantised checkpoint, {}; pass that checkpoint's config.json "
+        "as --model (its quantization_config then says how it is stored)",
+        w, what));
+  }
+  if (cfg.fit.kv_bytes_per_elem == 1) args.push_back({"--kv-cache-dtype", "fp8"});
+  else if (cfg.fit.kv_bytes_per_elem != 2)
+    return InvalidArgument("--emit vllm: vLLM keeps the KV cache in the model's 16-bit type or in fp8 (--kv-dtype)");
+  if (disable_sliding_window && m.sliding_window > 0) args.push_back({"--disable-sliding-window", ""});
+  if (p.ep > 1) {
+    if (p.ep != p.tp)
+      return InvalidArgument(fmt::format(
+          "--emit vllm: vLLM's expert parallelism spans the whole tensor-parallel group (EP = TP = {}); --ep {} is "
+          "TensorRT-LLM's partial form",
+          p.tp, p.ep));
+    args.push_back({"--enable-expert-parallel", ""});
+  }
+  std::string out = fmt::format(
+      "# suanli {} perf infer: {} on {} GPU(s) (TP={} PP={}), weights {}, KV cache {}, {} sequence(s) of {} + {} "
+      "tokens{}\n"
+      "# predicted: {} {}, TPOT {}, {:.0f} output tokens/s per GPU\n",
+      SUANLI_VERSION, m.id, p.tp * p.pp, p.tp, p.pp, w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit", r.batch,
+      cfg.input_len, cfg.output_len, cfg.batch_max ? " (the most that fit)" : "",
+      cfg.batch_max ? "prefill of the batch" : "TTFT", FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s),
+      r.output_tokens_per_s_per_gpu);
+  if (cfg.batch_max)
+    out += "# vLLM keeps 10% of each GPU free by default (--gpu-memory-utilization 0.9), so it may admit fewer sequences\n";
+  if (cfg.decode_attention == DecodeAttention::kPerHead)
+    out += "# estimated with a per-query-head decode kernel; vLLM's current attention backends read each KV head once\n";
+  out += "vllm serve " + ShellWord(std::string(model_ref));
+  for (const auto& [flag, value] : args) out += " \\\n  " + flag + (value.empty() ? "" : " " + ShellWord(value));
+  return out + "\n";
+}
+
 }  // namespace suanli

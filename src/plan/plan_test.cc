@@ -605,6 +605,81 @@ TEST_F(Planner, EmittersAreValidForTheirToolsAndMatchGoldens) {
   CheckGolden("torchrun.sh", torchrun);
 }
 
+// vllm serve for an estimated replica: the layout, the context, the estimate's batch and the formats in vLLM's words;
+// a stored-quantised checkpoint is served as stored, and what vLLM cannot run as estimated is refused with the reason.
+TEST_F(Planner, VllmServeCommandMatchesTheEstimate) {
+  const ModelSpec m = M("llama-3.1-70b");
+  const GpuSpec& g = **hw_->FindGpu("h100-sxm");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.fit.kv_bytes_per_elem = 1;
+  c.fit.par.tp = 4;
+  c.input_len = 1000;
+  c.output_len = 1000;
+  c.batch_max = true;
+  auto r = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), c, *LoadEfficiency(g.id));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto cmd = VllmServeCommand(m, "meta-llama/Llama-3.1-70B", c, *r, false);
+  ASSERT_TRUE(cmd.ok()) << cmd.status().message();
+  EXPECT_NE(cmd->find("vllm serve meta-llama/Llama-3.1-70B \\\n  --tensor-parallel-size 4"), std::string::npos) << *cmd;
+  EXPECT_NE(cmd->find("--max-model-len 2000"), std::string::npos);
+  EXPECT_NE(cmd->find("--max-num-seqs " + std::to_string(r->batch)), std::string::npos);
+  EXPECT_NE(cmd->find("--quantization fp8"), std::string::npos);
+  EXPECT_NE(cmd->find("--kv-cache-dtype fp8"), std::string::npos);
+  EXPECT_EQ(cmd->find("--disable-sliding-window"), std::string::npos);
+  CheckGolden("vllm_serve.sh", *cmd);
+
+  // DeepSeek-V3 ships in FP8: no --quantization (vLLM reads the checkpoint's), and EP = TP becomes
+  // --enable-expert-parallel; in bf16 it is refused, as is EP inside part of the TP group.
+  const ModelSpec ds = M("deepseek-v3");
+  InferConfig d;
+  d.fit.weights = *ParseWeightFormat("fp8");
+  d.fit.par.tp = 8;
+  d.fit.par.ep = 8;
+  d.fit.batch = 16;
+  const GpuSpec& h200 = **hw_->FindGpu("h200-sxm");
+  const Cluster cl = *MakeCluster(*hw_, h200, 8, "ib-ndr");
+  auto rd = EstimateInference(ds, cl, d, *LoadEfficiency(h200.id));
+  ASSERT_TRUE(rd.ok()) << rd.status().message();
+  auto dcmd = VllmServeCommand(ds, "deepseek-ai/DeepSeek-V3", d, *rd, false);
+  ASSERT_TRUE(dcmd.ok()) << dcmd.status().message();
+  EXPECT_EQ(dcmd->find("--quantization"), std::string::npos) << *dcmd;
+  EXPECT_NE(dcmd->find("--enable-expert-parallel"), std::string::npos);
+  InferConfig d16 = d;
+  d16.fit.weights = *ParseWeightFormat("bf16");
+  d16.fit.par.ep = 1;
+  auto r16 = EstimateInference(ds, cl, d16, *LoadEfficiency(h200.id));
+  ASSERT_TRUE(r16.ok());
+  auto refused = VllmServeCommand(ds, "deepseek-ai/DeepSeek-V3", d16, *r16, false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("serves it as stored: estimate with --weights fp8"), std::string::npos)
+      << refused.status().message();
+  InferConfig partial = d;
+  partial.fit.par.ep = 4;
+  auto rp = EstimateInference(ds, cl, partial, *LoadEfficiency(h200.id));
+  ASSERT_TRUE(rp.ok()) << rp.status().message();
+  EXPECT_FALSE(VllmServeCommand(ds, "deepseek-ai/DeepSeek-V3", partial, *rp, false).ok());
+  // NVFP4 needs a pre-quantised checkpoint; a windowed model served without its window says so.
+  InferConfig fp4;
+  fp4.fit.weights = *ParseWeightFormat("nvfp4");
+  const GpuSpec& b200 = **hw_->FindGpu("b200");
+  auto r4 = EstimateInference(m, *MakeCluster(*hw_, b200, 8, "ib-ndr"), fp4, *LoadEfficiency(b200.id));
+  ASSERT_TRUE(r4.ok());
+  auto nv = VllmServeCommand(m, "meta-llama/Llama-3.1-70B", fp4, *r4, false);
+  ASSERT_FALSE(nv.ok());
+  EXPECT_NE(nv.status().message().find("pre-quantised checkpoint"), std::string::npos);
+  ModelSpec mistral = M("mistral-7b");
+  ModelSpec full = mistral;
+  full.DisableSlidingWindow();
+  InferConfig w;
+  auto rw = EstimateInference(full, *MakeCluster(*hw_, g, 8, "ib-ndr"), w, *LoadEfficiency(g.id));
+  ASSERT_TRUE(rw.ok());
+  auto mw = VllmServeCommand(mistral, "mistralai/Mistral-7B-v0.1", w, *rw, true);
+  ASSERT_TRUE(mw.ok());
+  EXPECT_NE(mw->find("--disable-sliding-window"), std::string::npos);
+  EXPECT_NE(mw->find("--dtype bfloat16"), std::string::npos);
+}
+
 // A pinned expert-parallel degree is searched as given, beyond the free search's 64 (DeepSeek-V3 has 256 experts),
 // and with TP > 1 also folded over the tensor-parallel ranks (ETP 1).
 TEST_F(Planner, PinnedExpertParallelismIsSearchedAsGiven) {
