@@ -132,6 +132,11 @@ std::string KubernetesPyTorchJob(const PlanCandidate& c, const LaunchContext& ct
 // `disable_sliding_window` is perf infer's --no-sliding-window.
 Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_ref, const InferConfig& cfg,
                                      const InferResult& r, bool disable_sliding_window);
+// The same replica as a `trtllm-serve` line (PyTorch backend): --tp_size, --pp_size, --ep_size (EP inside the TP
+// group, as the estimate has it), --max_batch_size, --max_seq_len, and an FP8 KV cache through
+// --extra_llm_api_options (kv_cache_config.dtype). Quantised weights need a pre-quantised checkpoint.
+Result<std::string> TrtllmServeCommand(const ModelSpec& m, std::string_view model_ref, const InferConfig& cfg,
+                                       const InferResult& r, bool disable_sliding_window);
 
 }  // namespace suanli
 

@@ -1,6 +1,7 @@
 // `suanli perf train` and `suanli perf infer`: how fast, how long, how much.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -219,8 +220,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
   infer->add_flag("--no-sliding-window", f->no_sliding_window, kNoSlidingWindowHelp);
   infer->add_option("--emit", f->emit,
-                    "Launch line for the estimated replica: vllm (vllm serve with its parallel sizes, context, "
-                    "--max-num-seqs and formats)");
+                    "Launch line for the estimated replica: vllm (vllm serve) | trtllm (trtllm-serve), with its "
+                    "parallel sizes, context, batch limit and formats");
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
   infer->add_option("--request-overhead-ms", f->request_overhead_ms,
                     "Serving engine's host time per request, added to the TTFT (the model has none)")
@@ -619,14 +620,16 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     auto r = EstimateInference(*model, *cluster, cfg, *eff);
     if (!r.ok()) return PrintError(r.status());
     const RidgePoint ridge = RidgePointFor(**gpu, *eff, cfg.compute);
-    std::string launch;
+    std::string launch, engine = ToLower(f->emit);
     if (!f->emit.empty()) {
-      if (ToLower(f->emit) != "vllm")
-        return PrintError(InvalidArgument(fmt::format("--emit '{}': the serving launcher written is vllm{}", f->emit,
-                                                      DidYouMean(f->emit, std::vector<std::string>{"vllm"}))));
+      const std::vector<std::string> engines = {"vllm", "trtllm"};
+      if (std::find(engines.begin(), engines.end(), engine) == engines.end())
+        return PrintError(InvalidArgument(fmt::format("--emit '{}': the serving launchers written are vllm and trtllm{}",
+                                                      f->emit, DidYouMean(f->emit, engines))));
       auto ref = ServingModelRef(ctx, f->model, job->model);
       if (!ref.ok()) return PrintError(ref.status());
-      auto cmd = VllmServeCommand(job->model, *ref, cfg, *r, f->no_sliding_window);
+      auto cmd = engine == "vllm" ? VllmServeCommand(job->model, *ref, cfg, *r, f->no_sliding_window)
+                                  : TrtllmServeCommand(job->model, *ref, cfg, *r, f->no_sliding_window);
       if (!cmd.ok()) return PrintError(cmd.status());
       launch = *cmd;
     }
@@ -665,7 +668,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["prefill_ops"] = OpsJson(r->prefill_ops, ridge);
         j["decode_ops"] = OpsJson(r->decode_ops, ridge);
       }
-      if (!launch.empty()) j["launch"] = {{"vllm", launch}};
+      if (!launch.empty()) j["launch"] = {{engine, launch}};
       PrintJson(j);
       return r->fits ? kExitOk : kExitNoFit;
     }
@@ -705,7 +708,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     }
     for (const auto& n : r->notes) std::cout << "note: " << n << "\n";
     if (!f->efficiency.empty()) std::cout << "note: " << WhatIfNote(*f) << "\n";
-    if (!launch.empty()) std::cout << "\nlaunch (vllm):\n" << launch;
+    if (!launch.empty()) std::cout << "\nlaunch (" << engine << "):\n" << launch;
     if (f->explain) {
       std::cout << "\nprefill operators:\n";
       PrintOps(r->prefill_ops, ridge, r->ttft_s);

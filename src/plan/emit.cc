@@ -457,6 +457,38 @@ std::string KubernetesPyTorchJob(const PlanCandidate& c, const LaunchContext& x)
 }
 
 
+namespace {
+
+// The two comment lines every serving launch line starts with: what was estimated and what it predicted.
+std::string ServeHeader(const ModelSpec& m, const std::string& w, const InferConfig& cfg, const InferResult& r) {
+  const Parallelism& p = cfg.fit.par;
+  return fmt::format(
+      "# suanli {} perf infer: {} on {} GPU(s) (TP={} PP={}), weights {}, KV cache {}, {} sequence(s) of {} + {} "
+      "tokens{}\n"
+      "# predicted: {} {}, TPOT {}, {:.0f} output tokens/s per GPU\n",
+      SUANLI_VERSION, m.id, p.tp * p.pp, p.tp, p.pp, w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit", r.batch,
+      cfg.input_len, cfg.output_len, cfg.batch_max ? " (the most that fit)" : "",
+      cfg.batch_max ? "prefill of the batch" : "TTFT", FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s),
+      r.output_tokens_per_s_per_gpu);
+}
+
+// A checkpoint stored quantised is served as stored by both engines: a 16-bit estimate of it is refused.
+Status CheckServedAsStored(const ModelSpec& m, const std::string& w, const char* engine) {
+  if ((w == "bf16" || w == "fp16" || w == "fp32") && !m.stored_quantization.empty())
+    return InvalidArgument(fmt::format(
+        "--emit {}: {}'s checkpoint is stored quantised ({}); the engine serves it as stored: estimate with --weights {}",
+        engine, m.id, m.stored_quantization, m.stored_weights.empty() ? "in that format" : m.stored_weights));
+  return Status::Ok();
+}
+
+std::string CommandLine(const std::string& head, const std::vector<Arg>& args) {
+  std::string out = head;
+  for (const auto& [flag, value] : args) out += " \\\n  " + flag + (value.empty() ? "" : " " + ShellWord(value));
+  return out + "\n";
+}
+
+}  // namespace
+
 Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_ref, const InferConfig& cfg,
                                      const InferResult& r, bool disable_sliding_window) {
   const Parallelism& p = cfg.fit.par;
@@ -467,12 +499,9 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_
                            {"--max-num-seqs", std::to_string(r.batch)}};
   // Weights: vLLM reads a pre-quantised checkpoint's format from its config; it quantises a 16-bit checkpoint itself
   // only to FP8 (--quantization fp8) and to bitsandbytes 4-bit.
+  SUANLI_RETURN_IF_ERROR(CheckServedAsStored(m, w, "vllm"));
   const bool stored = !m.stored_weights.empty() && m.stored_weights == w;
   if (w == "bf16" || w == "fp16" || w == "fp32") {
-    if (!m.stored_quantization.empty())
-      return InvalidArgument(fmt::format(
-          "--emit vllm: {}'s checkpoint is stored quantised ({}); vLLM serves it as stored: estimate with --weights {}",
-          m.id, m.stored_quantization, m.stored_weights.empty() ? "in that format" : m.stored_weights));
     args.push_back({"--dtype", w == "bf16" ? "bfloat16" : w == "fp16" ? "float16" : "float32"});
   } else if (w == "fp8") {
     if (!stored) args.push_back({"--quantization", "fp8"});  // dynamic FP8 of a 16-bit checkpoint
@@ -499,25 +528,61 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_
     if (p.ep != p.tp)
       return InvalidArgument(fmt::format(
           "--emit vllm: vLLM's expert parallelism spans the whole tensor-parallel group (EP = TP = {}); --ep {} is "
-          "TensorRT-LLM's partial form",
+          "TensorRT-LLM's partial form (--emit trtllm)",
           p.tp, p.ep));
     args.push_back({"--enable-expert-parallel", ""});
   }
-  std::string out = fmt::format(
-      "# suanli {} perf infer: {} on {} GPU(s) (TP={} PP={}), weights {}, KV cache {}, {} sequence(s) of {} + {} "
-      "tokens{}\n"
-      "# predicted: {} {}, TPOT {}, {:.0f} output tokens/s per GPU\n",
-      SUANLI_VERSION, m.id, p.tp * p.pp, p.tp, p.pp, w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit", r.batch,
-      cfg.input_len, cfg.output_len, cfg.batch_max ? " (the most that fit)" : "",
-      cfg.batch_max ? "prefill of the batch" : "TTFT", FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s),
-      r.output_tokens_per_s_per_gpu);
+  std::string out = ServeHeader(m, w, cfg, r);
   if (cfg.batch_max)
     out += "# vLLM keeps 10% of each GPU free by default (--gpu-memory-utilization 0.9), so it may admit fewer sequences\n";
   if (cfg.decode_attention == DecodeAttention::kPerHead)
     out += "# estimated with a per-query-head decode kernel; vLLM's current attention backends read each KV head once\n";
-  out += "vllm serve " + ShellWord(std::string(model_ref));
-  for (const auto& [flag, value] : args) out += " \\\n  " + flag + (value.empty() ? "" : " " + ShellWord(value));
-  return out + "\n";
+  return out + CommandLine("vllm serve " + ShellWord(std::string(model_ref)), args);
+}
+
+Result<std::string> TrtllmServeCommand(const ModelSpec& m, std::string_view model_ref, const InferConfig& cfg,
+                                       const InferResult& r, bool disable_sliding_window) {
+  const Parallelism& p = cfg.fit.par;
+  const std::string w = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;
+  // TensorRT-LLM's PyTorch backend runs a checkpoint as stored: 16-bit, or pre-quantised by NVIDIA ModelOpt (FP8,
+  // NVFP4) or with AWQ/GPTQ (W4A16). It does not quantise a 16-bit checkpoint on load.
+  SUANLI_RETURN_IF_ERROR(CheckServedAsStored(m, w, "trtllm"));
+  const bool stored = !m.stored_weights.empty() && m.stored_weights == w;
+  if (w != "bf16" && w != "fp16" && !stored) {
+    const char* what = w == "fp8" || w == "nvfp4"
+                           ? "an NVIDIA ModelOpt checkpoint (e.g. an nvidia/*-FP8 or *-FP4 repository)"
+                       : w == "awq" || w == "gptq" || w == "int4" ? "an AWQ or GPTQ checkpoint (4-bit, group 128)"
+                                                                  : nullptr;
+    if (!what)
+      return InvalidArgument(fmt::format(
+          "--emit trtllm: TensorRT-LLM does not serve --weights {} (its formats: 16-bit, FP8, NVFP4, AWQ, GPTQ)", w));
+    return InvalidArgument(fmt::format(
+        "--emit trtllm: TensorRT-LLM serves --weights {} from a pre-quantised checkpoint, {}; pass that checkpoint's "
+        "config.json as --model (its quantization_config then says how it is stored)",
+        w, what));
+  }
+  if (cfg.fit.kv_bytes_per_elem != 1 && cfg.fit.kv_bytes_per_elem != 2)
+    return InvalidArgument("--emit trtllm: the KV cache is the model's 16-bit type or fp8 (--kv-dtype)");
+  // --max_num_tokens: the memory model's prefill chunk (8,192 tokens, TensorRT-LLM's default budget per step).
+  std::vector<Arg> args = {{"--backend", "pytorch"},
+                           {"--tp_size", std::to_string(p.tp)},
+                           {"--pp_size", std::to_string(p.pp)}};
+  if (p.ep > 1) args.push_back({"--ep_size", std::to_string(p.ep)});  // moe_ep_size; moe_tp_size = TP / EP
+  args.push_back({"--max_batch_size", std::to_string(r.batch)});
+  args.push_back({"--max_seq_len", std::to_string(cfg.input_len + cfg.output_len)});
+  args.push_back({"--max_num_tokens", "8192"});
+  std::string out = ServeHeader(m, w, cfg, r);
+  if (cfg.batch_max)
+    out += "# TensorRT-LLM sizes its KV cache from the memory left after the weights "
+           "(--kv_cache_free_gpu_memory_fraction, 0.9 by default), so it may admit fewer sequences\n";
+  if (disable_sliding_window && m.sliding_window > 0)
+    out += "# estimated with every token in the KV cache (--no-sliding-window); check how your TensorRT-LLM version "
+           "treats the model's sliding window\n";
+  if (cfg.fit.kv_bytes_per_elem == 1) {
+    out += "cat > extra-llm-api-options.yml <<'EOF'\nkv_cache_config:\n  dtype: fp8\nEOF\n";
+    args.push_back({"--extra_llm_api_options", "extra-llm-api-options.yml"});
+  }
+  return out + CommandLine("trtllm-serve " + ShellWord(std::string(model_ref)), args);
 }
 
 }  // namespace suanli

@@ -628,6 +628,19 @@ TEST_F(Planner, VllmServeCommandMatchesTheEstimate) {
   EXPECT_NE(cmd->find("--kv-cache-dtype fp8"), std::string::npos);
   EXPECT_EQ(cmd->find("--disable-sliding-window"), std::string::npos);
   CheckGolden("vllm_serve.sh", *cmd);
+  // TensorRT-LLM runs FP8 weights from a ModelOpt checkpoint only; in 16-bit weights with an FP8 KV cache the line
+  // carries the cache through --extra_llm_api_options, and EP inside the TP group is its --ep_size.
+  EXPECT_FALSE(TrtllmServeCommand(m, "meta-llama/Llama-3.1-70B", c, *r, false).ok());
+  InferConfig c16 = c;
+  c16.fit.weights = *ParseWeightFormat("bf16");
+  auto r16b = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), c16, *LoadEfficiency(g.id));
+  ASSERT_TRUE(r16b.ok());
+  auto trt = TrtllmServeCommand(m, "meta-llama/Llama-3.1-70B", c16, *r16b, false);
+  ASSERT_TRUE(trt.ok()) << trt.status().message();
+  EXPECT_NE(trt->find("trtllm-serve meta-llama/Llama-3.1-70B \\\n  --backend pytorch"), std::string::npos) << *trt;
+  EXPECT_NE(trt->find("--max_batch_size " + std::to_string(r16b->batch)), std::string::npos);
+  EXPECT_NE(trt->find("kv_cache_config:\n  dtype: fp8"), std::string::npos);
+  CheckGolden("trtllm_serve.sh", *trt);
 
   // DeepSeek-V3 ships in FP8: no --quantization (vLLM reads the checkpoint's), and EP = TP becomes
   // --enable-expert-parallel; in bf16 it is refused, as is EP inside part of the TP group.
@@ -659,6 +672,9 @@ TEST_F(Planner, VllmServeCommandMatchesTheEstimate) {
   auto rp = EstimateInference(ds, cl, partial, *LoadEfficiency(h200.id));
   ASSERT_TRUE(rp.ok()) << rp.status().message();
   EXPECT_FALSE(VllmServeCommand(ds, "deepseek-ai/DeepSeek-V3", partial, *rp, false).ok());
+  auto trt_ep = TrtllmServeCommand(ds, "deepseek-ai/DeepSeek-V3", partial, *rp, false);
+  ASSERT_TRUE(trt_ep.ok()) << trt_ep.status().message();
+  EXPECT_NE(trt_ep->find("--ep_size 4"), std::string::npos);
   // NVFP4 needs a pre-quantised checkpoint; a windowed model served without its window says so.
   InferConfig fp4;
   fp4.fit.weights = *ParseWeightFormat("nvfp4");
