@@ -93,6 +93,8 @@ Precision ServingComputePrecision(const WeightFormat& wf);
 // When a model's config.json names its checkpoint's quantisation (ModelSpec::stored_quantization) and the estimate
 // uses another weight format: a note saying so and which --weights would price the checkpoint as stored.
 std::optional<std::string> StoredFormatNote(const ModelSpec& m, const WeightFormat& used);
+// Whether two --weights ids store weights alike: the same id, or the 4-bit group-128 aliases (int4, awq, gptq).
+bool SameStoredFormat(std::string_view a, std::string_view b);
 // Bytes per KV-cache element for a KV dtype (fp32, bf16, fp16, fp8, int8).
 Result<double> ParseKvDtype(std::string_view id);
 

@@ -530,6 +530,8 @@ struct InferResult {
 };
 Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& c, const InferConfig& cfg,
                                       const Efficiency& eff);
+// The batch an estimate ran at, in words: "64", or with batch_max "804 (the most that fit)" and the cap where it bit.
+std::string ServingBatchWords(const InferConfig& cfg, const InferResult& r);
 
 // What the bundled validation measured for classes of configuration the model is known to get wrong
 // (docs/validation.md §5): signed error (predicted speed / measured - 1) over held-out published runs.

@@ -228,8 +228,9 @@ json ModelJson(const ModelSpec& m, const CatalogModel* cm) {
   j["attention"] = attn[static_cast<int>(m.attention())];
   if (m.sliding_window) j["sliding_window"] = {{"tokens", m.sliding_window}, {"layers", m.sliding_window_layers}};
   if (!m.stored_quantization.empty())
-    j["stored_quantization"] = {{"weights", m.stored_weights.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.stored_weights)},
-                                {"description", m.stored_quantization}};
+    j["stored_quantization"] = {
+        {"weights", m.stored_weights.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.stored_weights)},
+        {"description", m.stored_quantization}};
   if (m.moe) {
     j["moe"] = {{"experts", m.moe->num_experts},         {"experts_per_token", m.moe->experts_per_token},
                 {"expert_ffn", m.moe->expert_ffn},       {"shared_experts", m.moe->num_shared_experts},

@@ -45,7 +45,7 @@ struct PerfFlags {
 };
 
 
-// What vLLM loads for --model: a catalog model's Hugging Face repository, the directory of a config.json given as a
+// What a serving engine loads for --model: a catalog model's Hugging Face repository, the directory of a config.json given as a
 // path, or the argument itself.
 Result<std::string> ServingModelRef(Context* ctx, const std::string& arg, const ModelSpec& m) {
   std::error_code ec;
@@ -676,13 +676,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         f->ep > 1 ? fmt::format(" EP={} ETP={}", f->ep, ExpertTpFor(cfg.fit.par, Mode::kInfer)) : "";
     std::cout << fmt::format(
         "{} on {} x {} (TP={} PP={}{}), weights {}, batch {}, {} in / {} out tokens, decode attention {}\n\n",
-        model->id, f->tp * f->pp, (*gpu)->id, f->tp, f->pp, experts, cfg.fit.weights.id,
-        cfg.batch_max ? fmt::format("{} (the most that fit{})", r->batch,
-                                    r->batch_limit == "cap" ? fmt::format(", capped at --max-batch {}", cfg.batch_cap)
-                                                            : "")
-                      : std::to_string(r->batch),
-        f->input_len,
-        f->output_len, DecodeAttentionName(cfg.decode_attention));
+        model->id, f->tp * f->pp, (*gpu)->id, f->tp, f->pp, experts, cfg.fit.weights.id, ServingBatchWords(cfg, *r),
+        f->input_len, f->output_len, DecodeAttentionName(cfg.decode_attention));
     if (!r->fits) std::cout << "DOES NOT FIT: " << FormatBytes(r->per_gpu_peak_bytes) << " per GPU needed\n\n";
     Table t({"", "value"});
     // At full load the prefill of every sequence in flight is not any one request's wait (that includes queueing).

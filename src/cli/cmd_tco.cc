@@ -68,13 +68,11 @@ Result<std::pair<double, std::string>> InferTokensPerS(Context* ctx, const TcoFl
   SUANLI_ASSIGN_OR_RETURN(Cluster c, MakeCluster(*hw, gpu, 8, "ib-ndr"));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu.id));
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, c, cfg, eff));
-  const std::string batch_words =
-      cfg.batch_max ? fmt::format("{} (the most that fit{})", r.batch,
-                                  r.batch_limit == "cap" ? fmt::format(", capped at --max-batch {}", cfg.batch_cap) : "")
-                    : std::to_string(r.batch);
   return std::make_pair(r.output_tokens_per_s_per_gpu,
-                        fmt::format("suanli perf infer: {} {} (KV cache {}) on {} (TP={} PP={}), batch {}, {} in / {} out "
-                                    "tokens{}", m.id, f.weights, f.kv_dtype, gpu.id, mg.layout.tp, mg.layout.pp, batch_words, f.input_len, f.output_len,
+                        fmt::format("suanli perf infer: {} {} (KV cache {}) on {} (TP={} PP={}), batch {}, {} in / {} "
+                                    "out tokens{}",
+                                    m.id, f.weights, f.kv_dtype, gpu.id, mg.layout.tp, mg.layout.pp,
+                                    ServingBatchWords(cfg, r), f.input_len, f.output_len,
                                     f.step_overhead_ms > 0
                                         ? fmt::format(", engine host time {:g} ms per step", f.step_overhead_ms)
                                         : ""));

@@ -242,8 +242,13 @@ Precision ServingComputePrecision(const WeightFormat& wf) {
   return Precision::kBf16;
 }
 
+bool SameStoredFormat(std::string_view a, std::string_view b) {
+  auto group128 = [](std::string_view x) { return x == "int4" || x == "awq" || x == "gptq"; };
+  return a == b || (group128(a) && group128(b));
+}
+
 std::optional<std::string> StoredFormatNote(const ModelSpec& m, const WeightFormat& used) {
-  if (m.stored_quantization.empty() || used.id == m.stored_weights) return std::nullopt;
+  if (m.stored_quantization.empty() || SameStoredFormat(used.id, m.stored_weights)) return std::nullopt;
   if (m.stored_weights.empty())
     return fmt::format("config.json's quantization_config ({}) names a format suanli does not model; this estimate "
                        "uses {} weights",

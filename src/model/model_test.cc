@@ -289,6 +289,10 @@ TEST(ParseHfConfig, ReadsTheCheckpointsQuantizationConfig) {
   ASSERT_TRUE(note.has_value());
   EXPECT_NE(note->find("--weights fp8 prices it as stored"), std::string::npos) << *note;
   EXPECT_FALSE(StoredFormatNote(fp8, *ParseWeightFormat("fp8")).has_value());
+  // int4, awq and gptq are one 4-bit group-128 format: an AWQ checkpoint estimated as int4 is priced as stored.
+  EXPECT_FALSE(StoredFormatNote(*parse(cases[2].first), *ParseWeightFormat("int4")).has_value());
+  EXPECT_TRUE(SameStoredFormat("gptq", "awq"));
+  EXPECT_FALSE(SameStoredFormat("int8", "int4"));
   EXPECT_NE(StoredFormatNote(*parse(cases[5].first), *ParseWeightFormat("bf16"))->find("does not model"),
             std::string::npos);
 }

@@ -186,6 +186,12 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
 
 }  // namespace
 
+std::string ServingBatchWords(const InferConfig& cfg, const InferResult& r) {
+  if (!cfg.batch_max) return std::to_string(r.batch);
+  return fmt::format("{} (the most that fit{})", r.batch,
+                     r.batch_limit == "cap" ? fmt::format(", capped at --max-batch {}", cfg.batch_cap) : "");
+}
+
 Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, const InferConfig& cfg_in,
                                       const Efficiency& eff) {
   if (!cl.gpu) return InvalidArgument("no GPU given");

@@ -350,7 +350,6 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
   InferConfig c;
   SUANLI_ASSIGN_OR_RETURN(c.fit.weights, ParseWeightFormat(t["weights"].value_or(std::string("bf16"))));
-  c.compute = ServingComputePrecision(c.fit.weights);
   c.fit.quantize_head = t["quantize_head"].value_or(false);
   SUANLI_ASSIGN_OR_RETURN(c.fit.kv_bytes_per_elem, ParseKvDtype(t["kv_dtype"].value_or(std::string("bf16"))));
   SUANLI_ASSIGN_OR_RETURN(c.fit.par.tp, IntKey(t, "tp", 1));
@@ -415,8 +414,10 @@ Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, const E
     if (!v || *v < 1) return ParseError(fmt::format("'{}' must be a positive integer", names[i]));
     dims[i] = double(*v);
   }
-  // Element sizes: FP4 operands carry a scale per 16 elements (NVFP4), 4.5 bits.
-  const double elem = p == Precision::kFp4 ? 4.5 / 8 : p == Precision::kFp8 ? 1 : 2;
+  // Element sizes: FP4 operands at NVFP4's bits per element, scales included (kFormats).
+  const double elem = p == Precision::kFp4   ? ParseWeightFormat("nvfp4")->bits_per_weight / 8
+                      : p == Precision::kFp8 ? 1
+                                             : 2;
   const GemmTime g = EstimateGemm(dims[0], dims[1], dims[2], 1, elem, peak, gemm_eff, *gpu, eff);
   *detail = fmt::format("{:.1f} us, utilisation {:.3f}, {}-bound", g.time_s * 1e6, g.utilisation, BoundName(g.bound));
   if (t["metric"].value_or(std::string()) != "tflops")

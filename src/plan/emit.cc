@@ -463,12 +463,10 @@ namespace {
 std::string ServeHeader(const ModelSpec& m, const std::string& w, const InferConfig& cfg, const InferResult& r) {
   const Parallelism& p = cfg.fit.par;
   return fmt::format(
-      "# suanli {} perf infer: {} on {} GPU(s) (TP={} PP={}), weights {}, KV cache {}, {} sequence(s) of {} + {} "
-      "tokens{}\n"
+      "# suanli {} perf infer: {} on {} GPU(s) (TP={} PP={}), weights {}, KV cache {}, batch {}, {} + {} tokens\n"
       "# predicted: {} {}, TPOT {}, {:.0f} output tokens/s per GPU\n",
-      SUANLI_VERSION, m.id, p.tp * p.pp, p.tp, p.pp, w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit", r.batch,
-      cfg.input_len, cfg.output_len, cfg.batch_max ? " (the most that fit)" : "",
-      cfg.batch_max ? "prefill of the batch" : "TTFT", FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s),
+      SUANLI_VERSION, m.id, p.tp * p.pp, p.tp, p.pp, w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit",
+      ServingBatchWords(cfg, r), cfg.input_len, cfg.output_len, cfg.batch_max ? "prefill of the batch" : "TTFT", FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s),
       r.output_tokens_per_s_per_gpu);
 }
 
@@ -500,7 +498,7 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_
   // Weights: vLLM reads a pre-quantised checkpoint's format from its config; it quantises a 16-bit checkpoint itself
   // only to FP8 (--quantization fp8) and to bitsandbytes 4-bit.
   SUANLI_RETURN_IF_ERROR(CheckServedAsStored(m, w, "vllm"));
-  const bool stored = !m.stored_weights.empty() && m.stored_weights == w;
+  const bool stored = !m.stored_weights.empty() && SameStoredFormat(m.stored_weights, w);
   if (w == "bf16" || w == "fp16" || w == "fp32") {
     args.push_back({"--dtype", w == "bf16" ? "bfloat16" : w == "fp16" ? "float16" : "float32"});
   } else if (w == "fp8") {
@@ -547,7 +545,7 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, std::string_view mode
   // TensorRT-LLM's PyTorch backend runs a checkpoint as stored: 16-bit, or pre-quantised by NVIDIA ModelOpt (FP8,
   // NVFP4) or with AWQ/GPTQ (W4A16). It does not quantise a 16-bit checkpoint on load.
   SUANLI_RETURN_IF_ERROR(CheckServedAsStored(m, w, "trtllm"));
-  const bool stored = !m.stored_weights.empty() && m.stored_weights == w;
+  const bool stored = !m.stored_weights.empty() && SameStoredFormat(m.stored_weights, w);
   if (w != "bf16" && w != "fp16" && !stored) {
     const char* what = w == "fp8" || w == "nvfp4"
                            ? "an NVIDIA ModelOpt checkpoint (e.g. an nvidia/*-FP8 or *-FP4 repository)"

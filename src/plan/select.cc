@@ -122,7 +122,6 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
         ic.decode_attention = t.decode_attention;
         ic.request_overhead_s = t.request_overhead_s;
         ic.step_overhead_s = t.step_overhead_s;
-        ic.compute = compute;
         auto r = EstimateInference(m, *cl, ic, *eff);
         if (!r.ok()) return r.status();
         if (!r->fits) continue;
