@@ -87,6 +87,9 @@ struct WeightFormat {
 };
 Result<WeightFormat> ParseWeightFormat(std::string_view id);
 const std::vector<std::string>& WeightFormatIds();
+// Tokens one serving step prefills at most: the inference workspace is sized for this chunk, the budget per step
+// TensorRT-LLM's max_num_tokens defaults to (and `perf infer --emit trtllm` writes).
+inline constexpr int64_t kPrefillChunkTokens = 8192;
 // The precision a weight format's GEMMs run at in serving: FP8 (weights and activations) for fp8, FP4 (NVFP4
 // weights and activations) for nvfp4, 16-bit otherwise (weight-only formats dequantise to 16 bits).
 Precision ServingComputePrecision(const WeightFormat& wf);

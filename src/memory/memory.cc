@@ -14,9 +14,8 @@ namespace {
 constexpr int64_t kMaxSeq = int64_t(1) << 24;    // 16M tokens
 constexpr int64_t kMaxBatch = int64_t(1) << 24;
 constexpr int kMaxDegree = 1 << 16;
-// Tokens processed by one inference forward pass when the prompt is long: prefill is done in
-// chunks of this many tokens (vLLM's max_num_batched_tokens default on large GPUs is 8192).
-constexpr double kPrefillChunkTokens = 8192;
+// kPrefillChunkTokens (suanli/memory.h): prefill runs in chunks of at most that many tokens (vLLM's
+// max_num_batched_tokens default on large GPUs is also 8192).
 // NCCL communicator buffers when any collective is used (approximate, docs/methodology.md §5).
 constexpr double kNcclBufferBytes = 0.25 * kGiB;
 
@@ -1121,7 +1120,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     } else {
       // Inference forward workspace: one layer's transient tensors for one prefill chunk, plus logits of the
       // last position of each sequence (FP32).
-      const double tokens = std::min(static_cast<double>(r.batch) * static_cast<double>(r.seq), kPrefillChunkTokens);
+      const double tokens = std::min(static_cast<double>(r.batch) * static_cast<double>(r.seq), double(kPrefillChunkTokens));
       const double h = static_cast<double>(m.hidden);
       const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
       const double ffn = m.moe ? double(m.moe->expert_ffn) * m.moe->experts_per_token + m.moe->shared_ffn

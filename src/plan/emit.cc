@@ -568,7 +568,7 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, std::string_view mode
   if (p.ep > 1) args.push_back({"--ep_size", std::to_string(p.ep)});  // moe_ep_size; moe_tp_size = TP / EP
   args.push_back({"--max_batch_size", std::to_string(r.batch)});
   args.push_back({"--max_seq_len", std::to_string(cfg.input_len + cfg.output_len)});
-  args.push_back({"--max_num_tokens", "8192"});
+  args.push_back({"--max_num_tokens", std::to_string(kPrefillChunkTokens)});
   std::string out = ServeHeader(m, w, cfg, r);
   if (cfg.batch_max)
     out += "# TensorRT-LLM sizes its KV cache from the memory left after the weights "
