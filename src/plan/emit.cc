@@ -510,9 +510,12 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_
                        : w == "awq" || w == "gptq" || w == "int4"
                            ? "an AWQ or GPTQ checkpoint (4-bit, group 128)"
                        : w == "int8" ? "an 8-bit checkpoint (GPTQ 8-bit or bitsandbytes 8-bit)"
-                       : w.rfind("q", 0) == 0
-                           ? "a GGUF file; GGUF is llama.cpp's format, which vLLM loads only experimentally"
-                           : "a checkpoint in that format (gpt-fast and torchao formats are theirs, not vLLM's)";
+                                     : nullptr;
+    if (!what)
+      return InvalidArgument(fmt::format(
+          "--emit vllm: --weights {} is {}, not a format vLLM serves; awq or gptq (4-bit, group 128) is the nearest "
+          "it does",
+          w, w.rfind("q", 0) == 0 ? "llama.cpp's GGUF" : "gpt-fast's or torchao's"));
     return InvalidArgument(fmt::format(
         "--emit vllm: vLLM serves --weights {} from a pre-quantised checkpoint, {}; pass that checkpoint's config.json "
         "as --model (its quantization_config then says how it is stored)",
