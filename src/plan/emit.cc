@@ -503,7 +503,7 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_
     args.push_back({"--dtype", w == "bf16" ? "bfloat16" : w == "fp16" ? "float16" : "float32"});
   } else if (w == "fp8") {
     if (!stored) args.push_back({"--quantization", "fp8"});  // dynamic FP8 of a 16-bit checkpoint
-  } else if (w == "nf4") {
+  } else if (w == "nf4" || w == "nf4-nodq") {
     if (!stored) args.push_back({"--quantization", "bitsandbytes"});  // in-flight 4-bit NF4
   } else if (!stored) {
     const char* what = w == "nvfp4" ? "an NVFP4 checkpoint (NVIDIA ModelOpt's, e.g. an nvidia/*-FP4 repository)"
