@@ -124,19 +124,20 @@ std::string DeepSpeedConfig(const PlanCandidate& c, const LaunchContext& ctx);  
 std::string SlurmScript(const PlanCandidate& c, const LaunchContext& ctx);
 std::string KubernetesPyTorchJob(const PlanCandidate& c, const LaunchContext& ctx);  // YAML
 
-// A `vllm serve` command for one serving replica as `perf infer` estimated it: tensor and pipeline parallel sizes, the
-// context (input + output) as --max-model-len, the estimate's batch as --max-num-seqs, the weight and KV-cache formats
-// as vLLM names them, the sliding window and expert parallelism where they apply. `model_ref` is what vLLM loads (a
-// Hugging Face repo id or a local directory). A configuration vLLM cannot run as estimated is an error that says why
-// (a pre-quantised checkpoint it needs, a format it does not serve). `m` is the model as its config describes it;
-// `disable_sliding_window` is perf infer's --no-sliding-window.
-Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_ref, const InferConfig& cfg,
-                                     const InferResult& r, bool disable_sliding_window);
-// The same replica as a `trtllm-serve` line (PyTorch backend): --tp_size, --pp_size, --ep_size (EP inside the TP
-// group, as the estimate has it), --max_batch_size, --max_seq_len, and an FP8 KV cache through
-// --extra_llm_api_options (kv_cache_config.dtype). Quantised weights need a pre-quantised checkpoint.
-Result<std::string> TrtllmServeCommand(const ModelSpec& m, std::string_view model_ref, const InferConfig& cfg,
-                                       const InferResult& r, bool disable_sliding_window);
+// The launch line of one serving replica as EstimateInference estimated it, for a serving engine: `vllm serve`,
+// `trtllm-serve` (PyTorch backend) or SGLang's `python -m sglang.launch_server`. Each carries the tensor, pipeline
+// and expert parallel sizes, the context (input + output), the estimate's batch as the engine's limit on running
+// sequences, and the weight and KV-cache formats in the engine's words, under two comment lines with what was
+// predicted. `model_ref` is what the engine loads (a Hugging Face repo id or a local directory); `m` is the model as
+// its config describes it; `disable_sliding_window` is perf infer's --no-sliding-window. A configuration the engine
+// cannot run as estimated is an error that says why: the GPU's vendor, a pre-quantised checkpoint it needs, a format
+// it does not serve, a checkpoint stored quantised estimated in 16 bits, vLLM's EP being all of TP.
+enum class ServeEngine { kVllm, kTrtllm, kSglang };
+// "vllm", "trtllm" or "sglang" (any case); anything else is an error that names them, with "did you mean".
+Result<ServeEngine> ParseServeEngine(std::string_view name);
+const char* ServeEngineName(ServeEngine e);
+Result<std::string> ServeCommand(ServeEngine e, const ModelSpec& m, const GpuSpec& g, std::string_view model_ref,
+                                 const InferConfig& cfg, const InferResult& r, bool disable_sliding_window);
 
 }  // namespace suanli
 
@@ -173,6 +174,9 @@ struct SelectRow {
   double cost_per_hour_usd = 0, cost_usd = 0, cost_per_million_tokens_usd = 0;
   double memory_bandwidth_bytes_per_s = 0, peak_flops = 0;
   Parallelism layout;
+  // Serving, eligible rows: one of the `replicas` as perf infer estimates it (ServeCommand writes its launch line).
+  InferConfig replica;
+  InferResult replica_result;
 };
 
 Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const ServeTarget& t);

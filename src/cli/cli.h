@@ -83,6 +83,9 @@ std::string BandWords(const char* what, const ErrorBand& b, const char* runs, co
 Result<double> ParseHostMemoryFlag(const std::string& text);
 // A serving run's --batch: a number of sequences, or "max" (as many as fit, at most --max-batch; InferConfig::batch_max).
 Status ApplyServingBatch(const std::string& batch, int64_t max_batch, InferConfig* cfg);
+// What a serving engine loads for --model ARG (perf infer and select serve --emit): a catalog model's Hugging Face
+// repository, the directory of a config.json given as a path, or the argument itself.
+Result<std::string> ServingModelRef(Context* ctx, const std::string& arg, const ModelSpec& m);
 inline constexpr const char* kNoSlidingWindowHelp =
     "Ignore the config's sliding window: every layer keeps its whole context in the KV cache (vLLM "
     "--disable-sliding-window; engines that do not honour the window)";

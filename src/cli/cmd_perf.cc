@@ -45,21 +45,6 @@ struct PerfFlags {
 };
 
 
-// What a serving engine loads for --model: a catalog model's Hugging Face repository, the directory of a config.json given as a
-// path, or the argument itself.
-Result<std::string> ServingModelRef(Context* ctx, const std::string& arg, const ModelSpec& m) {
-  std::error_code ec;
-  const std::filesystem::path path(arg);
-  if (std::filesystem::is_directory(path, ec)) return arg;
-  if (std::filesystem::is_regular_file(path, ec)) {
-    const auto dir = path.parent_path();
-    return dir.empty() ? std::string(".") : dir.string();
-  }
-  SUANLI_ASSIGN_OR_RETURN(const ModelCatalog* mc, ctx->models());
-  if (auto cm = mc->Find(arg); cm.ok() && !(*cm)->hf_repo.empty()) return (*cm)->hf_repo;
-  return m.id;
-}
-
 json OpsJson(const std::vector<OpCost>& ops, const RidgePoint& ridge) {
   json a = json::array();
   for (const auto& o : ops) {
@@ -220,8 +205,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
   infer->add_flag("--no-sliding-window", f->no_sliding_window, kNoSlidingWindowHelp);
   infer->add_option("--emit", f->emit,
-                    "Launch line for the estimated replica: vllm (vllm serve) | trtllm (trtllm-serve), with its "
-                    "parallel sizes, context, batch limit and formats");
+                    "Launch line for the estimated replica: vllm (vllm serve) | trtllm (trtllm-serve) | sglang "
+                    "(sglang.launch_server), with its parallel sizes, context, batch limit and formats");
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
   infer->add_option("--request-overhead-ms", f->request_overhead_ms,
                     "Serving engine's host time per request, added to the TTFT (the model has none)")
@@ -620,16 +605,14 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     auto r = EstimateInference(*model, *cluster, cfg, *eff);
     if (!r.ok()) return PrintError(r.status());
     const RidgePoint ridge = RidgePointFor(**gpu, *eff, cfg.compute);
-    std::string launch, engine = ToLower(f->emit);
+    std::string launch, engine;
     if (!f->emit.empty()) {
-      const std::vector<std::string> engines = {"vllm", "trtllm"};
-      if (std::find(engines.begin(), engines.end(), engine) == engines.end())
-        return PrintError(InvalidArgument(fmt::format("--emit '{}': the serving launchers written are vllm and trtllm{}",
-                                                      f->emit, DidYouMean(f->emit, engines))));
+      auto e = ParseServeEngine(f->emit);
+      if (!e.ok()) return PrintError(e.status());
+      engine = ServeEngineName(*e);
       auto ref = ServingModelRef(ctx, f->model, job->model);
       if (!ref.ok()) return PrintError(ref.status());
-      auto cmd = engine == "vllm" ? VllmServeCommand(job->model, *ref, cfg, *r, f->no_sliding_window)
-                                  : TrtllmServeCommand(job->model, *ref, cfg, *r, f->no_sliding_window);
+      auto cmd = ServeCommand(*e, job->model, **gpu, *ref, cfg, *r, f->no_sliding_window);
       if (!cmd.ok()) return PrintError(cmd.status());
       launch = *cmd;
     }

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/cli.h"
@@ -403,6 +404,8 @@ struct SelectFlags {
   double rps = 0, ttft_ms = 0, tpot_ms = 0, tokens = 0, deadline_days = 0, budget = 0;
   double request_overhead_ms = 0, step_overhead_ms = 0;
   int gpus_per_node = 8;
+  std::string emit;  // select serve --emit ENGINE: the launch line of row --rank
+  int rank = 1;
 };
 
 // Whether published end-to-end runs of this kind (serving or training) were on this GPU (docs/validation.md).
@@ -462,6 +465,10 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
   serve->add_option("--step-overhead-ms", f->step_overhead_ms,
                     "Serving engine's host time per forward pass, added to prefill and each decode step")
       ->capture_default_str();
+  serve->add_option("--emit", f->emit,
+                    "Launch line for one replica of a ranked GPU: vllm (vllm serve) | trtllm (trtllm-serve) | sglang");
+  serve->add_option("--rank", f->rank, "The ranking's row --emit writes the line for (1 = the top)")
+      ->capture_default_str();
   train->add_option("--tokens", f->tokens, "Tokens to train")->required();
   train->add_option("--global-batch", f->global_batch, "Sequences per step")->capture_default_str();
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
@@ -477,6 +484,13 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
     if (!model.ok()) return PrintError(model.status());
     const bool serving = serve->parsed();
     Result<std::vector<SelectRow>> rows = Internal("not run");
+    std::optional<ServeEngine> engine;
+    if (serving && !f->emit.empty()) {
+      auto e = ParseServeEngine(f->emit);
+      if (!e.ok()) return PrintError(e.status());
+      engine = *e;
+    }
+    if (f->rank < 1) return PrintError(InvalidArgument(fmt::format("--rank {}: rows are numbered from 1", f->rank)));
     if (serving) {
       ServeTarget t;
       t.model = &*model;
@@ -512,11 +526,35 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       rows = SelectForTraining(**hw, t);
     }
     if (!rows.ok()) return PrintError(rows.status());
+    // --emit: the launch line of one replica of the row numbered --rank in the table (eligible rows only).
+    std::string launch;
+    const SelectRow* emitted = nullptr;
+    if (engine) {
+      std::vector<const SelectRow*> eligible;
+      for (const auto& r : *rows)
+        if (r.eligible) eligible.push_back(&r);
+      if (f->rank > static_cast<int>(eligible.size()))
+        return PrintError(InvalidArgument(fmt::format("--rank {}: {} GPU(s) meet the target; choose 1 to {}", f->rank,
+                                                      eligible.size(), eligible.size())));
+      emitted = eligible[f->rank - 1];
+      auto ref = ServingModelRef(ctx, f->model, *model);
+      if (!ref.ok()) return PrintError(ref.status());
+      auto g = (*hw)->FindGpu(emitted->gpu);
+      if (!g.ok()) return PrintError(g.status());
+      auto cmd = ServeCommand(*engine, *model, **g, *ref, emitted->replica, emitted->replica_result, false);
+      if (!cmd.ok()) return PrintError(cmd.status());
+      launch = fmt::format("# select serve #{}: {}, {} replica(s) of this line on {} GPU(s) in all, behind a load "
+                           "balancer\n{}",
+                           f->rank, emitted->gpu, emitted->replicas, emitted->gpus, *cmd);
+    }
     if (ctx->options().json) {
       json j = JsonEnvelope(serving ? "suanli.select.serve/1" : "suanli.select.train/1");
       j["model"] = model->id;
       j["ranking"] = json::array();
       for (const auto& r : *rows) j["ranking"].push_back(RowJson(r, serving, model->moe.has_value()));
+      if (emitted)
+        j["launch"] = {{ServeEngineName(*engine), launch}, {"rank", f->rank}, {"gpu", emitted->gpu},
+                       {"replicas", emitted->replicas}};
       PrintJson(j);
       return kExitOk;
     }
@@ -587,6 +625,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       any = true;
       std::cout << "  " << r.gpu << ": " << r.exclusion << "\n";
     }
+    if (emitted) std::cout << "\nlaunch (" << ServeEngineName(*engine) << "):\n" << launch;
     return kExitOk;
   };
 }

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/cli.h"
@@ -59,6 +60,20 @@ Result<double> ParseHostMemoryFlag(const std::string& text) {
   if (*q <= 0) return InvalidArgument(fmt::format("--host-memory '{}': must be more than zero", text));
   return *q;
 }
+
+Result<std::string> ServingModelRef(Context* ctx, const std::string& arg, const ModelSpec& m) {
+  std::error_code ec;
+  const std::filesystem::path path(arg);
+  if (std::filesystem::is_directory(path, ec)) return arg;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const auto dir = path.parent_path();
+    return dir.empty() ? std::string(".") : dir.string();
+  }
+  SUANLI_ASSIGN_OR_RETURN(const ModelCatalog* mc, ctx->models());
+  if (auto cm = mc->Find(arg); cm.ok() && !(*cm)->hf_repo.empty()) return (*cm)->hf_repo;
+  return m.id;
+}
+
 Status ApplyServingBatch(const std::string& batch, int64_t max_batch, InferConfig* cfg) {
   if (ToLower(batch) == "max") {
     cfg->batch_max = true;

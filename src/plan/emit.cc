@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "suanli/plan.h"
+#include "suanli/text.h"
 #include "suanli/units.h"
 
 namespace suanli {
@@ -460,67 +461,115 @@ std::string KubernetesPyTorchJob(const PlanCandidate& c, const LaunchContext& x)
 namespace {
 
 // The two comment lines every serving launch line starts with: what was estimated and what it predicted.
-std::string ServeHeader(const ModelSpec& m, const std::string& w, const InferConfig& cfg, const InferResult& r) {
+std::string ServeHeader(const ModelSpec& m, const GpuSpec& g, const std::string& w, const InferConfig& cfg,
+                        const InferResult& r) {
   const Parallelism& p = cfg.fit.par;
   return fmt::format(
-      "# suanli {} perf infer: {} on {} GPU(s) (TP={} PP={}), weights {}, KV cache {}, batch {}, {} + {} tokens\n"
+      "# suanli {} perf infer: {} on {} x {} (TP={} PP={}), weights {}, KV cache {}, batch {}, {} + {} tokens\n"
       "# predicted: {} {}, TPOT {}, {:.0f} output tokens/s per GPU\n",
-      SUANLI_VERSION, m.id, p.tp * p.pp, p.tp, p.pp, w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit",
-      ServingBatchWords(cfg, r), cfg.input_len, cfg.output_len, cfg.batch_max ? "prefill of the batch" : "TTFT", FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s),
-      r.output_tokens_per_s_per_gpu);
-}
-
-// A checkpoint stored quantised is served as stored by both engines: a 16-bit estimate of it is refused.
-Status CheckServedAsStored(const ModelSpec& m, const std::string& w, const char* engine) {
-  if ((w == "bf16" || w == "fp16" || w == "fp32") && !m.stored_quantization.empty())
-    return InvalidArgument(fmt::format(
-        "--emit {}: {}'s checkpoint is stored quantised ({}); the engine serves it as stored: estimate with --weights {}",
-        engine, m.id, m.stored_quantization, m.stored_weights.empty() ? "in that format" : m.stored_weights));
-  return Status::Ok();
+      SUANLI_VERSION, m.id, p.tp * p.pp, g.id, p.tp, p.pp, w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit",
+      ServingBatchWords(cfg, r), cfg.input_len, cfg.output_len, cfg.batch_max ? "prefill of the batch" : "TTFT",
+      FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s), r.output_tokens_per_s_per_gpu);
 }
 
 std::string CommandLine(const std::string& head, const std::vector<Arg>& args) {
   std::string out = head;
-  for (const auto& [flag, value] : args) out += " \\\n  " + flag + (value.empty() ? "" : " " + ShellWord(value));
-  return out + "\n";
+  for (const auto& [flag, value] : args) {
+    out += " \\\n  ";
+    out += flag;
+    if (!value.empty()) {
+      out += ' ';
+      out += ShellWord(value);
+    }
+  }
+  out += '\n';
+  return out;
 }
 
-}  // namespace
+// What each engine does with each weight format of the estimate (docs/manual.md, perf infer --emit).
+struct EngineFormats {
+  const char* name;             // as --emit spells it
+  const char* online_fp8;       // --quantization value that makes FP8 of a 16-bit checkpoint on load; nullptr: none
+  const char* online_nf4;       // the same for bitsandbytes NF4
+  const char* int8_checkpoint;  // the pre-quantised 8-bit weight-only checkpoint it runs; nullptr: none
+  const char* nf4_checkpoint;   // the pre-quantised bitsandbytes checkpoint it runs; nullptr: none
+};
+constexpr EngineFormats kVllmFormats{"vllm", "fp8", "bitsandbytes",
+                                     "an 8-bit checkpoint (GPTQ 8-bit or bitsandbytes 8-bit)", nullptr};
+constexpr EngineFormats kTrtllmFormats{"trtllm", nullptr, nullptr, nullptr, nullptr};
+constexpr EngineFormats kSglangFormats{"sglang", "fp8", nullptr, "an 8-bit GPTQ checkpoint",
+                                       "a bitsandbytes 4-bit checkpoint"};
 
-Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_ref, const InferConfig& cfg,
-                                     const InferResult& r, bool disable_sliding_window) {
+bool Is16Bit(const std::string& w) { return w == "bf16" || w == "fp16" || w == "fp32"; }
+
+// The weights of the estimate as the engine loads them: nothing to add (16-bit, or a checkpoint stored in that
+// format, whose config says so), a --quantization value (`quantize`), or an error that says what it needs. A
+// checkpoint stored quantised is served as stored, so a 16-bit estimate of it is refused.
+Status ResolveWeights(const EngineFormats& e, const ModelSpec& m, const std::string& w, std::string* quantize) {
+  if (Is16Bit(w) && !m.stored_quantization.empty())
+    return InvalidArgument(fmt::format(
+        "--emit {}: {}'s checkpoint is stored quantised ({}); the engine serves it as stored: estimate with --weights {}",
+        e.name, m.id, m.stored_quantization, m.stored_weights.empty() ? "in that format" : m.stored_weights));
+  if (Is16Bit(w) || (!m.stored_weights.empty() && SameStoredFormat(m.stored_weights, w))) return Status::Ok();
+  const bool nf4 = w == "nf4" || w == "nf4-nodq";
+  if ((w == "fp8" && e.online_fp8) || (nf4 && e.online_nf4)) {
+    *quantize = w == "fp8" ? e.online_fp8 : e.online_nf4;
+    return Status::Ok();
+  }
+  const char* what = w == "fp8" || w == "nvfp4"
+                         ? "an NVIDIA ModelOpt checkpoint (e.g. an nvidia/*-FP8 or *-FP4 repository)"
+                     : w == "awq" || w == "gptq" || w == "int4" ? "an AWQ or GPTQ checkpoint (4-bit, group 128)"
+                     : w == "int8"                              ? e.int8_checkpoint
+                     : nf4                                      ? e.nf4_checkpoint
+                                                                : nullptr;
+  if (!what) {
+    const char* kind = w.rfind("q", 0) == 0 ? "llama.cpp's GGUF"
+                       : w == "int8"        ? "8-bit weight-only"
+                       : nf4                ? "bitsandbytes NF4"
+                                            : "gpt-fast's or torchao's 4-bit";
+    return InvalidArgument(fmt::format(
+        "--emit {}: --weights {} ({}) is not a format this engine serves; the nearest it does: {}", e.name, w, kind,
+        w == "int8" ? "fp8, or awq/gptq (4-bit, group 128)" : "awq or gptq (4-bit, group 128)"));
+  }
+  return InvalidArgument(fmt::format(
+      "--emit {}: the engine serves --weights {} from a pre-quantised checkpoint, {}; pass that checkpoint's "
+      "config.json as --model (its quantization_config then says how it is stored)",
+      e.name, w, what));
+}
+
+// --dtype for 16-bit weights in vLLM's and SGLang's words; a GPU without BF16 (Volta, Turing) runs them in FP16 at
+// the same tensor rate, which the line then says.
+std::string DtypeArg(const GpuSpec& g, const std::string& w, std::string* note) {
+  if (w == "bf16" && !g.Supports(Precision::kBf16)) {
+    *note = fmt::format("# {} has no BF16: the engine runs the checkpoint in FP16, at the same tensor rate\n", g.id);
+    return "float16";
+  }
+  return w == "bf16" ? "bfloat16" : w == "fp16" ? "float16" : "float32";
+}
+
+Status CheckVendor(const char* engine, const GpuSpec& g, std::initializer_list<std::string_view> vendors,
+                   const char* instead) {
+  for (auto v : vendors)
+    if (g.vendor == v) return Status::Ok();
+  return InvalidArgument(fmt::format("--emit {}: {} does not run on {} ({}); {}", engine,
+                                     std::string_view(engine) == "trtllm" ? "TensorRT-LLM"
+                                     : std::string_view(engine) == "sglang" ? "SGLang"
+                                                                            : "vLLM",
+                                     g.id, g.vendor, instead));
+}
+
+Result<std::string> VllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::string_view model_ref,
+                                     const InferConfig& cfg, const InferResult& r, bool disable_sliding_window) {
   const Parallelism& p = cfg.fit.par;
   const std::string w = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;  // EstimateInference's default
   std::vector<Arg> args = {{"--tensor-parallel-size", std::to_string(p.tp)},
                            {"--pipeline-parallel-size", std::to_string(p.pp)},
                            {"--max-model-len", std::to_string(cfg.input_len + cfg.output_len)},
                            {"--max-num-seqs", std::to_string(r.batch)}};
-  // Weights: vLLM reads a pre-quantised checkpoint's format from its config; it quantises a 16-bit checkpoint itself
-  // only to FP8 (--quantization fp8) and to bitsandbytes 4-bit.
-  SUANLI_RETURN_IF_ERROR(CheckServedAsStored(m, w, "vllm"));
-  const bool stored = !m.stored_weights.empty() && SameStoredFormat(m.stored_weights, w);
-  if (w == "bf16" || w == "fp16" || w == "fp32") {
-    args.push_back({"--dtype", w == "bf16" ? "bfloat16" : w == "fp16" ? "float16" : "float32"});
-  } else if (w == "fp8") {
-    if (!stored) args.push_back({"--quantization", "fp8"});  // dynamic FP8 of a 16-bit checkpoint
-  } else if (w == "nf4" || w == "nf4-nodq") {
-    if (!stored) args.push_back({"--quantization", "bitsandbytes"});  // in-flight 4-bit NF4
-  } else if (!stored) {
-    const char* what = w == "nvfp4" ? "an NVFP4 checkpoint (NVIDIA ModelOpt's, e.g. an nvidia/*-FP4 repository)"
-                       : w == "awq" || w == "gptq" || w == "int4"
-                           ? "an AWQ or GPTQ checkpoint (4-bit, group 128)"
-                       : w == "int8" ? "an 8-bit checkpoint (GPTQ 8-bit or bitsandbytes 8-bit)"
-                                     : nullptr;
-    if (!what)
-      return InvalidArgument(fmt::format(
-          "--emit vllm: --weights {} is {}, not a format vLLM serves; awq or gptq (4-bit, group 128) is the nearest "
-          "it does",
-          w, w.rfind("q", 0) == 0 ? "llama.cpp's GGUF" : "gpt-fast's or torchao's"));
-    return InvalidArgument(fmt::format(
-        "--emit vllm: vLLM serves --weights {} from a pre-quantised checkpoint, {}; pass that checkpoint's config.json "
-        "as --model (its quantization_config then says how it is stored)",
-        w, what));
-  }
+  std::string quantize, notes;
+  SUANLI_RETURN_IF_ERROR(ResolveWeights(kVllmFormats, m, w, &quantize));
+  if (Is16Bit(w)) args.push_back({"--dtype", DtypeArg(g, w, &notes)});
+  if (!quantize.empty()) args.push_back({"--quantization", quantize});
   if (cfg.fit.kv_bytes_per_elem == 1) args.push_back({"--kv-cache-dtype", "fp8"});
   else if (cfg.fit.kv_bytes_per_elem != 2)
     return InvalidArgument("--emit vllm: vLLM keeps the KV cache in the model's 16-bit type or in fp8 (--kv-dtype)");
@@ -529,11 +578,13 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_
     if (p.ep != p.tp)
       return InvalidArgument(fmt::format(
           "--emit vllm: vLLM's expert parallelism spans the whole tensor-parallel group (EP = TP = {}); --ep {} is "
-          "TensorRT-LLM's partial form (--emit trtllm)",
+          "TensorRT-LLM's and SGLang's partial form (--emit trtllm or sglang)",
           p.tp, p.ep));
     args.push_back({"--enable-expert-parallel", ""});
   }
-  std::string out = ServeHeader(m, w, cfg, r);
+  std::string out = ServeHeader(m, g, w, cfg, r) + notes;
+  if (g.vendor == "intel")
+    out += "# vLLM runs on Gaudi through its vllm-gaudi plugin (HPU); check its documentation for the formats above\n";
   if (cfg.batch_max)
     out += "# vLLM keeps 10% of each GPU free by default (--gpu-memory-utilization 0.9), so it may admit fewer sequences\n";
   if (cfg.decode_attention == DecodeAttention::kPerHead)
@@ -541,27 +592,15 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, std::string_view model_
   return out + CommandLine("vllm serve " + ShellWord(std::string(model_ref)), args);
 }
 
-Result<std::string> TrtllmServeCommand(const ModelSpec& m, std::string_view model_ref, const InferConfig& cfg,
-                                       const InferResult& r, bool disable_sliding_window) {
+Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::string_view model_ref,
+                                       const InferConfig& cfg, const InferResult& r, bool disable_sliding_window) {
   const Parallelism& p = cfg.fit.par;
   const std::string w = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;
+  SUANLI_RETURN_IF_ERROR(CheckVendor("trtllm", g, {"nvidia"}, "--emit vllm or sglang"));
   // TensorRT-LLM's PyTorch backend runs a checkpoint as stored: 16-bit, or pre-quantised by NVIDIA ModelOpt (FP8,
   // NVFP4) or with AWQ/GPTQ (W4A16). It does not quantise a 16-bit checkpoint on load.
-  SUANLI_RETURN_IF_ERROR(CheckServedAsStored(m, w, "trtllm"));
-  const bool stored = !m.stored_weights.empty() && SameStoredFormat(m.stored_weights, w);
-  if (w != "bf16" && w != "fp16" && !stored) {
-    const char* what = w == "fp8" || w == "nvfp4"
-                           ? "an NVIDIA ModelOpt checkpoint (e.g. an nvidia/*-FP8 or *-FP4 repository)"
-                       : w == "awq" || w == "gptq" || w == "int4" ? "an AWQ or GPTQ checkpoint (4-bit, group 128)"
-                                                                  : nullptr;
-    if (!what)
-      return InvalidArgument(fmt::format(
-          "--emit trtllm: TensorRT-LLM does not serve --weights {} (its formats: 16-bit, FP8, NVFP4, AWQ, GPTQ)", w));
-    return InvalidArgument(fmt::format(
-        "--emit trtllm: TensorRT-LLM serves --weights {} from a pre-quantised checkpoint, {}; pass that checkpoint's "
-        "config.json as --model (its quantization_config then says how it is stored)",
-        w, what));
-  }
+  std::string quantize;
+  SUANLI_RETURN_IF_ERROR(ResolveWeights(kTrtllmFormats, m, w, &quantize));
   if (cfg.fit.kv_bytes_per_elem != 1 && cfg.fit.kv_bytes_per_elem != 2)
     return InvalidArgument("--emit trtllm: the KV cache is the model's 16-bit type or fp8 (--kv-dtype)");
   // --max_num_tokens: the memory model's prefill chunk (8,192 tokens, TensorRT-LLM's default budget per step).
@@ -572,18 +611,87 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, std::string_view mode
   args.push_back({"--max_batch_size", std::to_string(r.batch)});
   args.push_back({"--max_seq_len", std::to_string(cfg.input_len + cfg.output_len)});
   args.push_back({"--max_num_tokens", std::to_string(kPrefillChunkTokens)});
-  std::string out = ServeHeader(m, w, cfg, r);
+  std::string out = ServeHeader(m, g, w, cfg, r);
   if (cfg.batch_max)
     out += "# TensorRT-LLM sizes its KV cache from the memory left after the weights "
            "(--kv_cache_free_gpu_memory_fraction, 0.9 by default), so it may admit fewer sequences\n";
-  if (disable_sliding_window && m.sliding_window > 0)
-    out += "# estimated with every token in the KV cache (--no-sliding-window); check how your TensorRT-LLM version "
-           "treats the model's sliding window\n";
+  if (m.sliding_window > 0)
+    out += fmt::format("# estimated with {} in the KV cache; check how your TensorRT-LLM version treats the model's "
+                       "sliding window\n",
+                       disable_sliding_window ? "every token (--no-sliding-window)" : "the sliding window's tokens");
   if (cfg.fit.kv_bytes_per_elem == 1) {
     out += "cat > extra-llm-api-options.yml <<'EOF'\nkv_cache_config:\n  dtype: fp8\nEOF\n";
     args.push_back({"--extra_llm_api_options", "extra-llm-api-options.yml"});
   }
   return out + CommandLine("trtllm-serve " + ShellWord(std::string(model_ref)), args);
+}
+
+// SGLang (python/sglang/srt/server_args.py): --tp-size, --pp-size and --ep-size (EP inside the TP group, the MoE
+// layers' TP being TP / EP, with the default --moe-a2a-backend none), --context-length, --max-running-requests,
+// --chunked-prefill-size, --dtype, --quantization fp8 (online FP8 of a 16-bit checkpoint) and --kv-cache-dtype
+// fp8_e4m3 (the format its Hopper FA3 backend reads).
+Result<std::string> SglangServeCommand(const ModelSpec& m, const GpuSpec& g, std::string_view model_ref,
+                                       const InferConfig& cfg, const InferResult& r, bool disable_sliding_window) {
+  const Parallelism& p = cfg.fit.par;
+  const std::string w = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;
+  SUANLI_RETURN_IF_ERROR(CheckVendor("sglang", g, {"nvidia", "amd"}, "--emit vllm"));
+  std::string quantize, notes;
+  SUANLI_RETURN_IF_ERROR(ResolveWeights(kSglangFormats, m, w, &quantize));
+  if (cfg.fit.kv_bytes_per_elem != 1 && cfg.fit.kv_bytes_per_elem != 2)
+    return InvalidArgument("--emit sglang: the KV cache is the model's 16-bit type or fp8 (--kv-dtype)");
+  std::vector<Arg> args = {{"--model-path", std::string(model_ref)}, {"--tp-size", std::to_string(p.tp)}};
+  if (p.pp > 1) args.push_back({"--pp-size", std::to_string(p.pp)});
+  if (p.ep > 1) args.push_back({"--ep-size", std::to_string(p.ep)});
+  args.push_back({"--context-length", std::to_string(cfg.input_len + cfg.output_len)});
+  args.push_back({"--max-running-requests", std::to_string(r.batch)});
+  // SGLang's default chunk grows with the GPU's memory (16,384 tokens from 160 GB): the memory model reserves 8,192.
+  args.push_back({"--chunked-prefill-size", std::to_string(kPrefillChunkTokens)});
+  if (Is16Bit(w)) args.push_back({"--dtype", DtypeArg(g, w, &notes)});
+  if (!quantize.empty()) args.push_back({"--quantization", quantize});
+  if (cfg.fit.kv_bytes_per_elem == 1) args.push_back({"--kv-cache-dtype", "fp8_e4m3"});
+  std::string out = ServeHeader(m, g, w, cfg, r) + notes;
+  if (cfg.batch_max)
+    out += "# SGLang sizes its KV cache pool with --mem-fraction-static, which by default leaves several GB of each "
+           "GPU for activations and CUDA graphs, so it may admit fewer sequences\n";
+  if (m.sliding_window > 0)
+    out += fmt::format("# estimated with {} in the KV cache; SGLang honours sliding windows for some architectures "
+                       "only: check yours\n",
+                       disable_sliding_window ? "every token (--no-sliding-window)" : "the sliding window's tokens");
+  if (cfg.decode_attention == DecodeAttention::kPerHead)
+    out += "# estimated with a per-query-head decode kernel; SGLang's attention backends read each KV head once\n";
+  return out + CommandLine("python -m sglang.launch_server", args);
+}
+
+}  // namespace
+
+Result<ServeEngine> ParseServeEngine(std::string_view name) {
+  const std::string n = ToLower(name);
+  if (n == "vllm") return ServeEngine::kVllm;
+  if (n == "trtllm") return ServeEngine::kTrtllm;
+  if (n == "sglang") return ServeEngine::kSglang;
+  const std::vector<std::string> engines = {"vllm", "trtllm", "sglang"};
+  return InvalidArgument(fmt::format("--emit '{}': the serving launch lines written are vllm (vllm serve), trtllm "
+                                     "(trtllm-serve) and sglang (sglang.launch_server){}",
+                                     name, DidYouMean(n, engines)));
+}
+
+const char* ServeEngineName(ServeEngine e) {
+  switch (e) {
+    case ServeEngine::kVllm: return "vllm";
+    case ServeEngine::kTrtllm: return "trtllm";
+    case ServeEngine::kSglang: return "sglang";
+  }
+  return "?";
+}
+
+Result<std::string> ServeCommand(ServeEngine e, const ModelSpec& m, const GpuSpec& g, std::string_view model_ref,
+                                 const InferConfig& cfg, const InferResult& r, bool disable_sliding_window) {
+  switch (e) {
+    case ServeEngine::kVllm: return VllmServeCommand(m, g, model_ref, cfg, r, disable_sliding_window);
+    case ServeEngine::kTrtllm: return TrtllmServeCommand(m, g, model_ref, cfg, r, disable_sliding_window);
+    case ServeEngine::kSglang: return SglangServeCommand(m, g, model_ref, cfg, r, disable_sliding_window);
+  }
+  return Internal("unknown serving engine");
 }
 
 }  // namespace suanli

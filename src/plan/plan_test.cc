@@ -605,9 +605,10 @@ TEST_F(Planner, EmittersAreValidForTheirToolsAndMatchGoldens) {
   CheckGolden("torchrun.sh", torchrun);
 }
 
-// vllm serve for an estimated replica: the layout, the context, the estimate's batch and the formats in vLLM's words;
-// a stored-quantised checkpoint is served as stored, and what vLLM cannot run as estimated is refused with the reason.
-TEST_F(Planner, VllmServeCommandMatchesTheEstimate) {
+// The serving launch lines for an estimated replica (vllm serve, trtllm-serve, sglang.launch_server): the layout, the
+// context, the estimate's batch and the formats in each engine's words; a stored-quantised checkpoint is served as
+// stored, and what an engine cannot run as estimated is refused with the reason.
+TEST_F(Planner, ServeCommandsMatchTheEstimate) {
   const ModelSpec m = M("llama-3.1-70b");
   const GpuSpec& g = **hw_->FindGpu("h100-sxm");
   InferConfig c;
@@ -619,7 +620,7 @@ TEST_F(Planner, VllmServeCommandMatchesTheEstimate) {
   c.batch_max = true;
   auto r = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), c, *LoadEfficiency(g.id));
   ASSERT_TRUE(r.ok()) << r.status().message();
-  auto cmd = VllmServeCommand(m, "meta-llama/Llama-3.1-70B", c, *r, false);
+  auto cmd = ServeCommand(ServeEngine::kVllm, m, g, "meta-llama/Llama-3.1-70B", c, *r, false);
   ASSERT_TRUE(cmd.ok()) << cmd.status().message();
   EXPECT_NE(cmd->find("vllm serve meta-llama/Llama-3.1-70B \\\n  --tensor-parallel-size 4"), std::string::npos) << *cmd;
   EXPECT_NE(cmd->find("--max-model-len 2000"), std::string::npos);
@@ -630,17 +631,54 @@ TEST_F(Planner, VllmServeCommandMatchesTheEstimate) {
   CheckGolden("vllm_serve.sh", *cmd);
   // TensorRT-LLM runs FP8 weights from a ModelOpt checkpoint only; in 16-bit weights with an FP8 KV cache the line
   // carries the cache through --extra_llm_api_options, and EP inside the TP group is its --ep_size.
-  EXPECT_FALSE(TrtllmServeCommand(m, "meta-llama/Llama-3.1-70B", c, *r, false).ok());
+  EXPECT_FALSE(ServeCommand(ServeEngine::kTrtllm, m, g, "meta-llama/Llama-3.1-70B", c, *r, false).ok());
   InferConfig c16 = c;
   c16.fit.weights = *ParseWeightFormat("bf16");
   auto r16b = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), c16, *LoadEfficiency(g.id));
   ASSERT_TRUE(r16b.ok());
-  auto trt = TrtllmServeCommand(m, "meta-llama/Llama-3.1-70B", c16, *r16b, false);
+  auto trt = ServeCommand(ServeEngine::kTrtllm, m, g, "meta-llama/Llama-3.1-70B", c16, *r16b, false);
   ASSERT_TRUE(trt.ok()) << trt.status().message();
   EXPECT_NE(trt->find("trtllm-serve meta-llama/Llama-3.1-70B \\\n  --backend pytorch"), std::string::npos) << *trt;
   EXPECT_NE(trt->find("--max_batch_size " + std::to_string(r16b->batch)), std::string::npos);
   EXPECT_NE(trt->find("kv_cache_config:\n  dtype: fp8"), std::string::npos);
   CheckGolden("trtllm_serve.sh", *trt);
+  // SGLang quantises the 16-bit checkpoint to FP8 itself and names the FP8 KV cache fp8_e4m3 (its Hopper backend's
+  // format); PP appears only above 1.
+  auto sg = ServeCommand(ServeEngine::kSglang, m, g, "meta-llama/Llama-3.1-70B", c, *r, false);
+  ASSERT_TRUE(sg.ok()) << sg.status().message();
+  EXPECT_NE(sg->find("python -m sglang.launch_server \\\n  --model-path meta-llama/Llama-3.1-70B \\\n  --tp-size 4"),
+            std::string::npos)
+      << *sg;
+  EXPECT_EQ(sg->find("--pp-size"), std::string::npos);
+  EXPECT_NE(sg->find("--context-length 2000"), std::string::npos);
+  EXPECT_NE(sg->find("--max-running-requests " + std::to_string(r->batch)), std::string::npos);
+  EXPECT_NE(sg->find("--quantization fp8"), std::string::npos);
+  EXPECT_NE(sg->find("--kv-cache-dtype fp8_e4m3"), std::string::npos);
+  CheckGolden("sglang_serve.sh", *sg);
+  // Vendors: TensorRT-LLM runs on NVIDIA GPUs only, SGLang on NVIDIA and AMD; vLLM on a GPU without BF16 (Volta)
+  // runs the 16-bit checkpoint in FP16 and says so. Weight-only int8 is no TensorRT-LLM format.
+  const ModelSpec small = M("llama-3.1-8b");
+  for (const char* id : {"mi300x", "gaudi3", "v100-sxm-32gb"}) {
+    const GpuSpec& other = **hw_->FindGpu(id);
+    InferConfig one;
+    auto ro = EstimateInference(small, *MakeCluster(*hw_, other, 8, "ib-ndr"), one, *LoadEfficiency(other.id));
+    ASSERT_TRUE(ro.ok()) << id << ": " << ro.status().message();
+    auto t = ServeCommand(ServeEngine::kTrtllm, small, other, "meta-llama/Llama-3.1-8B", one, *ro, false);
+    EXPECT_EQ(t.ok(), std::string(id) == "v100-sxm-32gb") << id;
+    if (!t.ok()) EXPECT_NE(t.status().message().find("does not run on " + std::string(id)), std::string::npos);
+    auto sgl = ServeCommand(ServeEngine::kSglang, small, other, "meta-llama/Llama-3.1-8B", one, *ro, false);
+    EXPECT_EQ(sgl.ok(), std::string(id) != "gaudi3") << id;
+    auto v = ServeCommand(ServeEngine::kVllm, small, other, "meta-llama/Llama-3.1-8B", one, *ro, false);
+    ASSERT_TRUE(v.ok()) << id;
+    EXPECT_EQ(v->find("--dtype float16") != std::string::npos, std::string(id) == "v100-sxm-32gb") << *v;
+  }
+  InferConfig i8 = c16;
+  i8.fit.weights = *ParseWeightFormat("int8");
+  auto ri8 = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), i8, *LoadEfficiency(g.id));
+  ASSERT_TRUE(ri8.ok());
+  auto t8 = ServeCommand(ServeEngine::kTrtllm, m, g, "meta-llama/Llama-3.1-70B", i8, *ri8, false);
+  ASSERT_FALSE(t8.ok());
+  EXPECT_NE(t8.status().message().find("not a format this engine serves"), std::string::npos) << t8.status().message();
 
   // DeepSeek-V3 ships in FP8: no --quantization (vLLM reads the checkpoint's), and EP = TP becomes
   // --enable-expert-parallel; in bf16 it is refused, as is EP inside part of the TP group.
@@ -654,7 +692,7 @@ TEST_F(Planner, VllmServeCommandMatchesTheEstimate) {
   const Cluster cl = *MakeCluster(*hw_, h200, 8, "ib-ndr");
   auto rd = EstimateInference(ds, cl, d, *LoadEfficiency(h200.id));
   ASSERT_TRUE(rd.ok()) << rd.status().message();
-  auto dcmd = VllmServeCommand(ds, "deepseek-ai/DeepSeek-V3", d, *rd, false);
+  auto dcmd = ServeCommand(ServeEngine::kVllm, ds, h200, "deepseek-ai/DeepSeek-V3", d, *rd, false);
   ASSERT_TRUE(dcmd.ok()) << dcmd.status().message();
   EXPECT_EQ(dcmd->find("--quantization"), std::string::npos) << *dcmd;
   EXPECT_NE(dcmd->find("--enable-expert-parallel"), std::string::npos);
@@ -663,7 +701,7 @@ TEST_F(Planner, VllmServeCommandMatchesTheEstimate) {
   d16.fit.par.ep = 1;
   auto r16 = EstimateInference(ds, cl, d16, *LoadEfficiency(h200.id));
   ASSERT_TRUE(r16.ok());
-  auto refused = VllmServeCommand(ds, "deepseek-ai/DeepSeek-V3", d16, *r16, false);
+  auto refused = ServeCommand(ServeEngine::kVllm, ds, h200, "deepseek-ai/DeepSeek-V3", d16, *r16, false);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("serves it as stored: estimate with --weights fp8"), std::string::npos)
       << refused.status().message();
@@ -671,17 +709,21 @@ TEST_F(Planner, VllmServeCommandMatchesTheEstimate) {
   partial.fit.par.ep = 4;
   auto rp = EstimateInference(ds, cl, partial, *LoadEfficiency(h200.id));
   ASSERT_TRUE(rp.ok()) << rp.status().message();
-  EXPECT_FALSE(VllmServeCommand(ds, "deepseek-ai/DeepSeek-V3", partial, *rp, false).ok());
-  auto trt_ep = TrtllmServeCommand(ds, "deepseek-ai/DeepSeek-V3", partial, *rp, false);
+  EXPECT_FALSE(ServeCommand(ServeEngine::kVllm, ds, h200, "deepseek-ai/DeepSeek-V3", partial, *rp, false).ok());
+  auto trt_ep = ServeCommand(ServeEngine::kTrtllm, ds, h200, "deepseek-ai/DeepSeek-V3", partial, *rp, false);
   ASSERT_TRUE(trt_ep.ok()) << trt_ep.status().message();
   EXPECT_NE(trt_ep->find("--ep_size 4"), std::string::npos);
+  auto sg_ep = ServeCommand(ServeEngine::kSglang, ds, h200, "deepseek-ai/DeepSeek-V3", partial, *rp, false);
+  ASSERT_TRUE(sg_ep.ok()) << sg_ep.status().message();
+  EXPECT_NE(sg_ep->find("--ep-size 4"), std::string::npos);
+  EXPECT_EQ(sg_ep->find("--quantization"), std::string::npos) << *sg_ep;  // stored in FP8: read from its config
   // NVFP4 needs a pre-quantised checkpoint; a windowed model served without its window says so.
   InferConfig fp4;
   fp4.fit.weights = *ParseWeightFormat("nvfp4");
   const GpuSpec& b200 = **hw_->FindGpu("b200");
   auto r4 = EstimateInference(m, *MakeCluster(*hw_, b200, 8, "ib-ndr"), fp4, *LoadEfficiency(b200.id));
   ASSERT_TRUE(r4.ok());
-  auto nv = VllmServeCommand(m, "meta-llama/Llama-3.1-70B", fp4, *r4, false);
+  auto nv = ServeCommand(ServeEngine::kVllm, m, b200, "meta-llama/Llama-3.1-70B", fp4, *r4, false);
   ASSERT_FALSE(nv.ok());
   EXPECT_NE(nv.status().message().find("pre-quantised checkpoint"), std::string::npos);
   ModelSpec mistral = M("mistral-7b");
@@ -690,7 +732,7 @@ TEST_F(Planner, VllmServeCommandMatchesTheEstimate) {
   InferConfig w;
   auto rw = EstimateInference(full, *MakeCluster(*hw_, g, 8, "ib-ndr"), w, *LoadEfficiency(g.id));
   ASSERT_TRUE(rw.ok());
-  auto mw = VllmServeCommand(mistral, "mistralai/Mistral-7B-v0.1", w, *rw, true);
+  auto mw = ServeCommand(ServeEngine::kVllm, mistral, g, "mistralai/Mistral-7B-v0.1", w, *rw, true);
   ASSERT_TRUE(mw.ok());
   EXPECT_NE(mw->find("--disable-sliding-window"), std::string::npos);
   EXPECT_NE(mw->find("--dtype bfloat16"), std::string::npos);
@@ -836,6 +878,19 @@ TEST_F(Planner, SixtyGigabyteModelFieldCase) {
   EXPECT_NE(h100->memory_note.find("one copy per GPU fits"), std::string::npos);
   ASSERT_TRUE(h100->eligible);
   EXPECT_LE(h100->gpus, 4);
+  // The row keeps the replica its figures are for (select serve --emit writes its launch line): the same batch,
+  // layout and times as the row, and the same as estimating it again.
+  EXPECT_EQ(h100->replica.fit.batch, h100->batch_per_replica);
+  EXPECT_EQ(h100->replica.fit.par.tp, h100->tp);
+  EXPECT_DOUBLE_EQ(h100->replica_result.ttft_s, h100->ttft_s);
+  EXPECT_DOUBLE_EQ(h100->replica_result.tpot_s, h100->tpot_s);
+  const GpuSpec& g = **hw_->FindGpu("h100-sxm");
+  auto again = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), h100->replica, *LoadEfficiency(g.id));
+  ASSERT_TRUE(again.ok());
+  EXPECT_DOUBLE_EQ(again->tpot_s, h100->tpot_s);
+  auto line = ServeCommand(ServeEngine::kVllm, m, g, "mosaicml/mpt-30b", h100->replica, h100->replica_result, false);
+  ASSERT_TRUE(line.ok()) << line.status().message();
+  EXPECT_NE(line->find("--max-num-seqs " + std::to_string(h100->batch_per_replica)), std::string::npos) << *line;
 }
 
 TEST_F(Planner, SelectionExplainsExclusions) {

@@ -132,6 +132,8 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
         row.ttft_s = r->ttft_s;
         row.tpot_s = r->tpot_s;
         row.output_tokens_per_s = replicas * double(ic.fit.batch) * double(t.output_len) / r->e2e_latency_s;
+        row.replica = ic;
+        row.replica_result = *r;
         if (ttft_ok && tpot_ok) {
           ok = true;
           // Little's law: the concurrency a request rate implies at this latency.
