@@ -597,6 +597,12 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std
   const Parallelism& p = cfg.fit.par;
   const std::string w = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;
   SUANLI_RETURN_IF_ERROR(CheckVendor("trtllm", g, {"nvidia"}, "--emit vllm or sglang"));
+  // Its supported hardware (nvidia.github.io/TensorRT-LLM, supported-hardware and support-matrix pages): Ampere,
+  // Ada, Hopper and Blackwell.
+  if (g.architecture == "volta" || g.architecture == "turing")
+    return InvalidArgument(fmt::format("--emit trtllm: TensorRT-LLM supports Ampere and newer GPUs; {} is {}: --emit "
+                                       "vllm or sglang",
+                                       g.id, g.architecture));
   // TensorRT-LLM's PyTorch backend runs a checkpoint as stored: 16-bit, or pre-quantised by NVIDIA ModelOpt (FP8,
   // NVFP4) or with AWQ/GPTQ (W4A16). It does not quantise a 16-bit checkpoint on load.
   std::string quantize;
