@@ -327,6 +327,11 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.decode_ops = decode.ops;
   if (!r.fits) r.notes.push_back(fmt::format("does not fit: peak {} per GPU", FormatBytes(r.per_gpu_peak_bytes)));
   r.notes.push_back("TTFT = prefill of the whole batch; TPOT = one decode step at context input + output/2");
+  if (cfg.compute == Precision::kBf16 && !cl.gpu->Supports(Precision::kBf16) && cfg.fit.weights.id != "fp16")
+    r.notes.push_back(fmt::format(
+        "{} has no BF16 tensor cores: priced at its FP16 rate, as engines run a BF16 checkpoint there (in FP16: "
+        "vLLM and SGLang --dtype float16)",
+        cl.gpu->id));
   if (cfg.batch_max)
     r.notes.push_back(fmt::format(
         "batch {}: the most sequences whose KV cache for the whole context ({} tokens) fits{}, as a scheduler that "

@@ -1786,6 +1786,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   res.ops = std::move(ops.ops);
   if (cfg.detail)
     if (auto beyond = ContextBeyondModelNote(m, cfg.fit.seq)) res.notes.push_back(std::move(*beyond));
+  if (cfg.detail && cfg.dtype == Precision::kBf16 && !gpu.Supports(Precision::kBf16))
+    res.notes.push_back(fmt::format(
+        "{} has no BF16 tensor cores: the step is priced at its FP16 rate, what a run in FP16 with loss scaling "
+        "(--dtype fp16) gets; in BF16 its matmuls would not run on tensor cores",
+        gpu.id));
   if (res.shortfall_bytes > 0)
     res.notes.push_back(fmt::format("does not fit: needs {} more per GPU", FormatBytes(res.shortfall_bytes)));
   if (res.host_shortfall_bytes > 0)

@@ -50,6 +50,36 @@ class Perf : public testing::CatalogTest {
   }
 };
 
+// Volta and Turing have FP16 tensor cores and no BF16: a BF16 estimate there is priced at the FP16 rate (the same
+// time as in FP16) and says so, in serving and in training; a GPU with BF16 and an FP16 run carry no such note.
+TEST_F(Perf, Bf16WhereTheGpuHasNoneIsPricedAtFp16AndSaysSo) {
+  const ModelSpec m = M("llama-3.1-8b");
+  auto has_note = [](const std::vector<std::string>& notes) {
+    return std::any_of(notes.begin(), notes.end(),
+                       [](const std::string& n) { return n.find("has no BF16 tensor cores") != std::string::npos; });
+  };
+  for (const char* id : {"t4", "v100-sxm-32gb", "a100-sxm-80gb"}) {
+    const GpuSpec& g = G(id);
+    const bool none = std::string_view(id) != "a100-sxm-80gb";
+    InferConfig c;
+    auto bf = EstimateInference(m, C(g), c, E(g));
+    c.fit.weights = *ParseWeightFormat("fp16");
+    auto fp = EstimateInference(m, C(g), c, E(g));
+    ASSERT_TRUE(bf.ok() && fp.ok()) << id;
+    EXPECT_EQ(has_note(bf->notes), none) << id;
+    EXPECT_FALSE(has_note(fp->notes)) << id;
+    if (none) EXPECT_DOUBLE_EQ(bf->ttft_s, fp->ttft_s) << id;
+    TrainConfig t = Train(8, 8, 1, 64, 2048, 1);
+    t.fit.recompute = Recompute::kFull;
+    auto tb = EstimateTraining(m, C(g), t, E(g));
+    t.dtype = Precision::kFp16;
+    auto tf = EstimateTraining(m, C(g), t, E(g));
+    ASSERT_TRUE(tb.ok() && tf.ok()) << id;
+    EXPECT_EQ(has_note(tb->notes), none) << id;
+    EXPECT_FALSE(has_note(tf->notes)) << id;
+  }
+}
+
 // --explain's operator table accounts for the step: time x count summed over the computing operators is no more
 // than the step (the bubble and exposed communication are outside it; collectives are listed at their full time,
 // overlapped or not), for a dense model and two MoE models. An MoE model's table lists its attention twice, once
