@@ -506,6 +506,19 @@ struct InferConfig {
   // Continuous batching at full load keeps about this many in flight (docs/methodology.md §9.3).
   bool batch_max = false;
   int64_t batch_cap = 0;
+  // Speculative decoding (docs/methodology.md §9.4), on when spec_tokens > 0. Each round the draft proposes
+  // spec_tokens tokens one pass at a time, then the target verifies them in one pass over spec_tokens + 1 tokens per
+  // sequence; a round emits spec_acceptance_length tokens per sequence on average (the accepted drafts and the
+  // target's own next token: 1 <= it <= spec_tokens + 1), which the engine reports and the user gives. The draft is
+  // draft_model (a separate model on the same GPUs, at the target's TP and formats) or, without one, draft_layers
+  // decoder layers of the target's own shape feeding the target's output head (EAGLE, Medusa-style heads, MTP).
+  int spec_tokens = 0;
+  double spec_acceptance_length = 0;
+  std::optional<ModelSpec> draft_model;
+  int draft_layers = 1;
+  // A draft head's own output vocabulary (EAGLE-3 drafts over the 32,000 most frequent tokens); 0 = it uses the
+  // target's output head.
+  int64_t draft_vocab = 0;
 };
 
 struct InferResult {
@@ -522,7 +535,11 @@ struct InferResult {
   std::string prefill_bound, decode_bound;
   // MoE with EP > 1: the busiest GPU's token-expert pairs / the mean, in prefill and in one decode step.
   double prefill_expert_imbalance = 0, decode_expert_imbalance = 0;
-  std::vector<OpCost> prefill_ops, decode_ops;
+  std::vector<OpCost> prefill_ops, decode_ops;  // with speculation, decode_ops are one round's (draft and verify)
+  // Speculative decoding: one round (spec_tokens draft passes and the verification pass), its parts, and the
+  // draft's weights and KV cache per GPU (in per_gpu_peak_bytes too). TPOT = round / acceptance length.
+  double spec_round_s = 0, spec_draft_step_s = 0, spec_verify_s = 0, draft_bytes_per_gpu = 0;
+  std::string draft;  // what drafted, in words
   std::vector<std::string> notes;
   // Validation bands: TTFT (dense models), decode tokens/s at batch 1 (gpt-fast), static-batch output
   // throughput (dense models). Empty (cases = 0) where no group covers the configuration.
@@ -566,6 +583,13 @@ inline constexpr ValidationEvidence kBlackwellNvfp4MaxThroughput{40, 0.180, 0.01
 // cuBLAS 13.3's MXFP4 GEMMs of 128 to 4,096 rows on a B200 (DeepGEMM PR #348's cuBLAS column; 6 held-out gemm rows),
 // signed on the rate: the shape model at the gemm_fp4 rate was faster on every one.
 inline constexpr ValidationEvidence kFp4MidShapeGemm{6, 0.340, 0.156, 0.658};
+// Speculative decoding at batch 1, the speed-up over no speculation at the published acceptance length (group
+// `speculative`, held out; > 0: the model's speed-up was larger than measured). TensorRT-LLM's MTP on DeepSeek-R1
+// (8 B200s, 1 to 5 draft tokens per round):
+inline constexpr ValidationEvidence kSpeculativeMtpTrtllm{5, 0.047, 0.015, 0.085};
+// vLLM V1's EAGLE-1 and EAGLE-3 on Llama-3.1 8B (one H100, K = 2 to 7): its draft passes took 0.7 (EAGLE-1) to 1.0
+// ms (EAGLE-3) each where the model has 0.57 and 0.30.
+inline constexpr ValidationEvidence kSpeculativeEagleVllm{12, 0.322, 0.110, 0.636};
 // The same benchmark one engine generation earlier: TensorRT-LLM 0.13's maximum-throughput table (TensorRT engines;
 // 442 held-out dense-model runs on H200, H100, A100 and L40S, FP8 and FP16, TP 1-8), signed on the rate. On the 45
 // configurations both tables have, 1.0 delivered 1.17x what 0.13 did (median 1.12x; decode-heavy runs up to 1.76x).

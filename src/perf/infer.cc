@@ -25,8 +25,10 @@ struct Pass {
 // One forward pass over `tokens` new tokens per sequence x `batch` sequences, attending to `ctx`
 // keys, on one GPU of a TP group, through all layers held by one pipeline stage.
 // `issue_rate`: thread-instructions per second, needed for per-query-head decode attention.
+// `all_logits`: the output head runs on every new token (a speculative verification pass), not only on each
+// sequence's last one.
 Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const InferConfig& cfg, double batch,
-             double new_tokens, double ctx, bool decode, double issue_rate) {
+             double new_tokens, double ctx, bool decode, double issue_rate, bool all_logits = false) {
   const GpuSpec& gpu = *cl.gpu;
   const int t = cfg.fit.par.tp;
   const double T = batch * new_tokens;
@@ -162,7 +164,7 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   // Output head for the last token of each sequence (vocab-parallel over TP).
   {
     const double head_params = (m.tie_embeddings ? pc.embedding : pc.lm_head) / t;
-    const double flops = 2 * batch * head_params;
+    const double flops = 2 * batch * (all_logits ? new_tokens : 1) * head_params;
     const bool quantized = wf.quantizes_embeddings || (cfg.fit.quantize_head && !m.tie_embeddings);
     const double bytes = head_params * (quantized ? wbytes : 2);
     // The head computes at the precision it is stored in: 16-bit unless quantised with the layers.
@@ -182,6 +184,89 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
     p.time = stage * cfg.fit.par.pp + (cfg.fit.par.pp - 1) * P2PTime(T * h * 2, cl.inter_bw_per_gpu, cl.inter_latency_s);
   }
   return p;
+}
+
+// The model that drafts for speculative decoding: the given draft model, or `draft_layers` layers of the target's own
+// shape (EAGLE's and MTP's draft layer feeds the target's output head; for an MoE target the layer is an MoE layer,
+// as DeepSeek-V3's MTP module is).
+ModelSpec DraftSpec(const ModelSpec& m, const InferConfig& cfg) {
+  if (cfg.draft_model) return *cfg.draft_model;
+  ModelSpec d = m;
+  d.id = fmt::format("{} draft layer{}", m.id, cfg.draft_layers == 1 ? "" : "s");
+  d.layers = cfg.draft_layers;
+  if (cfg.draft_vocab > 0) {
+    d.vocab = cfg.draft_vocab;
+    d.tie_embeddings = false;
+  }
+  d.sliding_window_layers = std::min(d.sliding_window_layers, d.layers);
+  d.mtp_layers = 0;
+  if (d.moe) {
+    d.moe->first_dense_layers = 0;
+    d.moe->layer_step = 1;
+  }
+  return d;
+}
+
+Status CheckSpeculation(const ModelSpec& m, const InferConfig& cfg) {
+  if (cfg.spec_tokens == 0) {
+    if (cfg.spec_acceptance_length != 0 || cfg.draft_model)
+      return InvalidArgument("--acceptance-length and --draft-model describe speculative decoding: give "
+                             "--speculative-tokens K (the tokens drafted per round) too");
+    return Status::Ok();
+  }
+  if (cfg.spec_tokens < 1 || cfg.spec_tokens > 64)
+    return InvalidArgument(fmt::format("--speculative-tokens {} is outside 1..64 (tokens drafted per round)",
+                                       cfg.spec_tokens));
+  const double tau = cfg.spec_acceptance_length;
+  if (!(tau >= 1 && tau <= cfg.spec_tokens + 1))
+    return InvalidArgument(fmt::format(
+        "--acceptance-length {:g} must be between 1 and {} (tokens a round emits per sequence: the accepted drafts of "
+        "--speculative-tokens {} plus the target's own; engines report it as the mean acceptance length)",
+        tau, cfg.spec_tokens + 1, cfg.spec_tokens));
+  if (cfg.draft_vocab < 0 || cfg.draft_vocab > m.vocab)
+    return InvalidArgument(fmt::format("--draft-vocab {} is outside 1..{} ({}'s vocabulary)", cfg.draft_vocab,
+                                       m.vocab, m.id));
+  if (cfg.draft_model && (cfg.draft_vocab > 0 || cfg.draft_layers != 1))
+    return InvalidArgument("--draft-layers and --draft-vocab describe a draft head (EAGLE, MTP); a --draft-model "
+                           "brings its own layers and vocabulary");
+  if (cfg.draft_layers < 1 || cfg.draft_layers > m.layers)
+    return InvalidArgument(fmt::format("--draft-layers {} is outside 1..{} (draft layers of {}'s shape)",
+                                       cfg.draft_layers, m.layers, m.id));
+  if (cfg.fit.par.pp > 1)
+    return InvalidArgument("speculative decoding with pipeline parallelism is not modelled: use --pp 1");
+  if (cfg.decode_attention == DecodeAttention::kPerHead)
+    return InvalidArgument("speculative decoding with --decode-attention per-head is not modelled: its kernel "
+                           "decodes one token per sequence");
+  if (cfg.draft_model) {
+    const ModelSpec& d = *cfg.draft_model;
+    if (d.vocab != m.vocab)
+      return InvalidArgument(fmt::format(
+          "--draft-model {}: its vocabulary ({} tokens) is not {}'s ({}); a draft model shares the target's tokenizer",
+          d.id, d.vocab, m.id, m.vocab));
+    const int t = cfg.fit.par.tp;
+    if (d.heads % t != 0 || d.kv_heads % t != 0)
+      return InvalidArgument(fmt::format(
+          "--draft-model {} runs at the target's TP {}, which must divide its {} query and {} KV heads",
+          d.id, t, d.heads, d.kv_heads));
+  }
+  return Status::Ok();
+}
+
+// The draft's weights and KV cache per GPU for `fit`'s batch and context. A separate draft model holds all its
+// weights; a draft head holds its layers' (in the weights' format) and its own 16-bit output head where it has its
+// own vocabulary, and shares the target's embedding and head otherwise.
+Result<double> DraftBytesPerGpu(const ModelSpec& d, const InferConfig& cfg, const FitRequest& fit) {
+  if (cfg.draft_model) {
+    FitRequest f = fit;
+    f.explain = false;
+    SUANLI_ASSIGN_OR_RETURN(FitResult e, EstimateMemory(d, f));
+    return e.breakdown.weights + e.breakdown.kv_cache;
+  }
+  const ParamCounts pc = CountParams(d);
+  const int t = fit.par.tp;
+  const double layers = (pc.total - pc.non_layer_total) * fit.weights.bits_per_weight / 8 / t;
+  const double head = cfg.draft_vocab > 0 ? double(cfg.draft_vocab) * double(d.hidden) * 2 / t : 0.0;
+  return layers + head + KvCacheBytes(d, fit.kv_bytes_per_elem, fit.batch, fit.seq, t);
 }
 
 }  // namespace
@@ -256,6 +341,9 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     return InvalidArgument(fmt::format("--max-batch (the engine's batch limit) must be positive, got {}", cfg.batch_cap));
   if (cfg.batch_cap > 0 && !cfg.batch_max)
     return InvalidArgument("--max-batch caps --batch max (the largest batch that fits); with a fixed batch leave it out");
+  SUANLI_RETURN_IF_ERROR(CheckSpeculation(m, cfg));
+  const bool spec = cfg.spec_tokens > 0;
+  const ModelSpec draft = spec ? DraftSpec(m, cfg) : ModelSpec{};
   if (cfg.batch_max) cfg.fit.batch = 1;  // the memory model's first estimate; the batch is chosen below
   auto mem = EstimateMemory(m, cfg.fit);
   if (!mem.ok()) return mem.status();
@@ -263,6 +351,22 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.per_gpu_peak_bytes = mem->per_gpu_peak_bytes;
   r.fits = CheckFit(*mem, *cl.gpu).fits;
   r.max_batch = MaxBatchThatFits(m, cfg.fit, *cl.gpu);
+  if (spec) {
+    // The draft's weights and KV cache share the GPUs: the largest batch that fits holds both.
+    int64_t lo = 0, hi = r.max_batch;
+    while (lo < hi) {
+      const int64_t b = lo + (hi - lo + 1) / 2;
+      FitRequest f = cfg.fit;
+      f.batch = b;
+      f.explain = false;
+      auto target = EstimateMemory(m, f);
+      auto extra = DraftBytesPerGpu(draft, cfg, f);
+      if (!target.ok() || !extra.ok()) return target.ok() ? extra.status() : target.status();
+      if (target->per_gpu_peak_bytes + *extra <= cl.gpu->memory_bytes.value) lo = b;
+      else hi = b - 1;
+    }
+    r.max_batch = lo;
+  }
   if (cfg.batch_max) {
     // The most sequences that can be in flight: every one with its KV cache for the whole context (input +
     // output), the reservation of a scheduler that never evicts (TensorRT-LLM's GUARANTEED_NO_EVICT), capped
@@ -280,6 +384,11 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     r.fits = CheckFit(*mem, *cl.gpu).fits;
   }
   r.batch = cfg.fit.batch;
+  if (spec) {
+    SUANLI_ASSIGN_OR_RETURN(r.draft_bytes_per_gpu, DraftBytesPerGpu(draft, cfg, cfg.fit));
+    r.per_gpu_peak_bytes += r.draft_bytes_per_gpu;
+    r.fits = r.fits && r.per_gpu_peak_bytes <= cl.gpu->memory_bytes.value;
+  }
   double issue_rate = 0;
   if (cfg.decode_attention == DecodeAttention::kPerHead) {
     auto rate = InstructionIssueRate(*cl.gpu);
@@ -300,6 +409,43 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     decode.ops.push_back(OpCost{"host overhead (given)", "decode", 0, 0, cfg.step_overhead_s, 1, Bound::kLatency});
   r.ttft_s = prefill.time + prefill_host;
   r.tpot_s = decode.time + cfg.step_overhead_s;
+  const double plain_tpot_s = r.tpot_s;
+  if (spec) {
+    // One round: K draft passes one token at a time, then the target's pass over the K drafted tokens and the one
+    // before them, with logits for every one (methodology §9.4). Each pass pays the engine's step overhead. The
+    // draft also prefills the prompt before the first token.
+    const double k = cfg.spec_tokens;
+    Pass draft_prefill = Forward(draft, cl, eff, cfg, batch, double(cfg.input_len), double(cfg.input_len), false, 0);
+    Pass draft_step = Forward(draft, cl, eff, cfg, batch, 1, mid_ctx, true, 0);
+    Pass verify = Forward(m, cl, eff, cfg, batch, k + 1, mid_ctx, true, 0, true);
+    r.spec_draft_step_s = draft_step.time + cfg.step_overhead_s;
+    r.spec_verify_s = verify.time + cfg.step_overhead_s;
+    r.spec_round_s = k * r.spec_draft_step_s + r.spec_verify_s;
+    r.tpot_s = r.spec_round_s / cfg.spec_acceptance_length;
+    r.ttft_s += draft_prefill.time;
+    for (auto& o : draft_prefill.ops) o.name = "draft: " + o.name;
+    prefill.ops.insert(prefill.ops.end(), draft_prefill.ops.begin(), draft_prefill.ops.end());
+    decode.ops.clear();
+    for (auto o : draft_step.ops) {
+      o.name = "draft: " + o.name;
+      o.count *= k;
+      decode.ops.push_back(std::move(o));
+    }
+    for (auto o : verify.ops) {
+      o.name = "verify: " + o.name;
+      decode.ops.push_back(std::move(o));
+    }
+    if (cfg.step_overhead_s > 0)
+      decode.ops.push_back(OpCost{"host overhead (given)", "decode", 0, 0, cfg.step_overhead_s, k + 1, Bound::kLatency});
+    decode.compute_time = verify.compute_time + k * draft_step.compute_time;
+    decode.memory_time = verify.memory_time + k * draft_step.memory_time;
+    r.draft = cfg.draft_model ? cfg.draft_model->id
+                              : fmt::format("{} decoder layer{} of {}'s shape and {}", cfg.draft_layers,
+                                            cfg.draft_layers == 1 ? "" : "s", m.id,
+                                            cfg.draft_vocab > 0
+                                                ? fmt::format("its own {}-token output head", cfg.draft_vocab)
+                                                : std::string("the target's output head"));
+  }
   r.decode_tokens_per_s = batch / r.tpot_s;
   // The prefill emits the first output token; output_len - 1 decode steps follow (TPOT = (e2e - TTFT) / (output
   // tokens - 1), as vLLM's benchmarks and AIPerf/LLMeter define it; methodology §9).
@@ -323,10 +469,35 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     }
   }
   if (cfg.fit.batch == 1 && cfg.fit.par.ep == 1) r.decode_error = evidence::kDecodeError;  // no EP runs in it
+  if (spec) {  // the decode and throughput groups ran without speculation
+    r.decode_error = {};
+    r.throughput_error = {};
+  }
   r.prefill_ops = prefill.ops;
   r.decode_ops = decode.ops;
   if (!r.fits) r.notes.push_back(fmt::format("does not fit: peak {} per GPU", FormatBytes(r.per_gpu_peak_bytes)));
-  r.notes.push_back("TTFT = prefill of the whole batch; TPOT = one decode step at context input + output/2");
+  r.notes.push_back(spec ? "TTFT = prefill of the whole batch (target and draft); TPOT = one speculation round at "
+                           "context input + output/2, divided by the acceptance length"
+                         : "TTFT = prefill of the whole batch; TPOT = one decode step at context input + output/2");
+  if (spec)
+    r.notes.push_back(fmt::format(
+        "speculative decoding: a round is {} draft pass{} of {} ({} each) and one verification pass over {} tokens per "
+        "sequence ({}), {} in all; at {:g} tokens per round that is {} per token, against {} without speculation "
+        "({:.2f}x); the acceptance length is the user's, and the draft's weights and KV cache take {} per GPU",
+        cfg.spec_tokens, cfg.spec_tokens == 1 ? "" : "es", r.draft, FormatSeconds(r.spec_draft_step_s),
+        cfg.spec_tokens + 1, FormatSeconds(r.spec_verify_s), FormatSeconds(r.spec_round_s),
+        cfg.spec_acceptance_length, FormatSeconds(r.tpot_s), FormatSeconds(plain_tpot_s), plain_tpot_s / r.tpot_s,
+        FormatBytes(r.draft_bytes_per_gpu)));
+  if (spec) {
+    const auto& t = evidence::kSpeculativeMtpTrtllm;
+    const auto& v = evidence::kSpeculativeEagleVllm;
+    r.notes.push_back(fmt::format(
+        "uncertain: given the measured acceptance length, the speed-up over no speculation was {:+.0f}% to {:+.0f}% "
+        "off TensorRT-LLM's MTP on DeepSeek-R1 ({} runs) and {:+.0f}% to {:+.0f}% off vLLM's EAGLE on Llama-3.1 8B ({} "
+        "runs), whose draft passes cost 0.7-1.0 ms each, more than their weights explain (docs/validation.md section "
+        "5): an engine's per-pass cost (--step-overhead-ms, paid by every draft pass too) can decide the gain",
+        100 * t.lo, 100 * t.hi, t.cases, 100 * v.lo, 100 * v.hi, v.cases));
+  }
   if (cfg.compute == Precision::kBf16 && !cl.gpu->Supports(Precision::kBf16) && cfg.fit.weights.id != "fp16")
     r.notes.push_back(fmt::format(
         "{} has no BF16 tensor cores: priced at its FP16 rate, as engines run a BF16 checkpoint there (in FP16: "

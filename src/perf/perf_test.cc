@@ -328,6 +328,70 @@ TEST_F(Perf, OverlappedDataParallelTrafficCostsTheMeasuredContention) {
   EXPECT_NEAR(with->step_time_s - without->step_time_s, 0.40 * dp_comm, 1e-9);
 }
 
+// Speculative decoding (methodology §9.4): TPOT is one round (K draft passes and a verification pass over K + 1
+// tokens) over the acceptance length; the verification at batch 1 reads the weights once, so it costs little more
+// than a plain step; at acceptance length 1 speculation only costs; the draft's weights and KV cache take memory;
+// what cannot be estimated is refused with the reason.
+TEST_F(Perf, SpeculativeDecodingIsARoundOverTheAcceptanceLength) {
+  const GpuSpec& g = G("h100-sxm");
+  const ModelSpec m = M("llama-3.1-70b");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.fit.par.tp = 4;
+  c.input_len = 512;
+  c.output_len = 256;
+  auto plain = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  InferConfig s = c;
+  s.spec_tokens = 4;
+  s.spec_acceptance_length = 3;
+  s.draft_model = M("llama-3.2-1b");
+  auto spec = EstimateInference(m, C(g), s, E(g));
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_NEAR(spec->spec_round_s, 4 * spec->spec_draft_step_s + spec->spec_verify_s, 1e-12);
+  EXPECT_NEAR(spec->tpot_s, spec->spec_round_s / 3, 1e-12);
+  EXPECT_GT(spec->spec_verify_s, plain->tpot_s);         // five tokens cost more than one
+  EXPECT_LT(spec->spec_verify_s, 1.15 * plain->tpot_s);  // but the weights are read once
+  EXPECT_LT(spec->spec_draft_step_s, 0.2 * plain->tpot_s);  // a 1B draft against a 70B target
+  EXPECT_LT(spec->tpot_s, plain->tpot_s);
+  EXPECT_GT(spec->ttft_s, plain->ttft_s);  // the draft prefills the prompt too
+  EXPECT_GT(spec->draft_bytes_per_gpu, 0);
+  EXPECT_NEAR(spec->per_gpu_peak_bytes, plain->per_gpu_peak_bytes + spec->draft_bytes_per_gpu, 1);
+  EXPECT_LT(spec->max_batch, plain->max_batch);
+  EXPECT_NEAR(spec->e2e_latency_s, spec->ttft_s + 255 * spec->tpot_s, 1e-9);
+  EXPECT_EQ(spec->decode_error.cases, 0);  // the decode group ran without speculation
+  // Nothing accepted: every round emits the target's token alone, so speculation only adds the draft's passes.
+  s.spec_acceptance_length = 1;
+  auto none = EstimateInference(m, C(g), s, E(g));
+  ASSERT_TRUE(none.ok());
+  EXPECT_GT(none->tpot_s, plain->tpot_s);
+  // A draft head: one layer of the target's shape; with its own smaller vocabulary it is cheaper and smaller.
+  InferConfig h = c;
+  h.spec_tokens = 4;
+  h.spec_acceptance_length = 3;
+  auto head = EstimateInference(m, C(g), h, E(g));
+  h.draft_vocab = 32000;
+  auto small = EstimateInference(m, C(g), h, E(g));
+  ASSERT_TRUE(head.ok() && small.ok());
+  EXPECT_LT(small->spec_draft_step_s, head->spec_draft_step_s);
+  EXPECT_GT(small->draft_bytes_per_gpu, 0);
+  EXPECT_NE(head->draft.find("the target's output head"), std::string::npos) << head->draft;
+  // Refused: an acceptance length above K + 1, a draft with another vocabulary, pipeline parallelism.
+  auto bad = [&](auto edit, const char* want) {
+    InferConfig b = s;
+    b.spec_acceptance_length = 3;
+    edit(b);
+    auto r = EstimateInference(m, C(g), b, E(g));
+    ASSERT_FALSE(r.ok()) << want;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+  };
+  bad([](InferConfig& b) { b.spec_acceptance_length = 5.5; }, "must be between 1 and 5");
+  bad([&](InferConfig& b) { b.draft_model = M("llama-2-7b"); }, "vocabulary");
+  bad([](InferConfig& b) { b.fit.par.pp = 2; }, "pipeline parallelism");
+  bad([](InferConfig& b) { b.draft_vocab = 32000; }, "a --draft-model brings its own");
+  bad([](InferConfig& b) { b.spec_tokens = 0; }, "give --speculative-tokens");
+}
+
 // Regression: the serving element-wise row was always labelled latency-bound; a 32k-token prefill streams
 // gigabytes through it (memory-bound), a batch-1 decode step pays mostly its kernels' fixed cost (latency).
 TEST_F(Perf, ServingElementwiseRowIsMemoryBoundInALongPrefillAndLatencyBoundInDecode) {

@@ -102,7 +102,12 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"etp", KeyType::kInteger},
               {"moe_imbalance", KeyType::kNumber},
               {"request_overhead_ms", KeyType::kNumber},
-              {"step_overhead_ms", KeyType::kNumber}});
+              {"step_overhead_ms", KeyType::kNumber},
+              {"speculative_tokens", KeyType::kInteger},
+              {"acceptance_length", KeyType::kNumber},
+              {"draft_model", KeyType::kString},
+              {"draft_layers", KeyType::kInteger},
+              {"draft_vocab", KeyType::kInteger}});
     return m;
   }();
   static const std::map<std::string, KeyType> gemm_keys = [] {
@@ -373,6 +378,16 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   // §9.2); EstimateInference checks the range.
   c.request_overhead_s = t["request_overhead_ms"].value_or(0.0) * 1e-3;
   c.step_overhead_s = t["step_overhead_ms"].value_or(0.0) * 1e-3;
+  // Speculative decoding (perf infer --speculative-tokens ...); EstimateInference checks the values.
+  SUANLI_ASSIGN_OR_RETURN(c.spec_tokens, IntKey(t, "speculative_tokens", 0));
+  c.spec_acceptance_length = t["acceptance_length"].value_or(0.0);
+  SUANLI_ASSIGN_OR_RETURN(c.draft_layers, IntKey(t, "draft_layers", 1));
+  c.draft_vocab = t["draft_vocab"].value_or(int64_t{0});
+  if (auto d = t["draft_model"].value<std::string>()) {
+    auto dm = models.Resolve(*d);
+    if (!dm.ok()) return dm.status().WithContext("draft_model");
+    c.draft_model = *dm;
+  }
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, cl, c, eff));
   *detail = fmt::format("{}TTFT {:.2f} ms ({}), TPOT {:.2f} ms ({}){}",
                         c.batch_max ? fmt::format("batch {} ({}), ", r.batch, r.batch_limit) : "", r.ttft_s * 1e3,
@@ -386,9 +401,24 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   if (metric == "output_tokens_per_s")
     return r.output_tokens_per_s_per_gpu * double(c.fit.par.tp) * double(c.fit.par.pp);
   if (metric == "e2e_latency_s") return r.e2e_latency_s;
+  // TPOT without speculation / TPOT with it: the same configuration estimated both ways.
+  if (metric == "speculative_speedup") {
+    if (c.spec_tokens == 0) return ParseError("speculative_speedup needs speculative_tokens");
+    InferConfig plain = c;
+    plain.spec_tokens = 0;
+    plain.spec_acceptance_length = 0;
+    plain.draft_model.reset();
+    plain.draft_layers = 1;
+    plain.draft_vocab = 0;
+    SUANLI_ASSIGN_OR_RETURN(InferResult p, EstimateInference(m, cl, plain, eff));
+    *detail += fmt::format(", without speculation {:.2f} ms; round {:.2f} ms = {} x draft {:.3f} ms + verify {:.2f} ms",
+                           p.tpot_s * 1e3, r.spec_round_s * 1e3, c.spec_tokens, r.spec_draft_step_s * 1e3,
+                           r.spec_verify_s * 1e3);
+    return p.tpot_s / r.tpot_s;
+  }
   return ParseError("unknown inference metric '" + metric +
                     "' (valid: decode_tokens_per_s, ttft_s, output_tokens_per_s_per_gpu, output_tokens_per_s, "
-                    "e2e_latency_s)");
+                    "e2e_latency_s, speculative_speedup)");
 }
 
 // One GEMM micro-benchmark (a published TFLOP/s at a stated M x N x K) against EstimateGemm, the shape model

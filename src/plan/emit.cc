@@ -460,11 +460,18 @@ std::string KubernetesPyTorchJob(const PlanCandidate& c, const LaunchContext& x)
 
 namespace {
 
-// The two comment lines every serving launch line starts with: what was estimated and what it predicted.
+// The two comment lines every serving launch line starts with: what was estimated and what it predicted (and, with
+// speculative decoding, a third: the line leaves the engine's speculative options to the user).
 std::string ServeHeader(const ModelSpec& m, const GpuSpec& g, const std::string& w, const InferConfig& cfg,
                         const InferResult& r) {
   const Parallelism& p = cfg.fit.par;
-  return fmt::format(
+  const std::string spec =
+      cfg.spec_tokens > 0
+          ? fmt::format("# estimated with speculative decoding ({} tokens per round, acceptance length {:g}, draft: "
+                        "{}): add the engine's speculative-decoding options for that draft\n",
+                        cfg.spec_tokens, cfg.spec_acceptance_length, r.draft)
+          : std::string();
+  return spec + fmt::format(
       "# suanli {} perf infer: {} on {} x {} (TP={} PP={}), weights {}, KV cache {}, batch {}, {} + {} tokens\n"
       "# predicted: {} {}, TPOT {}, {:.0f} output tokens/s per GPU\n",
       SUANLI_VERSION, m.id, p.tp * p.pp, g.id, p.tp, p.pp, w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit",
