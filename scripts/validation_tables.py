@@ -22,7 +22,7 @@ for m in models["models"]:
     print(f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | {pa/1e9:.1f}B |" if pa else
           f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | - |")
 
-for group in ["training", "decode", "ttft", "throughput", "max_throughput", "latency", "gemm"]:
+for group in ["training", "decode", "ttft", "throughput", "max_throughput", "latency", "speculative", "gemm"]:
     print(f"\n### {group}\n")
     print("| role | case | metric | published | predicted | error |")
     print("|---|---|---|---|---|---|")
@@ -56,6 +56,8 @@ for c in rep["cases"]:
     elif src == "Megatron-Bridge":  # dense LLaMA-3 and MoE Qwen3 runs: the 25.11 container, the 26.x ones, a model card
         era = {"25.11": "25.11", "model": "model card"}.get(words[1], "26.04.01-26.08")
         src = f"{src} {era} {'MoE' if c.get('moe') else 'dense'}"
+    elif c["group"] == "speculative":  # "vLLM EAGLE-3 ...", "TRT-LLM MTP ...": engine and draft method
+        src = " ".join(words[:2])
     elif src == "TRT-LLM" and c["group"] == "max_throughput":  # "TRT-LLM 1.0 Llama 3.1 8B H100 TP1 FP8 ...": per GPU
         src = f"{src} {words[1]} {c['gpu']} {words[-2]}"
     elif src == "TRT-LLM":
