@@ -114,6 +114,21 @@ void BM_EstimateInferenceBatchMax(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateInferenceBatchMax);
 
+// Speculative decoding with a draft head at full load: the joint bisection over the target's and the draft's
+// memory, then the draft's prefill and decode passes and the verification pass beside the plain ones.
+void BM_EstimateInferenceSpeculative(benchmark::State& state) {
+  auto& f = F();
+  suanli::InferConfig c;
+  c.fit.par.tp = 8;
+  c.input_len = 2048;
+  c.output_len = 2048;
+  c.batch_max = true;
+  c.spec_tokens = 4;
+  c.spec_acceptance_length = 3;
+  for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateInference(f.llama70b, f.cluster, c, f.eff));
+}
+BENCHMARK(BM_EstimateInferenceSpeculative);
+
 // The planner case: GPT-3 175B on 1024 A100-80GB, global batch 1024, sequence 2048, one thread.
 // items_per_second = configurations evaluated per second on one core.
 void BM_PlanGpt3On1024A100(benchmark::State& state) {
