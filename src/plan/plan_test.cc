@@ -655,6 +655,18 @@ TEST_F(Planner, ServeCommandsMatchTheEstimate) {
   EXPECT_NE(sg->find("--quantization fp8"), std::string::npos);
   EXPECT_NE(sg->find("--kv-cache-dtype fp8_e4m3"), std::string::npos);
   CheckGolden("sglang_serve.sh", *sg);
+  // Estimated with speculative decoding: the line says the engine's speculative options are the user's to add.
+  InferConfig sp = c16;
+  sp.batch_max = false;
+  sp.spec_tokens = 3;
+  sp.spec_acceptance_length = 2.5;
+  auto rsp = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), sp, *LoadEfficiency(g.id));
+  ASSERT_TRUE(rsp.ok()) << rsp.status().message();
+  auto vsp = ServeCommand(ServeEngine::kVllm, m, g, "meta-llama/Llama-3.1-70B", sp, *rsp, false);
+  ASSERT_TRUE(vsp.ok());
+  EXPECT_NE(vsp->find("# estimated with speculative decoding (3 tokens per round, acceptance length 2.5"),
+            std::string::npos)
+      << *vsp;
   // Vendors: TensorRT-LLM runs on NVIDIA GPUs from Ampere on, SGLang on NVIDIA and AMD; vLLM on a GPU without BF16
   // (Volta) runs the 16-bit checkpoint in FP16 and says so. Weight-only int8 is no TensorRT-LLM format.
   const ModelSpec small = M("llama-3.1-8b");
