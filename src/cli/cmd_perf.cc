@@ -42,7 +42,7 @@ struct PerfFlags {
   bool quantize_head = false, no_sliding_window = false;
   std::string emit;  // perf infer --emit vllm
   // perf infer: speculative decoding
-  int spec_tokens = 0, draft_layers = 1;
+  int spec_tokens = 0, draft_layers = 1, spec_topk = 1, verify_tokens = 0;
   double acceptance_length = 0;
   int64_t draft_vocab = 0;
   std::string draft_model;
@@ -220,6 +220,13 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--draft-model", f->draft_model,
                     "Speculative decoding: a separate draft model (id, alias or config.json) on the same GPUs; "
                     "without it the draft is --draft-layers layers of the target's shape (EAGLE, MTP)");
+  infer->add_option("--speculative-topk", f->spec_topk,
+                    "Speculative decoding with a draft tree: candidates per sequence each draft pass after the first "
+                    "expands (SGLang --speculative-eagle-topk)")
+      ->capture_default_str();
+  infer->add_option("--verify-tokens", f->verify_tokens,
+                    "Speculative decoding with a draft tree: tokens per sequence the target verifies in a round "
+                    "(SGLang --speculative-num-draft-tokens); default K+1");
   infer->add_option("--draft-layers", f->draft_layers,
                     "Speculative decoding: decoder layers of the draft head (EAGLE and MTP: 1)")
       ->capture_default_str();
@@ -620,6 +627,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     cfg.spec_acceptance_length = f->acceptance_length;
     cfg.draft_layers = f->draft_layers;
     cfg.draft_vocab = f->draft_vocab;
+    cfg.spec_topk = f->spec_topk;
+    cfg.spec_verify_tokens = f->verify_tokens;
     if (!f->draft_model.empty()) {
       auto mc = ctx->models();
       if (!mc.ok()) return PrintError(mc.status());
@@ -685,6 +694,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["speculative"] = {{"tokens", cfg.spec_tokens},
                             {"acceptance_length", cfg.spec_acceptance_length},
                             {"draft", r->draft},
+                            {"topk", cfg.spec_topk},
+                            {"verify_tokens", cfg.spec_verify_tokens > 0 ? cfg.spec_verify_tokens : cfg.spec_tokens + 1},
                             {"draft_step_s", r->spec_draft_step_s},
                             {"verify_s", r->spec_verify_s},
                             {"round_s", r->spec_round_s},

@@ -209,9 +209,9 @@ ModelSpec DraftSpec(const ModelSpec& m, const InferConfig& cfg) {
 
 Status CheckSpeculation(const ModelSpec& m, const InferConfig& cfg) {
   if (cfg.spec_tokens == 0) {
-    if (cfg.spec_acceptance_length != 0 || cfg.draft_model)
-      return InvalidArgument("--acceptance-length and --draft-model describe speculative decoding: give "
-                             "--speculative-tokens K (the tokens drafted per round) too");
+    if (cfg.spec_acceptance_length != 0 || cfg.draft_model || cfg.spec_topk != 1 || cfg.spec_verify_tokens != 0)
+      return InvalidArgument("--acceptance-length, --draft-model, --speculative-topk and --verify-tokens describe "
+                             "speculative decoding: give --speculative-tokens K (the tokens drafted per round) too");
     return Status::Ok();
   }
   if (cfg.spec_tokens < 1 || cfg.spec_tokens > 64)
@@ -223,6 +223,15 @@ Status CheckSpeculation(const ModelSpec& m, const InferConfig& cfg) {
         "--acceptance-length {:g} must be between 1 and {} (tokens a round emits per sequence: the accepted drafts of "
         "--speculative-tokens {} plus the target's own; engines report it as the mean acceptance length)",
         tau, cfg.spec_tokens + 1, cfg.spec_tokens));
+  if (cfg.spec_topk < 1 || cfg.spec_topk > 64)
+    return InvalidArgument(fmt::format("--speculative-topk {} is outside 1..64 (draft candidates per sequence and "
+                                       "pass)", cfg.spec_topk));
+  const int max_verify = 1 + cfg.spec_tokens * cfg.spec_topk;
+  if (cfg.spec_verify_tokens != 0 && (cfg.spec_verify_tokens < 2 || cfg.spec_verify_tokens > max_verify))
+    return InvalidArgument(fmt::format(
+        "--verify-tokens {} is outside 2..{} (tokens per sequence the target verifies in a round: at most the root "
+        "and --speculative-tokens {} x --speculative-topk {} drafted candidates)",
+        cfg.spec_verify_tokens, max_verify, cfg.spec_tokens, cfg.spec_topk));
   if (cfg.draft_vocab < 0 || cfg.draft_vocab > m.vocab)
     return InvalidArgument(fmt::format("--draft-vocab {} is outside 1..{} ({}'s vocabulary)", cfg.draft_vocab,
                                        m.vocab, m.id));
@@ -414,11 +423,16 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     // One round: K draft passes one token at a time, then the target's pass over the K drafted tokens and the one
     // before them, with logits for every one (methodology §9.4). Each pass pays the engine's step overhead. The
     // draft also prefills the prompt before the first token.
+    // A draft tree: after the first pass each draft pass expands spec_topk candidates per sequence, and the target
+    // verifies spec_verify_tokens tokens per sequence under a tree mask.
     const double k = cfg.spec_tokens;
+    const double width = cfg.spec_topk;
+    const double verify_tokens = cfg.spec_verify_tokens > 0 ? cfg.spec_verify_tokens : k + 1;
     Pass draft_prefill = Forward(draft, cl, eff, cfg, batch, double(cfg.input_len), double(cfg.input_len), false, 0);
     Pass draft_step = Forward(draft, cl, eff, cfg, batch, 1, mid_ctx, true, 0);
-    Pass verify = Forward(m, cl, eff, cfg, batch, k + 1, mid_ctx, true, 0, true);
-    r.spec_draft_step_s = draft_step.time + cfg.step_overhead_s;
+    Pass draft_wide = width > 1 ? Forward(draft, cl, eff, cfg, batch, width, mid_ctx, true, 0, true) : draft_step;
+    Pass verify = Forward(m, cl, eff, cfg, batch, verify_tokens, mid_ctx, true, 0, true);
+    r.spec_draft_step_s = (draft_step.time + (k - 1) * draft_wide.time) / k + cfg.step_overhead_s;
     r.spec_verify_s = verify.time + cfg.step_overhead_s;
     r.spec_round_s = k * r.spec_draft_step_s + r.spec_verify_s;
     r.tpot_s = r.spec_round_s / cfg.spec_acceptance_length;
@@ -428,17 +442,23 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     decode.ops.clear();
     for (auto o : draft_step.ops) {
       o.name = "draft: " + o.name;
-      o.count *= k;
+      o.count *= width > 1 ? 1 : k;
       decode.ops.push_back(std::move(o));
     }
+    if (width > 1)
+      for (auto o : draft_wide.ops) {
+        o.name = fmt::format("draft ({} candidates): {}", cfg.spec_topk, o.name);
+        o.count *= k - 1;
+        decode.ops.push_back(std::move(o));
+      }
     for (auto o : verify.ops) {
       o.name = "verify: " + o.name;
       decode.ops.push_back(std::move(o));
     }
     if (cfg.step_overhead_s > 0)
       decode.ops.push_back(OpCost{"host overhead (given)", "decode", 0, 0, cfg.step_overhead_s, k + 1, Bound::kLatency});
-    decode.compute_time = verify.compute_time + k * draft_step.compute_time;
-    decode.memory_time = verify.memory_time + k * draft_step.memory_time;
+    decode.compute_time = verify.compute_time + draft_step.compute_time + (k - 1) * draft_wide.compute_time;
+    decode.memory_time = verify.memory_time + draft_step.memory_time + (k - 1) * draft_wide.memory_time;
     r.draft = cfg.draft_model ? cfg.draft_model->id
                               : fmt::format("{} decoder layer{} of {}'s shape and {}", cfg.draft_layers,
                                             cfg.draft_layers == 1 ? "" : "s", m.id,
@@ -481,21 +501,25 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
                          : "TTFT = prefill of the whole batch; TPOT = one decode step at context input + output/2");
   if (spec)
     r.notes.push_back(fmt::format(
-        "speculative decoding: a round is {} draft pass{} of {} ({} each) and one verification pass over {} tokens per "
-        "sequence ({}), {} in all; at {:g} tokens per round that is {} per token, against {} without speculation "
-        "({:.2f}x); the acceptance length is the user's, and the draft's weights and KV cache take {} per GPU",
-        cfg.spec_tokens, cfg.spec_tokens == 1 ? "" : "es", r.draft, FormatSeconds(r.spec_draft_step_s),
-        cfg.spec_tokens + 1, FormatSeconds(r.spec_verify_s), FormatSeconds(r.spec_round_s),
+        "speculative decoding: a round is {} draft pass{} of {}{} ({} each on average) and one verification pass over {} "
+        "tokens per sequence ({}), {} in all; at {:g} tokens per round that is {} per token, against {} without "
+        "speculation ({:.2f}x); the acceptance length is the user's, and the draft's weights and KV cache take {} per "
+        "GPU",
+        cfg.spec_tokens, cfg.spec_tokens == 1 ? "" : "es", r.draft,
+        cfg.spec_topk > 1 ? fmt::format(", {} candidates per sequence after the first", cfg.spec_topk) : "",
+        FormatSeconds(r.spec_draft_step_s),
+        cfg.spec_verify_tokens > 0 ? cfg.spec_verify_tokens : cfg.spec_tokens + 1, FormatSeconds(r.spec_verify_s),
+        FormatSeconds(r.spec_round_s),
         cfg.spec_acceptance_length, FormatSeconds(r.tpot_s), FormatSeconds(plain_tpot_s), plain_tpot_s / r.tpot_s,
         FormatBytes(r.draft_bytes_per_gpu)));
   if (spec) {
     const auto& t = evidence::kSpeculativeMtpTrtllm;
-    const auto& v = evidence::kSpeculativeEagleVllm;
+    const auto& v = evidence::kSpeculativeEagle;
     r.notes.push_back(fmt::format(
         "uncertain: given the measured acceptance length, the speed-up over no speculation was {:+.0f}% to {:+.0f}% "
-        "off TensorRT-LLM's MTP on DeepSeek-R1 ({} runs) and {:+.0f}% to {:+.0f}% off vLLM's EAGLE on Llama-3.1 8B ({} "
-        "runs), whose draft passes cost 0.7-1.0 ms each, more than their weights explain (docs/validation.md section "
-        "5): an engine's per-pass cost (--step-overhead-ms, paid by every draft pass too) can decide the gain",
+        "off TensorRT-LLM's MTP on DeepSeek-R1 ({} runs) and {:+.0f}% to {:+.0f}% off EAGLE in vLLM and SGLang ({} runs), "
+        "whose draft passes cost 0.7-1.0 ms each, more than their weights explain (docs/validation.md section 5): an "
+        "engine's per-pass cost (--step-overhead-ms, paid by every draft pass too) can decide the gain",
         100 * t.lo, 100 * t.hi, t.cases, 100 * v.lo, 100 * v.hi, v.cases));
   }
   if (cfg.compute == Precision::kBf16 && !cl.gpu->Supports(Precision::kBf16) && cfg.fit.weights.id != "fp16")

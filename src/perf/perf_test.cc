@@ -376,6 +376,15 @@ TEST_F(Perf, SpeculativeDecodingIsARoundOverTheAcceptanceLength) {
   EXPECT_LT(small->spec_draft_step_s, head->spec_draft_step_s);
   EXPECT_GT(small->draft_bytes_per_gpu, 0);
   EXPECT_NE(head->draft.find("the target's output head"), std::string::npos) << head->draft;
+  // A draft tree: wider draft passes and a longer verification cost more per round than the chain.
+  InferConfig tree = h;
+  tree.spec_topk = 4;
+  tree.spec_verify_tokens = 8;
+  auto wide = EstimateInference(m, C(g), tree, E(g));
+  ASSERT_TRUE(wide.ok()) << wide.status().message();
+  EXPECT_GT(wide->spec_verify_s, small->spec_verify_s);
+  EXPECT_GT(wide->spec_round_s, small->spec_round_s);
+  EXPECT_NEAR(wide->spec_round_s, 4 * wide->spec_draft_step_s + wide->spec_verify_s, 1e-12);
   // Refused: an acceptance length above K + 1, a draft with another vocabulary, pipeline parallelism.
   auto bad = [&](auto edit, const char* want) {
     InferConfig b = s;
@@ -390,6 +399,13 @@ TEST_F(Perf, SpeculativeDecodingIsARoundOverTheAcceptanceLength) {
   bad([](InferConfig& b) { b.fit.par.pp = 2; }, "pipeline parallelism");
   bad([](InferConfig& b) { b.draft_vocab = 32000; }, "a --draft-model brings its own");
   bad([](InferConfig& b) { b.spec_tokens = 0; }, "give --speculative-tokens");
+  bad([](InferConfig& b) { b.spec_verify_tokens = 6; }, "--verify-tokens 6 is outside 2..5");
+  bad([](InferConfig& b) {
+    b.spec_tokens = 0;
+    b.spec_acceptance_length = 0;
+    b.draft_model.reset();
+    b.spec_topk = 4;
+  }, "give --speculative-tokens");
 }
 
 // Regression: the serving element-wise row was always labelled latency-bound; a 32k-token prefill streams

@@ -107,7 +107,9 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"acceptance_length", KeyType::kNumber},
               {"draft_model", KeyType::kString},
               {"draft_layers", KeyType::kInteger},
-              {"draft_vocab", KeyType::kInteger}});
+              {"draft_vocab", KeyType::kInteger},
+              {"speculative_topk", KeyType::kInteger},
+              {"verify_tokens", KeyType::kInteger}});
     return m;
   }();
   static const std::map<std::string, KeyType> gemm_keys = [] {
@@ -383,6 +385,8 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   c.spec_acceptance_length = t["acceptance_length"].value_or(0.0);
   SUANLI_ASSIGN_OR_RETURN(c.draft_layers, IntKey(t, "draft_layers", 1));
   c.draft_vocab = t["draft_vocab"].value_or(int64_t{0});
+  SUANLI_ASSIGN_OR_RETURN(c.spec_topk, IntKey(t, "speculative_topk", 1));
+  SUANLI_ASSIGN_OR_RETURN(c.spec_verify_tokens, IntKey(t, "verify_tokens", 0));
   if (auto d = t["draft_model"].value<std::string>()) {
     auto dm = models.Resolve(*d);
     if (!dm.ok()) return dm.status().WithContext("draft_model");
@@ -410,6 +414,8 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
     plain.draft_model.reset();
     plain.draft_layers = 1;
     plain.draft_vocab = 0;
+    plain.spec_topk = 1;
+    plain.spec_verify_tokens = 0;
     SUANLI_ASSIGN_OR_RETURN(InferResult p, EstimateInference(m, cl, plain, eff));
     *detail += fmt::format(", without speculation {:.2f} ms; round {:.2f} ms = {} x draft {:.3f} ms + verify {:.2f} ms",
                            p.tpot_s * 1e3, r.spec_round_s * 1e3, c.spec_tokens, r.spec_draft_step_s * 1e3,

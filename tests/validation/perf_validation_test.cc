@@ -113,13 +113,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // session; max_throughput: TensorRT-LLM 1.0 and 0.13 with its Mixtral rows, first predictions kept, 22.4% / 299.2%;
   // 1.0's own runs, 12.0% / 38.4%, are pinned by their band in ErrorBandsMatchTheValidationData; speculative: the
   // speed-up of speculative decoding at the published acceptance length, TensorRT-LLM MTP and vLLM EAGLE, first
-  // predictions kept, 24.1% / 63.6%, twenty-seventh session). Training holdout as
+  // predictions kept, 25.6% / 63.6%, twenty-seventh session). Training holdout as
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
       {"training", {0.115, 1.281}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.539}},
       {"decode", {0.090, 0.380}}, {"gemm", {0.162, 0.668}}, {"latency", {0.143, 0.162}},
-      {"max_throughput", {0.234, 3.002}}, {"speculative", {0.251, 0.646}}};
+      {"max_throughput", {0.234, 3.002}}, {"speculative", {0.266, 0.646}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
@@ -298,9 +298,9 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   check(evidence::kSpeculativeMtpTrtllm,
         [&](const ValidationCase& c) { return c.group == "speculative" && has(c.name, "TRT-LLM MTP"); },
         "TensorRT-LLM MTP speculative speed-up");
-  check(evidence::kSpeculativeEagleVllm,
-        [&](const ValidationCase& c) { return c.group == "speculative" && has(c.name, "vLLM EAGLE"); },
-        "vLLM EAGLE speculative speed-up");
+  check(evidence::kSpeculativeEagle,
+        [&](const ValidationCase& c) { return c.group == "speculative" && has(c.name, "EAGLE"); },
+        "vLLM and SGLang EAGLE speculative speed-up");
   check(evidence::kTrtllm013MaxThroughput,
         [&](const ValidationCase& c) { return c.group == "max_throughput" && has(c.name, "TRT-LLM 0.13 ") && !c.moe; },
         "TensorRT-LLM 0.13 maximum throughput");
