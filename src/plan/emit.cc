@@ -565,6 +565,21 @@ Status CheckVendor(const char* engine, const GpuSpec& g, std::initializer_list<s
                                      g.id, g.vendor, instead));
 }
 
+// The engines keep the KV cache in the model's 16-bit type or in FP8.
+Status CheckKvDtype(const char* engine, const InferConfig& cfg) {
+  if (cfg.fit.kv_bytes_per_elem == 1 || cfg.fit.kv_bytes_per_elem == 2) return Status::Ok();
+  return InvalidArgument(fmt::format("--emit {}: the engine keeps the KV cache in the model's 16-bit type or in fp8 "
+                                     "(--kv-dtype)",
+                                     engine));
+}
+
+// For a windowed model: which KV cache the estimate assumed, and that the engine's handling is to be checked.
+std::string SlidingWindowNote(const ModelSpec& m, bool disable_sliding_window, std::string_view check) {
+  if (m.sliding_window <= 0) return "";
+  return fmt::format("# estimated with {} in the KV cache; {}\n",
+                     disable_sliding_window ? "every token (--no-sliding-window)" : "the sliding window's tokens", check);
+}
+
 Result<std::string> VllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::string_view model_ref,
                                      const InferConfig& cfg, const InferResult& r, bool disable_sliding_window) {
   const Parallelism& p = cfg.fit.par;
@@ -577,9 +592,8 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::
   SUANLI_RETURN_IF_ERROR(ResolveWeights(kVllmFormats, m, w, &quantize));
   if (Is16Bit(w)) args.push_back({"--dtype", DtypeArg(g, w, &notes)});
   if (!quantize.empty()) args.push_back({"--quantization", quantize});
+  SUANLI_RETURN_IF_ERROR(CheckKvDtype("vllm", cfg));
   if (cfg.fit.kv_bytes_per_elem == 1) args.push_back({"--kv-cache-dtype", "fp8"});
-  else if (cfg.fit.kv_bytes_per_elem != 2)
-    return InvalidArgument("--emit vllm: vLLM keeps the KV cache in the model's 16-bit type or in fp8 (--kv-dtype)");
   if (disable_sliding_window && m.sliding_window > 0) args.push_back({"--disable-sliding-window", ""});
   if (p.ep > 1) {
     if (p.ep != p.tp)
@@ -614,8 +628,7 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std
   // NVFP4) or with AWQ/GPTQ (W4A16). It does not quantise a 16-bit checkpoint on load.
   std::string quantize;
   SUANLI_RETURN_IF_ERROR(ResolveWeights(kTrtllmFormats, m, w, &quantize));
-  if (cfg.fit.kv_bytes_per_elem != 1 && cfg.fit.kv_bytes_per_elem != 2)
-    return InvalidArgument("--emit trtllm: the KV cache is the model's 16-bit type or fp8 (--kv-dtype)");
+  SUANLI_RETURN_IF_ERROR(CheckKvDtype("trtllm", cfg));
   // --max_num_tokens: the memory model's prefill chunk (8,192 tokens, TensorRT-LLM's default budget per step).
   std::vector<Arg> args = {{"--backend", "pytorch"},
                            {"--tp_size", std::to_string(p.tp)},
@@ -628,10 +641,8 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std
   if (cfg.batch_max)
     out += "# TensorRT-LLM sizes its KV cache from the memory left after the weights "
            "(--kv_cache_free_gpu_memory_fraction, 0.9 by default), so it may admit fewer sequences\n";
-  if (m.sliding_window > 0)
-    out += fmt::format("# estimated with {} in the KV cache; check how your TensorRT-LLM version treats the model's "
-                       "sliding window\n",
-                       disable_sliding_window ? "every token (--no-sliding-window)" : "the sliding window's tokens");
+  out += SlidingWindowNote(m, disable_sliding_window,
+                           "check how your TensorRT-LLM version treats the model's sliding window");
   if (cfg.fit.kv_bytes_per_elem == 1) {
     out += "cat > extra-llm-api-options.yml <<'EOF'\nkv_cache_config:\n  dtype: fp8\nEOF\n";
     args.push_back({"--extra_llm_api_options", "extra-llm-api-options.yml"});
@@ -650,8 +661,7 @@ Result<std::string> SglangServeCommand(const ModelSpec& m, const GpuSpec& g, std
   SUANLI_RETURN_IF_ERROR(CheckVendor("sglang", g, {"nvidia", "amd"}, "--emit vllm"));
   std::string quantize, notes;
   SUANLI_RETURN_IF_ERROR(ResolveWeights(kSglangFormats, m, w, &quantize));
-  if (cfg.fit.kv_bytes_per_elem != 1 && cfg.fit.kv_bytes_per_elem != 2)
-    return InvalidArgument("--emit sglang: the KV cache is the model's 16-bit type or fp8 (--kv-dtype)");
+  SUANLI_RETURN_IF_ERROR(CheckKvDtype("sglang", cfg));
   std::vector<Arg> args = {{"--model-path", std::string(model_ref)}, {"--tp-size", std::to_string(p.tp)}};
   if (p.pp > 1) args.push_back({"--pp-size", std::to_string(p.pp)});
   if (p.ep > 1) args.push_back({"--ep-size", std::to_string(p.ep)});
@@ -666,10 +676,8 @@ Result<std::string> SglangServeCommand(const ModelSpec& m, const GpuSpec& g, std
   if (cfg.batch_max)
     out += "# SGLang sizes its KV cache pool with --mem-fraction-static, which by default leaves several GB of each "
            "GPU for activations and CUDA graphs, so it may admit fewer sequences\n";
-  if (m.sliding_window > 0)
-    out += fmt::format("# estimated with {} in the KV cache; SGLang honours sliding windows for some architectures "
-                       "only: check yours\n",
-                       disable_sliding_window ? "every token (--no-sliding-window)" : "the sliding window's tokens");
+  out += SlidingWindowNote(m, disable_sliding_window,
+                           "SGLang honours sliding windows for some architectures only: check yours");
   if (cfg.decode_attention == DecodeAttention::kPerHead)
     out += "# estimated with a per-query-head decode kernel; SGLang's attention backends read each KV head once\n";
   return out + CommandLine("python -m sglang.launch_server", args);
