@@ -123,8 +123,8 @@ void BM_EstimateInferenceSpeculative(benchmark::State& state) {
   c.input_len = 2048;
   c.output_len = 2048;
   c.batch_max = true;
-  c.spec_tokens = 4;
-  c.spec_acceptance_length = 3;
+  c.spec.tokens = 4;
+  c.spec.acceptance_length = 3;
   for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateInference(f.llama70b, f.cluster, c, f.eff));
 }
 BENCHMARK(BM_EstimateInferenceSpeculative);

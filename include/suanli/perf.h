@@ -485,6 +485,25 @@ inline constexpr const char* kDecodeAttentionHelp =
 // Programming Guide, arithmetic instruction throughput). Errors: not NVIDIA, or no SM count or FP32 peak.
 Result<double> InstructionIssueRate(const GpuSpec& gpu);
 
+// Speculative decoding (docs/methodology.md §9.4), on when tokens > 0. Each round the draft proposes `tokens` tokens
+// one pass at a time, then the target verifies them in one pass over tokens + 1 tokens per sequence; a round emits
+// acceptance_length tokens per sequence on average (the accepted drafts and the target's own next token:
+// 1 <= it <= tokens + 1), which the engine reports and the user gives. The draft is draft_model (a separate model on
+// the same GPUs, at the target's TP and formats) or, without one, draft_layers decoder layers of the target's own
+// shape feeding the target's output head (EAGLE, MTP), or a head of its own over draft_vocab tokens (EAGLE-3: the
+// 32,000 most frequent). Draft trees (EAGLE-2/3 in SGLang): every draft pass after the first runs topk candidates
+// per sequence, and the verification pass verify_tokens tokens per sequence (SGLang's speculative_num_draft_tokens;
+// 0 = a chain, tokens + 1).
+struct Speculation {
+  int tokens = 0;
+  double acceptance_length = 0;
+  std::optional<ModelSpec> draft_model;
+  int draft_layers = 1;
+  int64_t draft_vocab = 0;
+  int topk = 1;
+  int verify_tokens = 0;
+};
+
 struct InferConfig {
   FitRequest fit;             // weights, kv dtype, batch, par.tp / par.pp
   DecodeAttention decode_attention = DecodeAttention::kGrouped;
@@ -506,24 +525,7 @@ struct InferConfig {
   // Continuous batching at full load keeps about this many in flight (docs/methodology.md §9.3).
   bool batch_max = false;
   int64_t batch_cap = 0;
-  // Speculative decoding (docs/methodology.md §9.4), on when spec_tokens > 0. Each round the draft proposes
-  // spec_tokens tokens one pass at a time, then the target verifies them in one pass over spec_tokens + 1 tokens per
-  // sequence; a round emits spec_acceptance_length tokens per sequence on average (the accepted drafts and the
-  // target's own next token: 1 <= it <= spec_tokens + 1), which the engine reports and the user gives. The draft is
-  // draft_model (a separate model on the same GPUs, at the target's TP and formats) or, without one, draft_layers
-  // decoder layers of the target's own shape feeding the target's output head (EAGLE, Medusa-style heads, MTP).
-  int spec_tokens = 0;
-  double spec_acceptance_length = 0;
-  std::optional<ModelSpec> draft_model;
-  int draft_layers = 1;
-  // A draft head's own output vocabulary (EAGLE-3 drafts over the 32,000 most frequent tokens); 0 = it uses the
-  // target's output head.
-  int64_t draft_vocab = 0;
-  // Draft trees (EAGLE-2/3 in SGLang): every draft pass after the first runs spec_topk candidates per sequence, and
-  // the verification pass spec_verify_tokens tokens per sequence (SGLang's speculative_num_draft_tokens); 0 = a
-  // chain, spec_tokens + 1.
-  int spec_topk = 1;
-  int spec_verify_tokens = 0;
+  Speculation spec;
 };
 
 struct InferResult {
@@ -541,7 +543,7 @@ struct InferResult {
   // MoE with EP > 1: the busiest GPU's token-expert pairs / the mean, in prefill and in one decode step.
   double prefill_expert_imbalance = 0, decode_expert_imbalance = 0;
   std::vector<OpCost> prefill_ops, decode_ops;  // with speculation, decode_ops are one round's (draft and verify)
-  // Speculative decoding: one round (spec_tokens draft passes and the verification pass), its parts, and the
+  // Speculative decoding: one round (spec.tokens draft passes and the verification pass), its parts, and the
   // draft's weights and KV cache per GPU (in per_gpu_peak_bytes too). TPOT = round / acceptance length.
   double spec_round_s = 0, spec_draft_step_s = 0, spec_verify_s = 0, draft_bytes_per_gpu = 0;
   std::string draft;  // what drafted, in words
@@ -552,6 +554,9 @@ struct InferResult {
 };
 Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& c, const InferConfig& cfg,
                                       const Efficiency& eff);
+// The speculative-decoding settings EstimateInference refuses, with the reason (ranges, the draft's vocabulary and
+// heads against the TP, what is not modelled: PP, per-head decode kernels); Ok when speculation is off.
+Status CheckSpeculation(const ModelSpec& m, const InferConfig& cfg);
 // The batch an estimate ran at, in words: "64", or with batch_max "804 (the most that fit)" and the cap where it bit.
 std::string ServingBatchWords(const InferConfig& cfg, const InferResult& r);
 

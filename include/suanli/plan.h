@@ -159,6 +159,7 @@ struct ServeTarget {
   int gpus_per_node = 8;
   DecodeAttention decode_attention = DecodeAttention::kGrouped;  // per-head: NVIDIA GPUs only
   double request_overhead_s = 0, step_overhead_s = 0;  // the engine's host time, as InferConfig (0 = none)
+  Speculation spec;  // speculative decoding in every replica, as InferConfig (off by default)
 };
 
 struct SelectRow {

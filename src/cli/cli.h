@@ -86,6 +86,17 @@ Status ApplyServingBatch(const std::string& batch, int64_t max_batch, InferConfi
 // What a serving engine loads for --model ARG (perf infer and select serve --emit): a catalog model's Hugging Face
 // repository, the directory of a config.json given as a path, or the argument itself.
 Result<std::string> ServingModelRef(Context* ctx, const std::string& arg, const ModelSpec& m);
+// Speculative decoding's options (perf infer, select serve, tco --model): --speculative-tokens, --acceptance-length,
+// --draft-model, --draft-layers, --draft-vocab, --speculative-topk, --verify-tokens.
+struct SpeculationFlags {
+  int tokens = 0, draft_layers = 1, topk = 1, verify_tokens = 0;
+  double acceptance_length = 0;
+  int64_t draft_vocab = 0;
+  std::string draft_model;
+};
+void AddSpeculationOptions(CLI::App* app, SpeculationFlags* f);
+// The flags as the library takes them, the draft model resolved from the catalog or a config.json.
+Result<Speculation> ParseSpeculation(Context* ctx, const SpeculationFlags& f);
 inline constexpr const char* kNoSlidingWindowHelp =
     "Ignore the config's sliding window: every layer keeps its whole context in the KV cache (vLLM "
     "--disable-sliding-window; engines that do not honour the window)";

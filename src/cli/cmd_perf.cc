@@ -41,11 +41,7 @@ struct PerfFlags {
   std::string weights = "bf16", kv_dtype = "bf16";
   bool quantize_head = false, no_sliding_window = false;
   std::string emit;  // perf infer --emit vllm
-  // perf infer: speculative decoding
-  int spec_tokens = 0, draft_layers = 1, spec_topk = 1, verify_tokens = 0;
-  double acceptance_length = 0;
-  int64_t draft_vocab = 0;
-  std::string draft_model;
+  SpeculationFlags spec;  // perf infer: speculative decoding
   std::string calibration;
 };
 
@@ -212,27 +208,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--emit", f->emit,
                     "Launch line for the estimated replica: vllm (vllm serve) | trtllm (trtllm-serve) | sglang "
                     "(sglang.launch_server), with its parallel sizes, context, batch limit and formats");
-  infer->add_option("--speculative-tokens", f->spec_tokens,
-                    "Speculative decoding: tokens the draft proposes per round (vLLM num_speculative_tokens)");
-  infer->add_option("--acceptance-length", f->acceptance_length,
-                    "Speculative decoding: mean tokens a round emits per sequence, accepted drafts + the target's "
-                    "own (1..K+1; vLLM's and SGLang's 'mean acceptance length')");
-  infer->add_option("--draft-model", f->draft_model,
-                    "Speculative decoding: a separate draft model (id, alias or config.json) on the same GPUs; "
-                    "without it the draft is --draft-layers layers of the target's shape (EAGLE, MTP)");
-  infer->add_option("--speculative-topk", f->spec_topk,
-                    "Speculative decoding with a draft tree: candidates per sequence each draft pass after the first "
-                    "expands (SGLang --speculative-eagle-topk)")
-      ->capture_default_str();
-  infer->add_option("--verify-tokens", f->verify_tokens,
-                    "Speculative decoding with a draft tree: tokens per sequence the target verifies in a round "
-                    "(SGLang --speculative-num-draft-tokens); default K+1");
-  infer->add_option("--draft-layers", f->draft_layers,
-                    "Speculative decoding: decoder layers of the draft head (EAGLE and MTP: 1)")
-      ->capture_default_str();
-  infer->add_option("--draft-vocab", f->draft_vocab,
-                    "Speculative decoding: the draft head's own output vocabulary (EAGLE-3: 32000); default: the "
-                    "target's output head");
+  AddSpeculationOptions(infer, &f->spec);
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
   infer->add_option("--request-overhead-ms", f->request_overhead_ms,
                     "Serving engine's host time per request, added to the TTFT (the model has none)")
@@ -623,19 +599,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     cfg.moe_imbalance = f->serve_moe_imbalance;
     cfg.request_overhead_s = f->request_overhead_ms * 1e-3;
     cfg.step_overhead_s = f->step_overhead_ms * 1e-3;
-    cfg.spec_tokens = f->spec_tokens;
-    cfg.spec_acceptance_length = f->acceptance_length;
-    cfg.draft_layers = f->draft_layers;
-    cfg.draft_vocab = f->draft_vocab;
-    cfg.spec_topk = f->spec_topk;
-    cfg.spec_verify_tokens = f->verify_tokens;
-    if (!f->draft_model.empty()) {
-      auto mc = ctx->models();
-      if (!mc.ok()) return PrintError(mc.status());
-      auto d = (*mc)->Resolve(f->draft_model);
-      if (!d.ok()) return PrintError(d.status().WithContext("--draft-model"));
-      cfg.draft_model = *d;
-    }
+    auto spec = ParseSpeculation(ctx, f->spec);
+    if (!spec.ok()) return PrintError(spec.status());
+    cfg.spec = *std::move(spec);
     if (f->gpus != 0 && f->gpus != f->tp * f->pp)
       return PrintError(InvalidArgument(fmt::format("--gpus {} must equal TP x PP = {} for one serving replica", f->gpus,
                                                     f->tp * f->pp)));
@@ -690,12 +656,12 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["prefill_ops"] = OpsJson(r->prefill_ops, ridge);
         j["decode_ops"] = OpsJson(r->decode_ops, ridge);
       }
-      if (cfg.spec_tokens > 0)
-        j["speculative"] = {{"tokens", cfg.spec_tokens},
-                            {"acceptance_length", cfg.spec_acceptance_length},
+      if (cfg.spec.tokens > 0)
+        j["speculative"] = {{"tokens", cfg.spec.tokens},
+                            {"acceptance_length", cfg.spec.acceptance_length},
                             {"draft", r->draft},
-                            {"topk", cfg.spec_topk},
-                            {"verify_tokens", cfg.spec_verify_tokens > 0 ? cfg.spec_verify_tokens : cfg.spec_tokens + 1},
+                            {"topk", cfg.spec.topk},
+                            {"verify_tokens", cfg.spec.verify_tokens > 0 ? cfg.spec.verify_tokens : cfg.spec.tokens + 1},
                             {"draft_step_s", r->spec_draft_step_s},
                             {"verify_s", r->spec_verify_s},
                             {"round_s", r->spec_round_s},
@@ -739,9 +705,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     if (f->explain) {
       std::cout << "\nprefill operators:\n";
       PrintOps(r->prefill_ops, ridge, r->ttft_s);
-      if (cfg.spec_tokens > 0) {
+      if (cfg.spec.tokens > 0) {
         std::cout << fmt::format("\ndecode operators (one speculation round: {} draft passes and the verification):\n",
-                                 cfg.spec_tokens);
+                                 cfg.spec.tokens);
         PrintOps(r->decode_ops, ridge, r->spec_round_s);
       } else {
         std::cout << "\ndecode operators (one step):\n";

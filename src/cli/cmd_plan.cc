@@ -406,12 +406,13 @@ struct SelectFlags {
   int gpus_per_node = 8;
   std::string emit;  // select serve --emit ENGINE: the launch line of row --rank
   int rank = 1;
+  SpeculationFlags spec;  // select serve: speculative decoding in every replica
 };
 
 // Whether published end-to-end runs of this kind (serving or training) were on this GPU (docs/validation.md).
 // The bands are over dense models: MoE estimates are never "validated" (their runs are quoted in notes instead).
 bool Validated(const SelectRow& r, bool serving, bool moe) {
-  if (moe) return false;
+  if (moe || (serving && r.replica.spec.tokens > 0)) return false;  // no band covers MoE or speculative serving
   if (!serving) return BandCoversGpu(evidence::kTrainingError, r.gpu);
   return BandCoversGpu(evidence::kThroughputDenseError, r.gpu) || BandCoversGpu(evidence::kMaxThroughputError, r.gpu);
 }
@@ -465,6 +466,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
   serve->add_option("--step-overhead-ms", f->step_overhead_ms,
                     "Serving engine's host time per forward pass, added to prefill and each decode step")
       ->capture_default_str();
+  AddSpeculationOptions(serve, &f->spec);
   serve->add_option("--emit", f->emit,
                     "Launch line for one replica of a ranked GPU: vllm (vllm serve) | trtllm (trtllm-serve) | sglang");
   serve->add_option("--rank", f->rank, "The ranking's row --emit writes the line for (1 = the top)")
@@ -512,6 +514,9 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       t.request_overhead_s = f->request_overhead_ms / 1000;
       t.step_overhead_s = f->step_overhead_ms / 1000;
       t.gpus_per_node = f->gpus_per_node;
+      auto spec = ParseSpeculation(ctx, f->spec);
+      if (!spec.ok()) return PrintError(spec.status());
+      t.spec = *std::move(spec);
       rows = SelectForServing(**hw, t);
     } else {
       TrainTarget t;
@@ -585,7 +590,14 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       }
     }
     std::cout << t.Render();
-    if (moe && serving)
+    if (serving && f->spec.tokens > 0)
+      std::cout << fmt::format(
+          "validated: none end to end with speculative decoding. At the published acceptance length its speed-up was "
+          "{:+.0f}% to {:+.0f}% off TensorRT-LLM's MTP and {:+.0f}% to {:+.0f}% off EAGLE in vLLM and SGLang "
+          "(docs/validation.md section 5), so the TPOTs are likely low and the ranking less certain.\n",
+          100 * evidence::kSpeculativeMtpTrtllm.lo, 100 * evidence::kSpeculativeMtpTrtllm.hi,
+          100 * evidence::kSpeculativeEagle.lo, 100 * evidence::kSpeculativeEagle.hi);
+    else if (moe && serving)
       std::cout << "validated: none for a mixture-of-experts model. Against published MoE serving runs the model was "
                    "mostly too fast (docs/validation.md section 5), so these times are likely lower bounds and the "
                    "ranking is less certain.\n";

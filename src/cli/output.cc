@@ -61,6 +61,47 @@ Result<double> ParseHostMemoryFlag(const std::string& text) {
   return *q;
 }
 
+void AddSpeculationOptions(CLI::App* app, SpeculationFlags* f) {
+  app->add_option("--speculative-tokens", f->tokens,
+                  "Speculative decoding: tokens the draft proposes per round (vLLM num_speculative_tokens)");
+  app->add_option("--acceptance-length", f->acceptance_length,
+                  "Speculative decoding: mean tokens a round emits per sequence, accepted drafts + the target's own "
+                  "(1..K+1; vLLM's and SGLang's 'mean acceptance length')");
+  app->add_option("--draft-model", f->draft_model,
+                  "Speculative decoding: a separate draft model (id, alias or config.json) on the same GPUs; without "
+                  "it the draft is --draft-layers layers of the target's shape (EAGLE, MTP)");
+  app->add_option("--draft-layers", f->draft_layers, "Speculative decoding: decoder layers of the draft head (EAGLE and "
+                                                     "MTP: 1)")
+      ->capture_default_str();
+  app->add_option("--draft-vocab", f->draft_vocab,
+                  "Speculative decoding: the draft head's own output vocabulary (EAGLE-3: 32000); default: the "
+                  "target's output head");
+  app->add_option("--speculative-topk", f->topk,
+                  "Speculative decoding with a draft tree: candidates per sequence each draft pass after the first "
+                  "expands (SGLang --speculative-eagle-topk)")
+      ->capture_default_str();
+  app->add_option("--verify-tokens", f->verify_tokens,
+                  "Speculative decoding with a draft tree: tokens per sequence the target verifies in a round (SGLang "
+                  "--speculative-num-draft-tokens); default K+1");
+}
+
+Result<Speculation> ParseSpeculation(Context* ctx, const SpeculationFlags& f) {
+  Speculation s;
+  s.tokens = f.tokens;
+  s.acceptance_length = f.acceptance_length;
+  s.draft_layers = f.draft_layers;
+  s.draft_vocab = f.draft_vocab;
+  s.topk = f.topk;
+  s.verify_tokens = f.verify_tokens;
+  if (!f.draft_model.empty()) {
+    SUANLI_ASSIGN_OR_RETURN(const ModelCatalog* mc, ctx->models());
+    auto d = mc->Resolve(f.draft_model);
+    if (!d.ok()) return d.status().WithContext("--draft-model");
+    s.draft_model = *std::move(d);
+  }
+  return s;
+}
+
 Result<std::string> ServingModelRef(Context* ctx, const std::string& arg, const ModelSpec& m) {
   std::error_code ec;
   const std::filesystem::path path(arg);

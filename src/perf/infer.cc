@@ -190,12 +190,12 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
 // shape (EAGLE's and MTP's draft layer feeds the target's output head; for an MoE target the layer is an MoE layer,
 // as DeepSeek-V3's MTP module is).
 ModelSpec DraftSpec(const ModelSpec& m, const InferConfig& cfg) {
-  if (cfg.draft_model) return *cfg.draft_model;
+  if (cfg.spec.draft_model) return *cfg.spec.draft_model;
   ModelSpec d = m;
-  d.id = fmt::format("{} draft layer{}", m.id, cfg.draft_layers == 1 ? "" : "s");
-  d.layers = cfg.draft_layers;
-  if (cfg.draft_vocab > 0) {
-    d.vocab = cfg.draft_vocab;
+  d.id = fmt::format("{} draft layer{}", m.id, cfg.spec.draft_layers == 1 ? "" : "s");
+  d.layers = cfg.spec.draft_layers;
+  if (cfg.spec.draft_vocab > 0) {
+    d.vocab = cfg.spec.draft_vocab;
     d.tie_embeddings = false;
   }
   d.sliding_window_layers = std::min(d.sliding_window_layers, d.layers);
@@ -207,47 +207,67 @@ ModelSpec DraftSpec(const ModelSpec& m, const InferConfig& cfg) {
   return d;
 }
 
+// The draft's weights and KV cache per GPU for `fit`'s batch and context. A separate draft model holds all its
+// weights; a draft head holds its layers' (in the weights' format) and its own 16-bit output head where it has its
+// own vocabulary, and shares the target's embedding and head otherwise.
+Result<double> DraftBytesPerGpu(const ModelSpec& d, const InferConfig& cfg, const FitRequest& fit) {
+  if (cfg.spec.draft_model) {
+    FitRequest f = fit;
+    f.explain = false;
+    SUANLI_ASSIGN_OR_RETURN(FitResult e, EstimateMemory(d, f));
+    return e.breakdown.weights + e.breakdown.kv_cache;
+  }
+  const ParamCounts pc = CountParams(d);
+  const int t = fit.par.tp;
+  const double layers = (pc.total - pc.non_layer_total) * fit.weights.bits_per_weight / 8 / t;
+  const double head = cfg.spec.draft_vocab > 0 ? double(cfg.spec.draft_vocab) * double(d.hidden) * 2 / t : 0.0;
+  return layers + head + KvCacheBytes(d, fit.kv_bytes_per_elem, fit.batch, fit.seq, t);
+}
+
+}  // namespace
+
 Status CheckSpeculation(const ModelSpec& m, const InferConfig& cfg) {
-  if (cfg.spec_tokens == 0) {
-    if (cfg.spec_acceptance_length != 0 || cfg.draft_model || cfg.spec_topk != 1 || cfg.spec_verify_tokens != 0)
+  if (cfg.spec.tokens == 0) {
+    if (cfg.spec.acceptance_length != 0 || cfg.spec.draft_model || cfg.spec.topk != 1 || cfg.spec.verify_tokens != 0)
       return InvalidArgument("--acceptance-length, --draft-model, --speculative-topk and --verify-tokens describe "
                              "speculative decoding: give --speculative-tokens K (the tokens drafted per round) too");
     return Status::Ok();
   }
-  if (cfg.spec_tokens < 1 || cfg.spec_tokens > 64)
+  if (cfg.spec.tokens < 1 || cfg.spec.tokens > 64)
     return InvalidArgument(fmt::format("--speculative-tokens {} is outside 1..64 (tokens drafted per round)",
-                                       cfg.spec_tokens));
-  const double tau = cfg.spec_acceptance_length;
-  if (!(tau >= 1 && tau <= cfg.spec_tokens + 1))
+                                       cfg.spec.tokens));
+  const double tau = cfg.spec.acceptance_length;
+  if (!(tau >= 1 && tau <= cfg.spec.tokens + 1))
     return InvalidArgument(fmt::format(
         "--acceptance-length {:g} must be between 1 and {} (tokens a round emits per sequence: the accepted drafts of "
         "--speculative-tokens {} plus the target's own; engines report it as the mean acceptance length)",
-        tau, cfg.spec_tokens + 1, cfg.spec_tokens));
-  if (cfg.spec_topk < 1 || cfg.spec_topk > 64)
+        tau, cfg.spec.tokens + 1, cfg.spec.tokens));
+  if (cfg.spec.topk < 1 || cfg.spec.topk > 64)
     return InvalidArgument(fmt::format("--speculative-topk {} is outside 1..64 (draft candidates per sequence and "
-                                       "pass)", cfg.spec_topk));
-  const int max_verify = 1 + cfg.spec_tokens * cfg.spec_topk;
-  if (cfg.spec_verify_tokens != 0 && (cfg.spec_verify_tokens < 2 || cfg.spec_verify_tokens > max_verify))
+                                       "pass)", cfg.spec.topk));
+  const int max_verify = 1 + cfg.spec.tokens * cfg.spec.topk;
+  if (cfg.spec.verify_tokens != 0 && (cfg.spec.verify_tokens < 2 || cfg.spec.verify_tokens > max_verify))
     return InvalidArgument(fmt::format(
         "--verify-tokens {} is outside 2..{} (tokens per sequence the target verifies in a round: at most the root "
         "and --speculative-tokens {} x --speculative-topk {} drafted candidates)",
-        cfg.spec_verify_tokens, max_verify, cfg.spec_tokens, cfg.spec_topk));
-  if (cfg.draft_vocab < 0 || cfg.draft_vocab > m.vocab)
-    return InvalidArgument(fmt::format("--draft-vocab {} is outside 1..{} ({}'s vocabulary)", cfg.draft_vocab,
+        cfg.spec.verify_tokens, max_verify, cfg.spec.tokens, cfg.spec.topk));
+  if (cfg.spec.draft_vocab < 0 || cfg.spec.draft_vocab > m.vocab)
+    return InvalidArgument(fmt::format("--draft-vocab {} is outside 1..{} ({}'s vocabulary)", cfg.spec.draft_vocab,
                                        m.vocab, m.id));
-  if (cfg.draft_model && (cfg.draft_vocab > 0 || cfg.draft_layers != 1))
+  if (cfg.spec.draft_model && (cfg.spec.draft_vocab > 0 || cfg.spec.draft_layers != 1))
     return InvalidArgument("--draft-layers and --draft-vocab describe a draft head (EAGLE, MTP); a --draft-model "
                            "brings its own layers and vocabulary");
-  if (cfg.draft_layers < 1 || cfg.draft_layers > m.layers)
+  if (cfg.spec.draft_layers < 1 || cfg.spec.draft_layers > m.layers)
     return InvalidArgument(fmt::format("--draft-layers {} is outside 1..{} (draft layers of {}'s shape)",
-                                       cfg.draft_layers, m.layers, m.id));
+                                       cfg.spec.draft_layers, m.layers, m.id));
   if (cfg.fit.par.pp > 1)
-    return InvalidArgument("speculative decoding with pipeline parallelism is not modelled: use --pp 1");
+    return InvalidArgument(fmt::format("speculative decoding with pipeline parallelism (PP={}) is not modelled",
+                                       cfg.fit.par.pp));
   if (cfg.decode_attention == DecodeAttention::kPerHead)
     return InvalidArgument("speculative decoding with --decode-attention per-head is not modelled: its kernel "
                            "decodes one token per sequence");
-  if (cfg.draft_model) {
-    const ModelSpec& d = *cfg.draft_model;
+  if (cfg.spec.draft_model) {
+    const ModelSpec& d = *cfg.spec.draft_model;
     if (d.vocab != m.vocab)
       return InvalidArgument(fmt::format(
           "--draft-model {}: its vocabulary ({} tokens) is not {}'s ({}); a draft model shares the target's tokenizer",
@@ -260,25 +280,6 @@ Status CheckSpeculation(const ModelSpec& m, const InferConfig& cfg) {
   }
   return Status::Ok();
 }
-
-// The draft's weights and KV cache per GPU for `fit`'s batch and context. A separate draft model holds all its
-// weights; a draft head holds its layers' (in the weights' format) and its own 16-bit output head where it has its
-// own vocabulary, and shares the target's embedding and head otherwise.
-Result<double> DraftBytesPerGpu(const ModelSpec& d, const InferConfig& cfg, const FitRequest& fit) {
-  if (cfg.draft_model) {
-    FitRequest f = fit;
-    f.explain = false;
-    SUANLI_ASSIGN_OR_RETURN(FitResult e, EstimateMemory(d, f));
-    return e.breakdown.weights + e.breakdown.kv_cache;
-  }
-  const ParamCounts pc = CountParams(d);
-  const int t = fit.par.tp;
-  const double layers = (pc.total - pc.non_layer_total) * fit.weights.bits_per_weight / 8 / t;
-  const double head = cfg.draft_vocab > 0 ? double(cfg.draft_vocab) * double(d.hidden) * 2 / t : 0.0;
-  return layers + head + KvCacheBytes(d, fit.kv_bytes_per_elem, fit.batch, fit.seq, t);
-}
-
-}  // namespace
 
 std::string ServingBatchWords(const InferConfig& cfg, const InferResult& r) {
   if (!cfg.batch_max) return std::to_string(r.batch);
@@ -351,7 +352,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   if (cfg.batch_cap > 0 && !cfg.batch_max)
     return InvalidArgument("--max-batch caps --batch max (the largest batch that fits); with a fixed batch leave it out");
   SUANLI_RETURN_IF_ERROR(CheckSpeculation(m, cfg));
-  const bool spec = cfg.spec_tokens > 0;
+  const bool spec = cfg.spec.tokens > 0;
   const ModelSpec draft = spec ? DraftSpec(m, cfg) : ModelSpec{};
   if (cfg.batch_max) cfg.fit.batch = 1;  // the memory model's first estimate; the batch is chosen below
   auto mem = EstimateMemory(m, cfg.fit);
@@ -423,11 +424,11 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     // One round: K draft passes one token at a time, then the target's pass over the K drafted tokens and the one
     // before them, with logits for every one (methodology §9.4). Each pass pays the engine's step overhead. The
     // draft also prefills the prompt before the first token.
-    // A draft tree: after the first pass each draft pass expands spec_topk candidates per sequence, and the target
-    // verifies spec_verify_tokens tokens per sequence under a tree mask.
-    const double k = cfg.spec_tokens;
-    const double width = cfg.spec_topk;
-    const double verify_tokens = cfg.spec_verify_tokens > 0 ? cfg.spec_verify_tokens : k + 1;
+    // A draft tree: after the first pass each draft pass expands spec.topk candidates per sequence, and the target
+    // verifies spec.verify_tokens tokens per sequence under a tree mask.
+    const double k = cfg.spec.tokens;
+    const double width = cfg.spec.topk;
+    const double verify_tokens = cfg.spec.verify_tokens > 0 ? cfg.spec.verify_tokens : k + 1;
     Pass draft_prefill = Forward(draft, cl, eff, cfg, batch, double(cfg.input_len), double(cfg.input_len), false, 0);
     Pass draft_step = Forward(draft, cl, eff, cfg, batch, 1, mid_ctx, true, 0);
     Pass draft_wide = width > 1 ? Forward(draft, cl, eff, cfg, batch, width, mid_ctx, true, 0, true) : draft_step;
@@ -435,7 +436,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     r.spec_draft_step_s = (draft_step.time + (k - 1) * draft_wide.time) / k + cfg.step_overhead_s;
     r.spec_verify_s = verify.time + cfg.step_overhead_s;
     r.spec_round_s = k * r.spec_draft_step_s + r.spec_verify_s;
-    r.tpot_s = r.spec_round_s / cfg.spec_acceptance_length;
+    r.tpot_s = r.spec_round_s / cfg.spec.acceptance_length;
     r.ttft_s += draft_prefill.time;
     for (auto& o : draft_prefill.ops) o.name = "draft: " + o.name;
     prefill.ops.insert(prefill.ops.end(), draft_prefill.ops.begin(), draft_prefill.ops.end());
@@ -447,7 +448,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     }
     if (width > 1)
       for (auto o : draft_wide.ops) {
-        o.name = fmt::format("draft ({} candidates): {}", cfg.spec_topk, o.name);
+        o.name = fmt::format("draft ({} candidates): {}", cfg.spec.topk, o.name);
         o.count *= k - 1;
         decode.ops.push_back(std::move(o));
       }
@@ -459,11 +460,11 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
       decode.ops.push_back(OpCost{"host overhead (given)", "decode", 0, 0, cfg.step_overhead_s, k + 1, Bound::kLatency});
     decode.compute_time = verify.compute_time + draft_step.compute_time + (k - 1) * draft_wide.compute_time;
     decode.memory_time = verify.memory_time + draft_step.memory_time + (k - 1) * draft_wide.memory_time;
-    r.draft = cfg.draft_model ? cfg.draft_model->id
-                              : fmt::format("{} decoder layer{} of {}'s shape and {}", cfg.draft_layers,
-                                            cfg.draft_layers == 1 ? "" : "s", m.id,
-                                            cfg.draft_vocab > 0
-                                                ? fmt::format("its own {}-token output head", cfg.draft_vocab)
+    r.draft = cfg.spec.draft_model ? cfg.spec.draft_model->id
+                              : fmt::format("{} decoder layer{} of {}'s shape and {}", cfg.spec.draft_layers,
+                                            cfg.spec.draft_layers == 1 ? "" : "s", m.id,
+                                            cfg.spec.draft_vocab > 0
+                                                ? fmt::format("its own {}-token output head", cfg.spec.draft_vocab)
                                                 : std::string("the target's output head"));
   }
   r.decode_tokens_per_s = batch / r.tpot_s;
@@ -505,12 +506,12 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         "tokens per sequence ({}), {} in all; at {:g} tokens per round that is {} per token, against {} without "
         "speculation ({:.2f}x); the acceptance length is the user's, and the draft's weights and KV cache take {} per "
         "GPU",
-        cfg.spec_tokens, cfg.spec_tokens == 1 ? "" : "es", r.draft,
-        cfg.spec_topk > 1 ? fmt::format(", {} candidates per sequence after the first", cfg.spec_topk) : "",
+        cfg.spec.tokens, cfg.spec.tokens == 1 ? "" : "es", r.draft,
+        cfg.spec.topk > 1 ? fmt::format(", {} candidates per sequence after the first", cfg.spec.topk) : "",
         FormatSeconds(r.spec_draft_step_s),
-        cfg.spec_verify_tokens > 0 ? cfg.spec_verify_tokens : cfg.spec_tokens + 1, FormatSeconds(r.spec_verify_s),
+        cfg.spec.verify_tokens > 0 ? cfg.spec.verify_tokens : cfg.spec.tokens + 1, FormatSeconds(r.spec_verify_s),
         FormatSeconds(r.spec_round_s),
-        cfg.spec_acceptance_length, FormatSeconds(r.tpot_s), FormatSeconds(plain_tpot_s), plain_tpot_s / r.tpot_s,
+        cfg.spec.acceptance_length, FormatSeconds(r.tpot_s), FormatSeconds(plain_tpot_s), plain_tpot_s / r.tpot_s,
         FormatBytes(r.draft_bytes_per_gpu)));
   if (spec) {
     const auto& t = evidence::kSpeculativeMtpTrtllm;

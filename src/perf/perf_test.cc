@@ -343,9 +343,9 @@ TEST_F(Perf, SpeculativeDecodingIsARoundOverTheAcceptanceLength) {
   auto plain = EstimateInference(m, C(g), c, E(g));
   ASSERT_TRUE(plain.ok()) << plain.status().message();
   InferConfig s = c;
-  s.spec_tokens = 4;
-  s.spec_acceptance_length = 3;
-  s.draft_model = M("llama-3.2-1b");
+  s.spec.tokens = 4;
+  s.spec.acceptance_length = 3;
+  s.spec.draft_model = M("llama-3.2-1b");
   auto spec = EstimateInference(m, C(g), s, E(g));
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_NEAR(spec->spec_round_s, 4 * spec->spec_draft_step_s + spec->spec_verify_s, 1e-12);
@@ -361,16 +361,16 @@ TEST_F(Perf, SpeculativeDecodingIsARoundOverTheAcceptanceLength) {
   EXPECT_NEAR(spec->e2e_latency_s, spec->ttft_s + 255 * spec->tpot_s, 1e-9);
   EXPECT_EQ(spec->decode_error.cases, 0);  // the decode group ran without speculation
   // Nothing accepted: every round emits the target's token alone, so speculation only adds the draft's passes.
-  s.spec_acceptance_length = 1;
+  s.spec.acceptance_length = 1;
   auto none = EstimateInference(m, C(g), s, E(g));
   ASSERT_TRUE(none.ok());
   EXPECT_GT(none->tpot_s, plain->tpot_s);
   // A draft head: one layer of the target's shape; with its own smaller vocabulary it is cheaper and smaller.
   InferConfig h = c;
-  h.spec_tokens = 4;
-  h.spec_acceptance_length = 3;
+  h.spec.tokens = 4;
+  h.spec.acceptance_length = 3;
   auto head = EstimateInference(m, C(g), h, E(g));
-  h.draft_vocab = 32000;
+  h.spec.draft_vocab = 32000;
   auto small = EstimateInference(m, C(g), h, E(g));
   ASSERT_TRUE(head.ok() && small.ok());
   EXPECT_LT(small->spec_draft_step_s, head->spec_draft_step_s);
@@ -378,8 +378,8 @@ TEST_F(Perf, SpeculativeDecodingIsARoundOverTheAcceptanceLength) {
   EXPECT_NE(head->draft.find("the target's output head"), std::string::npos) << head->draft;
   // A draft tree: wider draft passes and a longer verification cost more per round than the chain.
   InferConfig tree = h;
-  tree.spec_topk = 4;
-  tree.spec_verify_tokens = 8;
+  tree.spec.topk = 4;
+  tree.spec.verify_tokens = 8;
   auto wide = EstimateInference(m, C(g), tree, E(g));
   ASSERT_TRUE(wide.ok()) << wide.status().message();
   EXPECT_GT(wide->spec_verify_s, small->spec_verify_s);
@@ -388,23 +388,23 @@ TEST_F(Perf, SpeculativeDecodingIsARoundOverTheAcceptanceLength) {
   // Refused: an acceptance length above K + 1, a draft with another vocabulary, pipeline parallelism.
   auto bad = [&](auto edit, const char* want) {
     InferConfig b = s;
-    b.spec_acceptance_length = 3;
+    b.spec.acceptance_length = 3;
     edit(b);
     auto r = EstimateInference(m, C(g), b, E(g));
     ASSERT_FALSE(r.ok()) << want;
     EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
   };
-  bad([](InferConfig& b) { b.spec_acceptance_length = 5.5; }, "must be between 1 and 5");
-  bad([&](InferConfig& b) { b.draft_model = M("llama-2-7b"); }, "vocabulary");
-  bad([](InferConfig& b) { b.fit.par.pp = 2; }, "pipeline parallelism");
-  bad([](InferConfig& b) { b.draft_vocab = 32000; }, "a --draft-model brings its own");
-  bad([](InferConfig& b) { b.spec_tokens = 0; }, "give --speculative-tokens");
-  bad([](InferConfig& b) { b.spec_verify_tokens = 6; }, "--verify-tokens 6 is outside 2..5");
+  bad([](InferConfig& b) { b.spec.acceptance_length = 5.5; }, "must be between 1 and 5");
+  bad([&](InferConfig& b) { b.spec.draft_model = M("llama-2-7b"); }, "vocabulary");
+  bad([](InferConfig& b) { b.fit.par.pp = 2; }, "pipeline parallelism (PP=2)");
+  bad([](InferConfig& b) { b.spec.draft_vocab = 32000; }, "a --draft-model brings its own");
+  bad([](InferConfig& b) { b.spec.tokens = 0; }, "give --speculative-tokens");
+  bad([](InferConfig& b) { b.spec.verify_tokens = 6; }, "--verify-tokens 6 is outside 2..5");
   bad([](InferConfig& b) {
-    b.spec_tokens = 0;
-    b.spec_acceptance_length = 0;
-    b.draft_model.reset();
-    b.spec_topk = 4;
+    b.spec.tokens = 0;
+    b.spec.acceptance_length = 0;
+    b.spec.draft_model.reset();
+    b.spec.topk = 4;
   }, "give --speculative-tokens");
 }
 

@@ -381,16 +381,16 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   c.request_overhead_s = t["request_overhead_ms"].value_or(0.0) * 1e-3;
   c.step_overhead_s = t["step_overhead_ms"].value_or(0.0) * 1e-3;
   // Speculative decoding (perf infer --speculative-tokens ...); EstimateInference checks the values.
-  SUANLI_ASSIGN_OR_RETURN(c.spec_tokens, IntKey(t, "speculative_tokens", 0));
-  c.spec_acceptance_length = t["acceptance_length"].value_or(0.0);
-  SUANLI_ASSIGN_OR_RETURN(c.draft_layers, IntKey(t, "draft_layers", 1));
-  c.draft_vocab = t["draft_vocab"].value_or(int64_t{0});
-  SUANLI_ASSIGN_OR_RETURN(c.spec_topk, IntKey(t, "speculative_topk", 1));
-  SUANLI_ASSIGN_OR_RETURN(c.spec_verify_tokens, IntKey(t, "verify_tokens", 0));
+  SUANLI_ASSIGN_OR_RETURN(c.spec.tokens, IntKey(t, "speculative_tokens", 0));
+  c.spec.acceptance_length = t["acceptance_length"].value_or(0.0);
+  SUANLI_ASSIGN_OR_RETURN(c.spec.draft_layers, IntKey(t, "draft_layers", 1));
+  c.spec.draft_vocab = t["draft_vocab"].value_or(int64_t{0});
+  SUANLI_ASSIGN_OR_RETURN(c.spec.topk, IntKey(t, "speculative_topk", 1));
+  SUANLI_ASSIGN_OR_RETURN(c.spec.verify_tokens, IntKey(t, "verify_tokens", 0));
   if (auto d = t["draft_model"].value<std::string>()) {
     auto dm = models.Resolve(*d);
     if (!dm.ok()) return dm.status().WithContext("draft_model");
-    c.draft_model = *dm;
+    c.spec.draft_model = *dm;
   }
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, cl, c, eff));
   *detail = fmt::format("{}TTFT {:.2f} ms ({}), TPOT {:.2f} ms ({}){}",
@@ -407,18 +407,18 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   if (metric == "e2e_latency_s") return r.e2e_latency_s;
   // TPOT without speculation / TPOT with it: the same configuration estimated both ways.
   if (metric == "speculative_speedup") {
-    if (c.spec_tokens == 0) return ParseError("speculative_speedup needs speculative_tokens");
+    if (c.spec.tokens == 0) return ParseError("speculative_speedup needs speculative_tokens");
     InferConfig plain = c;
-    plain.spec_tokens = 0;
-    plain.spec_acceptance_length = 0;
-    plain.draft_model.reset();
-    plain.draft_layers = 1;
-    plain.draft_vocab = 0;
-    plain.spec_topk = 1;
-    plain.spec_verify_tokens = 0;
+    plain.spec.tokens = 0;
+    plain.spec.acceptance_length = 0;
+    plain.spec.draft_model.reset();
+    plain.spec.draft_layers = 1;
+    plain.spec.draft_vocab = 0;
+    plain.spec.topk = 1;
+    plain.spec.verify_tokens = 0;
     SUANLI_ASSIGN_OR_RETURN(InferResult p, EstimateInference(m, cl, plain, eff));
     *detail += fmt::format(", without speculation {:.2f} ms; round {:.2f} ms = {} x draft {:.3f} ms + verify {:.2f} ms",
-                           p.tpot_s * 1e3, r.spec_round_s * 1e3, c.spec_tokens, r.spec_draft_step_s * 1e3,
+                           p.tpot_s * 1e3, r.spec_round_s * 1e3, c.spec.tokens, r.spec_draft_step_s * 1e3,
                            r.spec_verify_s * 1e3);
     return p.tpot_s / r.tpot_s;
   }

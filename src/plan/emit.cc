@@ -466,10 +466,10 @@ std::string ServeHeader(const ModelSpec& m, const GpuSpec& g, const std::string&
                         const InferResult& r) {
   const Parallelism& p = cfg.fit.par;
   const std::string spec =
-      cfg.spec_tokens > 0
+      cfg.spec.tokens > 0
           ? fmt::format("# estimated with speculative decoding ({} tokens per round, acceptance length {:g}, draft: "
                         "{}): add the engine's speculative-decoding options for that draft\n",
-                        cfg.spec_tokens, cfg.spec_acceptance_length, r.draft)
+                        cfg.spec.tokens, cfg.spec.acceptance_length, r.draft)
           : std::string();
   return spec + fmt::format(
       "# suanli {} perf infer: {} on {} x {} (TP={} PP={}), weights {}, KV cache {}, batch {}, {} + {} tokens\n"

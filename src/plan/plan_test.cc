@@ -658,8 +658,8 @@ TEST_F(Planner, ServeCommandsMatchTheEstimate) {
   // Estimated with speculative decoding: the line says the engine's speculative options are the user's to add.
   InferConfig sp = c16;
   sp.batch_max = false;
-  sp.spec_tokens = 3;
-  sp.spec_acceptance_length = 2.5;
+  sp.spec.tokens = 3;
+  sp.spec.acceptance_length = 2.5;
   auto rsp = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), sp, *LoadEfficiency(g.id));
   ASSERT_TRUE(rsp.ok()) << rsp.status().message();
   auto vsp = ServeCommand(ServeEngine::kVllm, m, g, "meta-llama/Llama-3.1-70B", sp, *rsp, false);
@@ -906,6 +906,50 @@ TEST_F(Planner, SixtyGigabyteModelFieldCase) {
   auto line = ServeCommand(ServeEngine::kVllm, m, g, "mosaicml/mpt-30b", h100->replica, h100->replica_result, false);
   ASSERT_TRUE(line.ok()) << line.status().message();
   EXPECT_NE(line->find("--max-num-seqs " + std::to_string(h100->batch_per_replica)), std::string::npos) << *line;
+}
+
+// Speculative decoding in every replica (select serve --speculative-tokens ...): the rows carry it and their TPOT
+// drops; a GPU whose smallest replica needs pipeline parallelism is excluded with the reason (not modelled), and
+// settings wrong everywhere are the request's error.
+TEST_F(Planner, SelectionWithSpeculativeDecoding) {
+  const ModelSpec m = M("llama-3.1-70b");
+  ServeTarget t;
+  t.model = &m;
+  t.input_len = 512;
+  t.output_len = 256;
+  t.concurrent_users = 2;
+  auto plain = SelectForServing(*hw_, t);
+  t.spec.tokens = 3;
+  t.spec.acceptance_length = 2.5;
+  auto spec = SelectForServing(*hw_, t);
+  ASSERT_TRUE(plain.ok() && spec.ok());
+  auto find = [](const std::vector<SelectRow>& rows, const char* gpu) -> const SelectRow* {
+    for (const auto& r : rows)
+      if (r.gpu == gpu) return &r;
+    return nullptr;
+  };
+  const SelectRow* h = find(*spec, "h200-sxm");
+  const SelectRow* h0 = find(*plain, "h200-sxm");
+  ASSERT_TRUE(h && h0 && h->eligible && h0->eligible);
+  EXPECT_EQ(h->replica.spec.tokens, 3);
+  EXPECT_LT(h->tpot_s, h0->tpot_s);
+  // 141 GB of BF16 weights: the smallest L40S replica pipelines (TP 1 PP 3); with speculation it is TP 4 instead,
+  // and on T4s (16 GB) no replica inside a node holds it without PP.
+  const SelectRow* l = find(*spec, "l40s");
+  const SelectRow* l0 = find(*plain, "l40s");
+  ASSERT_TRUE(l && l0 && l->eligible && l0->eligible);
+  EXPECT_GT(l0->pp, 1);
+  EXPECT_EQ(l->pp, 1);
+  EXPECT_EQ(l->tp, 4);
+  EXPECT_NE(l->memory_note.find("tensor-parallel only"), std::string::npos) << l->memory_note;
+  const SelectRow* t4 = find(*spec, "t4");
+  ASSERT_TRUE(t4);
+  EXPECT_FALSE(t4->eligible);
+  EXPECT_NE(t4->exclusion.find("pipeline parallelism (PP="), std::string::npos) << t4->exclusion;
+  t.spec.acceptance_length = 7;
+  auto bad = SelectForServing(*hw_, t);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--acceptance-length 7"), std::string::npos) << bad.status().message();
 }
 
 TEST_F(Planner, SelectionExplainsExclusions) {

@@ -50,6 +50,13 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
   if (t.requests_per_s < 0 || t.ttft_slo_s < 0 || t.tpot_slo_s < 0)
     return InvalidArgument("--rps and the latency objectives must not be negative");
   const ModelSpec& m = *t.model;
+  {
+    // Speculative-decoding settings wrong on every GPU (ranges, the draft's vocabulary) are the request's error.
+    InferConfig one;
+    one.spec = t.spec;
+    one.decode_attention = t.decode_attention;
+    SUANLI_RETURN_IF_ERROR(CheckSpeculation(m, one));
+  }
   WeightFormat wf = t.weights.id.empty() ? *ParseWeightFormat("bf16") : t.weights;
   const Precision compute = ServingComputePrecision(wf);
   std::vector<SelectRow> rows;
@@ -85,11 +92,27 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
     fr.seq = t.input_len + t.output_len;
     fr.explain = false;
     // 1. Memory: the smallest replica (TP within a node, then PP) that holds one sequence.
-    const MinGpus mg = FindMinGpus(m, fr, g, 64);
+    MinGpus mg = FindMinGpus(m, fr, g, 64);
     if (mg.gpus == 0) {
       row.exclusion = "does not fit on up to 64 GPUs: " + mg.reason;
       rows.push_back(row);
       continue;
+    }
+    // Speculative decoding is modelled without pipeline parallelism: where the smallest replica pipelines, the
+    // smallest tensor-parallel one inside a node instead (CheckSpeculation excludes the GPU if there is none).
+    bool tp_only = false;
+    if (t.spec.tokens > 0 && mg.layout.pp > 1) {
+      for (int tp = 2; tp <= t.gpus_per_node; tp *= 2) {
+        FitRequest f = fr;
+        f.par.tp = tp;
+        f.par.pp = 1;
+        auto e = EstimateMemory(m, f);
+        if (!e.ok() || e->per_gpu_peak_bytes > g.memory_bytes.value) continue;
+        mg.gpus = tp;
+        mg.layout = f.par;
+        tp_only = true;
+        break;
+      }
     }
     const double weights_bytes = [&] {
       auto one = EstimateMemory(m, fr);
@@ -97,8 +120,9 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
     }();
     if (mg.gpus > 1) {
       row.memory_note = fmt::format(
-          "one copy per GPU does not fit: {} of weights on a {} GPU; each replica needs {} GPUs (TP={} PP={})",
-          FormatBytes(weights_bytes), FormatBytes(g.memory_bytes.value), mg.gpus, mg.layout.tp, mg.layout.pp);
+          "one copy per GPU does not fit: {} of weights on a {} GPU; each replica needs {} GPUs (TP={} PP={}){}",
+          FormatBytes(weights_bytes), FormatBytes(g.memory_bytes.value), mg.gpus, mg.layout.tp, mg.layout.pp,
+          tp_only ? ", tensor-parallel only: speculative decoding is modelled without pipeline parallelism" : "");
     } else {
       row.memory_note = fmt::format("one copy per GPU fits ({} of weights on {})", FormatBytes(weights_bytes),
                                     FormatBytes(g.memory_bytes.value));
@@ -110,7 +134,8 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
     // 2-3. Replicas and batch: as few replicas as memory allows, more when the latency objective or the
     // request rate asks for it.
     int64_t users = t.concurrent_users;
-    bool ok = false;
+    bool ok = false, any_fit = false;
+    double draft_bytes = 0;  // with speculation: the draft's share of a GPU, for the exclusion below
     for (int iter = 0; iter < 3 && !ok; ++iter) {
       for (int64_t replicas = std::max<int64_t>(1, (users + max_batch - 1) / std::max<int64_t>(1, max_batch));
            replicas * mg.gpus <= 4096; replicas = replicas < 4 ? replicas + 1 : replicas * 2) {
@@ -122,9 +147,17 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
         ic.decode_attention = t.decode_attention;
         ic.request_overhead_s = t.request_overhead_s;
         ic.step_overhead_s = t.step_overhead_s;
+        ic.spec = t.spec;
+        // Speculation this GPU's layout cannot run as modelled (PP, a TP the draft's heads do not divide).
+        if (auto st = CheckSpeculation(m, ic); !st.ok()) {
+          row.exclusion = fmt::format("a replica needs TP={} PP={}: {}", ic.fit.par.tp, ic.fit.par.pp, st.message());
+          break;
+        }
         auto r = EstimateInference(m, *cl, ic, *eff);
         if (!r.ok()) return r.status();
+        draft_bytes = r->draft_bytes_per_gpu;
         if (!r->fits) continue;
+        any_fit = true;
         const bool ttft_ok = t.ttft_slo_s <= 0 || r->ttft_s <= t.ttft_slo_s;
         const bool tpot_ok = t.tpot_slo_s <= 0 || r->tpot_s <= t.tpot_slo_s;
         row.replicas = static_cast<int>(replicas);
@@ -167,6 +200,10 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
       if (!row.exclusion.empty()) break;
     }
     if (!ok) {
+      if (row.exclusion.empty() && !any_fit && draft_bytes > 0)
+        row.exclusion = fmt::format("the draft's weights and KV cache ({} per GPU) do not fit beside the target on its "
+                                    "smallest replica (TP={} PP={})",
+                                    FormatBytes(draft_bytes), mg.layout.tp, mg.layout.pp);
       if (row.exclusion.empty()) row.exclusion = "no replica count up to 4096 GPUs meets the objectives";
       rows.push_back(row);
       continue;
