@@ -409,13 +409,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   if (metric == "speculative_speedup") {
     if (c.spec.tokens == 0) return ParseError("speculative_speedup needs speculative_tokens");
     InferConfig plain = c;
-    plain.spec.tokens = 0;
-    plain.spec.acceptance_length = 0;
-    plain.spec.draft_model.reset();
-    plain.spec.draft_layers = 1;
-    plain.spec.draft_vocab = 0;
-    plain.spec.topk = 1;
-    plain.spec.verify_tokens = 0;
+    plain.spec = {};
     SUANLI_ASSIGN_OR_RETURN(InferResult p, EstimateInference(m, cl, plain, eff));
     *detail += fmt::format(", without speculation {:.2f} ms; round {:.2f} ms = {} x draft {:.3f} ms + verify {:.2f} ms",
                            p.tpot_s * 1e3, r.spec_round_s * 1e3, c.spec.tokens, r.spec_draft_step_s * 1e3,
