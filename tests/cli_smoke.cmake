@@ -437,6 +437,8 @@ run_suanli(2 out perf infer -m llama-3.1-70b -g h100-sxm --tp 4 --speculative-to
 expect_contains("${out}" "a draft model shares the target's tokenizer" "perf infer --draft-model with another vocabulary")
 run_suanli(2 out perf infer -m llama-3.1-8b -g h100-sxm --speculative-tokens 2 --acceptance-length 4)
 expect_contains("${out}" "must be between 1 and 3" "perf infer --acceptance-length above K + 1")
+run_suanli(0 out tco --gpu h100-sxm --model llama-3.1-8b --batch 1 --speculative-tokens 3 --acceptance-length 2.4)
+expect_contains("${out}" "speculative decoding (3 tokens per round, acceptance length 2.4" "tco --model with speculation")
 # select serve --emit: the line of the row numbered --rank, with the row's batch per replica.
 run_suanli(0 out select serve -m llama-3.1-8b --users 32 --emit vllm --rank 2 --json)
 string(JSON sel_line GET "${out}" launch vllm)

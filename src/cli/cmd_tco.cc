@@ -32,6 +32,7 @@ struct TcoFlags {
   int64_t input_len = 512;
   int64_t output_len = 128;
   double step_overhead_ms = 0;  // serving engine's host time per forward pass, as perf infer
+  SpeculationFlags spec;        // speculative decoding, as perf infer
   bool sources = false;
 };
 
@@ -56,6 +57,7 @@ Result<std::pair<double, std::string>> InferTokensPerS(Context* ctx, const TcoFl
   cfg.input_len = f.input_len;
   cfg.output_len = f.output_len;
   cfg.step_overhead_s = f.step_overhead_ms * 1e-3;
+  SUANLI_ASSIGN_OR_RETURN(cfg.spec, ParseSpeculation(ctx, f.spec));
   // The smallest layout that holds the model at this batch (with --batch max, at one sequence: the most that fit
   // there is the batch).
   FitRequest layout_req = cfg.fit;
@@ -70,11 +72,16 @@ Result<std::pair<double, std::string>> InferTokensPerS(Context* ctx, const TcoFl
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, c, cfg, eff));
   return std::make_pair(r.output_tokens_per_s_per_gpu,
                         fmt::format("suanli perf infer: {} {} (KV cache {}) on {} (TP={} PP={}), batch {}, {} in / {} "
-                                    "out tokens{}",
+                                    "out tokens{}{}",
                                     m.id, f.weights, f.kv_dtype, gpu.id, mg.layout.tp, mg.layout.pp,
                                     ServingBatchWords(cfg, r), f.input_len, f.output_len,
                                     f.step_overhead_ms > 0
                                         ? fmt::format(", engine host time {:g} ms per step", f.step_overhead_ms)
+                                        : "",
+                                    cfg.spec.tokens > 0
+                                        ? fmt::format(", speculative decoding ({} tokens per round, acceptance length "
+                                                      "{:g}, draft: {})",
+                                                      cfg.spec.tokens, cfg.spec.acceptance_length, r.draft)
                                         : ""));
 }
 
@@ -167,6 +174,7 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
   sub->add_option("--step-overhead-ms", f->step_overhead_ms,
                   "With --model: serving engine's host time per forward pass, as in perf infer")
       ->capture_default_str();
+  AddSpeculationOptions(sub, &f->spec);
   sub->add_flag("--sources", f->sources, "Print where every input value came from (JSON: always, under provenance)");
 
   return [ctx, f]() -> int {
