@@ -421,11 +421,10 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.tpot_s = decode.time + cfg.step_overhead_s;
   const double plain_tpot_s = r.tpot_s;
   if (spec) {
-    // One round: K draft passes one token at a time, then the target's pass over the K drafted tokens and the one
-    // before them, with logits for every one (methodology §9.4). Each pass pays the engine's step overhead. The
-    // draft also prefills the prompt before the first token.
-    // A draft tree: after the first pass each draft pass expands spec.topk candidates per sequence, and the target
-    // verifies spec.verify_tokens tokens per sequence under a tree mask.
+    // One round: K draft passes, then the target's pass over the K drafted tokens and the one before them, with logits
+    // for every one (methodology §9.4); in a draft tree every draft pass after the first expands spec.topk candidates
+    // per sequence and the target verifies spec.verify_tokens under a tree mask. Each pass pays the engine's step
+    // overhead. The draft also prefills the prompt before the first token.
     const double k = cfg.spec.tokens;
     const double width = cfg.spec.topk;
     const double verify_tokens = cfg.spec.verify_tokens > 0 ? cfg.spec.verify_tokens : k + 1;
@@ -500,7 +499,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   r.notes.push_back(spec ? "TTFT = prefill of the whole batch (target and draft); TPOT = one speculation round at "
                            "context input + output/2, divided by the acceptance length"
                          : "TTFT = prefill of the whole batch; TPOT = one decode step at context input + output/2");
-  if (spec)
+  if (spec) {
     r.notes.push_back(fmt::format(
         "speculative decoding: a round is {} draft pass{} of {}{} ({} each on average) and one verification pass over {} "
         "tokens per sequence ({}), {} in all; at {:g} tokens per round that is {} per token, against {} without "
@@ -513,7 +512,6 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         FormatSeconds(r.spec_round_s),
         cfg.spec.acceptance_length, FormatSeconds(r.tpot_s), FormatSeconds(plain_tpot_s), plain_tpot_s / r.tpot_s,
         FormatBytes(r.draft_bytes_per_gpu)));
-  if (spec) {
     const auto& t = evidence::kSpeculativeMtpTrtllm;
     const auto& v = evidence::kSpeculativeEagle;
     r.notes.push_back(fmt::format(
