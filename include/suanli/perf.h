@@ -498,6 +498,7 @@ struct Speculation {
   int tokens = 0;
   double acceptance_length = 0;
   std::optional<ModelSpec> draft_model;
+  std::string draft_ref;  // what a serving engine loads for draft_model (a Hugging Face repo or a directory)
   int draft_layers = 1;
   int64_t draft_vocab = 0;
   int topk = 1;

@@ -98,6 +98,7 @@ Result<Speculation> ParseSpeculation(Context* ctx, const SpeculationFlags& f) {
     auto d = mc->Resolve(f.draft_model);
     if (!d.ok()) return d.status().WithContext("--draft-model");
     s.draft_model = *std::move(d);
+    SUANLI_ASSIGN_OR_RETURN(s.draft_ref, ServingModelRef(ctx, f.draft_model, *s.draft_model));
   }
   return s;
 }

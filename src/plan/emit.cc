@@ -461,15 +461,17 @@ std::string KubernetesPyTorchJob(const PlanCandidate& c, const LaunchContext& x)
 namespace {
 
 // The two comment lines every serving launch line starts with: what was estimated and what it predicted (and, with
-// speculative decoding, a third: the line leaves the engine's speculative options to the user).
+// speculative decoding, a third: what was assumed, and whether the line carries it or leaves it to the user).
 std::string ServeHeader(const ModelSpec& m, const GpuSpec& g, const std::string& w, const InferConfig& cfg,
-                        const InferResult& r) {
+                        const InferResult& r, bool spec_in_line = false) {
   const Parallelism& p = cfg.fit.par;
   const std::string spec =
       cfg.spec.tokens > 0
           ? fmt::format("# estimated with speculative decoding ({} tokens per round, acceptance length {:g}, draft: "
-                        "{}): add the engine's speculative-decoding options for that draft\n",
-                        cfg.spec.tokens, cfg.spec.acceptance_length, r.draft)
+                        "{}): {}\n",
+                        cfg.spec.tokens, cfg.spec.acceptance_length, r.draft,
+                        spec_in_line ? "the line's speculative options below"
+                                     : "add the engine's speculative-decoding options for that draft")
           : std::string();
   return spec + fmt::format(
       "# suanli {} perf infer: {} on {} x {} (TP={} PP={}), weights {}, KV cache {}, batch {}, {} + {} tokens\n"
@@ -603,7 +605,16 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::
           p.tp, p.ep));
     args.push_back({"--enable-expert-parallel", ""});
   }
-  std::string out = ServeHeader(m, g, w, cfg, r) + notes;
+  // A draft model vLLM loads itself (method draft_model); draft heads (EAGLE, MTP) and trees need the head's own
+  // checkpoint and options, which the estimate does not name.
+  const bool spec_in_line = cfg.spec.tokens > 0 && cfg.spec.draft_model && cfg.spec.topk == 1 &&
+                            !cfg.spec.draft_ref.empty();
+  if (spec_in_line)
+    args.push_back({"--speculative-config", nlohmann::json{{"method", "draft_model"},
+                                                           {"model", cfg.spec.draft_ref},
+                                                           {"num_speculative_tokens", cfg.spec.tokens}}
+                                                .dump()});
+  std::string out = ServeHeader(m, g, w, cfg, r, spec_in_line) + notes;
   if (g.vendor == "intel")
     out += "# vLLM runs on Gaudi through its vllm-gaudi plugin (HPU); check its documentation for the formats above\n";
   if (cfg.batch_max)

@@ -667,6 +667,18 @@ TEST_F(Planner, ServeCommandsMatchTheEstimate) {
   EXPECT_NE(vsp->find("# estimated with speculative decoding (3 tokens per round, acceptance length 2.5"),
             std::string::npos)
       << *vsp;
+  EXPECT_EQ(vsp->find("--speculative-config"), std::string::npos);  // a draft head: its checkpoint is not known
+  // A draft model vLLM loads itself: the line carries it.
+  sp.spec.draft_model = M("llama-3.2-1b");
+  sp.spec.draft_ref = "meta-llama/Llama-3.2-1B";
+  auto rdm = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), sp, *LoadEfficiency(g.id));
+  ASSERT_TRUE(rdm.ok()) << rdm.status().message();
+  auto vdm = ServeCommand(ServeEngine::kVllm, m, g, "meta-llama/Llama-3.1-70B", sp, *rdm, false);
+  ASSERT_TRUE(vdm.ok());
+  EXPECT_NE(vdm->find("--speculative-config '{\"method\":\"draft_model\",\"model\":\"meta-llama/Llama-3.2-1B\","
+                      "\"num_speculative_tokens\":3}'"),
+            std::string::npos)
+      << *vdm;
   // Vendors: TensorRT-LLM runs on NVIDIA GPUs from Ampere on, SGLang on NVIDIA and AMD; vLLM on a GPU without BF16
   // (Volta) runs the 16-bit checkpoint in FP16 and says so. Weight-only int8 is no TensorRT-LLM format.
   const ModelSpec small = M("llama-3.1-8b");
