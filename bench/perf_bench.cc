@@ -101,15 +101,21 @@ void BM_EstimateInferenceGqa(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateInferenceGqa);
 
-// --batch max: the largest batch whose whole-context KV cache fits (a bisection over the memory model), then the
-// estimate at it.
-void BM_EstimateInferenceBatchMax(benchmark::State& state) {
-  auto& f = F();
+// LLaMA-3.1 70B on TP 8, 2048 in / 2048 out, at the most sequences that fit (--batch max).
+suanli::InferConfig Llama70bFullLoad() {
   suanli::InferConfig c;
   c.fit.par.tp = 8;
   c.input_len = 2048;
   c.output_len = 2048;
   c.batch_max = true;
+  return c;
+}
+
+// --batch max: the largest batch whose whole-context KV cache fits (a bisection over the memory model), then the
+// estimate at it.
+void BM_EstimateInferenceBatchMax(benchmark::State& state) {
+  auto& f = F();
+  const suanli::InferConfig c = Llama70bFullLoad();
   for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateInference(f.llama70b, f.cluster, c, f.eff));
 }
 BENCHMARK(BM_EstimateInferenceBatchMax);
@@ -118,11 +124,7 @@ BENCHMARK(BM_EstimateInferenceBatchMax);
 // memory, then the draft's prefill and decode passes and the verification pass beside the plain ones.
 void BM_EstimateInferenceSpeculative(benchmark::State& state) {
   auto& f = F();
-  suanli::InferConfig c;
-  c.fit.par.tp = 8;
-  c.input_len = 2048;
-  c.output_len = 2048;
-  c.batch_max = true;
+  suanli::InferConfig c = Llama70bFullLoad();
   c.spec.tokens = 4;
   c.spec.acceptance_length = 3;
   for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateInference(f.llama70b, f.cluster, c, f.eff));

@@ -89,10 +89,8 @@ Result<std::string> ServingModelRef(Context* ctx, const std::string& arg, const 
 // Speculative decoding's options (perf infer, select serve, tco --model): --speculative-tokens, --acceptance-length,
 // --draft-model, --draft-layers, --draft-vocab, --speculative-topk, --verify-tokens.
 struct SpeculationFlags {
-  int tokens = 0, draft_layers = 1, topk = 1, verify_tokens = 0;
-  double acceptance_length = 0;
-  int64_t draft_vocab = 0;
-  std::string draft_model;
+  Speculation spec;         // the options bind to it directly, all but the draft model
+  std::string draft_model;  // resolved by ParseSpeculation
 };
 void AddSpeculationOptions(CLI::App* app, SpeculationFlags* f);
 // The flags as the library takes them, the draft model resolved from the catalog or a config.json.

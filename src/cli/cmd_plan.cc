@@ -467,10 +467,11 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
                     "Serving engine's host time per forward pass, added to prefill and each decode step")
       ->capture_default_str();
   AddSpeculationOptions(serve, &f->spec);
-  serve->add_option("--emit", f->emit,
-                    "Launch line for one replica of a ranked GPU: vllm (vllm serve) | trtllm (trtllm-serve) | sglang");
+  auto* emit = serve->add_option(
+      "--emit", f->emit, "Launch line for one replica of a ranked GPU: vllm (vllm serve) | trtllm (trtllm-serve) | sglang");
   serve->add_option("--rank", f->rank, "The ranking's row --emit writes the line for (1 = the top)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(emit);
   train->add_option("--tokens", f->tokens, "Tokens to train")->required();
   train->add_option("--global-batch", f->global_batch, "Sequences per step")->capture_default_str();
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
@@ -590,7 +591,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       }
     }
     std::cout << t.Render();
-    if (serving && f->spec.tokens > 0)
+    if (serving && f->spec.spec.tokens > 0)
       std::cout << fmt::format(
           "validated: none end to end with speculative decoding. At the published acceptance length its speed-up was "
           "{:+.0f}% to {:+.0f}% off TensorRT-LLM's MTP and {:+.0f}% to {:+.0f}% off EAGLE in vLLM and SGLang "

@@ -62,37 +62,31 @@ Result<double> ParseHostMemoryFlag(const std::string& text) {
 }
 
 void AddSpeculationOptions(CLI::App* app, SpeculationFlags* f) {
-  app->add_option("--speculative-tokens", f->tokens,
+  app->add_option("--speculative-tokens", f->spec.tokens,
                   "Speculative decoding: tokens the draft proposes per round (vLLM num_speculative_tokens)");
-  app->add_option("--acceptance-length", f->acceptance_length,
+  app->add_option("--acceptance-length", f->spec.acceptance_length,
                   "Speculative decoding: mean tokens a round emits per sequence, accepted drafts + the target's own "
                   "(1..K+1; vLLM's and SGLang's 'mean acceptance length')");
   app->add_option("--draft-model", f->draft_model,
                   "Speculative decoding: a separate draft model (id, alias or config.json) on the same GPUs; without "
                   "it the draft is --draft-layers layers of the target's shape (EAGLE, MTP)");
-  app->add_option("--draft-layers", f->draft_layers, "Speculative decoding: decoder layers of the draft head (EAGLE and "
+  app->add_option("--draft-layers", f->spec.draft_layers, "Speculative decoding: decoder layers of the draft head (EAGLE and "
                                                      "MTP: 1)")
       ->capture_default_str();
-  app->add_option("--draft-vocab", f->draft_vocab,
+  app->add_option("--draft-vocab", f->spec.draft_vocab,
                   "Speculative decoding: the draft head's own output vocabulary (EAGLE-3: 32000); default: the "
                   "target's output head");
-  app->add_option("--speculative-topk", f->topk,
+  app->add_option("--speculative-topk", f->spec.topk,
                   "Speculative decoding with a draft tree: candidates per sequence each draft pass after the first "
                   "expands (SGLang --speculative-eagle-topk)")
       ->capture_default_str();
-  app->add_option("--verify-tokens", f->verify_tokens,
+  app->add_option("--verify-tokens", f->spec.verify_tokens,
                   "Speculative decoding with a draft tree: tokens per sequence the target verifies in a round (SGLang "
                   "--speculative-num-draft-tokens); default K+1");
 }
 
 Result<Speculation> ParseSpeculation(Context* ctx, const SpeculationFlags& f) {
-  Speculation s;
-  s.tokens = f.tokens;
-  s.acceptance_length = f.acceptance_length;
-  s.draft_layers = f.draft_layers;
-  s.draft_vocab = f.draft_vocab;
-  s.topk = f.topk;
-  s.verify_tokens = f.verify_tokens;
+  Speculation s = f.spec;
   if (!f.draft_model.empty()) {
     SUANLI_ASSIGN_OR_RETURN(const ModelCatalog* mc, ctx->models());
     auto d = mc->Resolve(f.draft_model);

@@ -556,15 +556,13 @@ std::string DtypeArg(const GpuSpec& g, const std::string& w, std::string* note) 
   return w == "bf16" ? "bfloat16" : w == "fp16" ? "float16" : "float32";
 }
 
-Status CheckVendor(const char* engine, const GpuSpec& g, std::initializer_list<std::string_view> vendors,
-                   const char* instead) {
+// `engine` as --emit spells it, `product` as its makers do.
+Status CheckVendor(const char* engine, const char* product, const GpuSpec& g,
+                   std::initializer_list<std::string_view> vendors, const char* instead) {
   for (auto v : vendors)
     if (g.vendor == v) return Status::Ok();
-  return InvalidArgument(fmt::format("--emit {}: {} does not run on {} ({}); {}", engine,
-                                     std::string_view(engine) == "trtllm" ? "TensorRT-LLM"
-                                     : std::string_view(engine) == "sglang" ? "SGLang"
-                                                                            : "vLLM",
-                                     g.id, g.vendor, instead));
+  return InvalidArgument(
+      fmt::format("--emit {}: {} does not run on {} ({}); {}", engine, product, g.id, g.vendor, instead));
 }
 
 // The engines keep the KV cache in the model's 16-bit type or in FP8.
@@ -628,7 +626,7 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std
                                        const InferConfig& cfg, const InferResult& r, bool disable_sliding_window) {
   const Parallelism& p = cfg.fit.par;
   const std::string w = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;
-  SUANLI_RETURN_IF_ERROR(CheckVendor("trtllm", g, {"nvidia"}, "--emit vllm or sglang"));
+  SUANLI_RETURN_IF_ERROR(CheckVendor("trtllm", "TensorRT-LLM", g, {"nvidia"}, "--emit vllm or sglang"));
   // Its supported hardware (nvidia.github.io/TensorRT-LLM, supported-hardware and support-matrix pages): Ampere,
   // Ada, Hopper and Blackwell.
   if (g.architecture == "volta" || g.architecture == "turing")
@@ -669,7 +667,7 @@ Result<std::string> SglangServeCommand(const ModelSpec& m, const GpuSpec& g, std
                                        const InferConfig& cfg, const InferResult& r, bool disable_sliding_window) {
   const Parallelism& p = cfg.fit.par;
   const std::string w = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;
-  SUANLI_RETURN_IF_ERROR(CheckVendor("sglang", g, {"nvidia", "amd"}, "--emit vllm"));
+  SUANLI_RETURN_IF_ERROR(CheckVendor("sglang", "SGLang", g, {"nvidia", "amd"}, "--emit vllm"));
   std::string quantize, notes;
   SUANLI_RETURN_IF_ERROR(ResolveWeights(kSglangFormats, m, w, &quantize));
   SUANLI_RETURN_IF_ERROR(CheckKvDtype("sglang", cfg));
