@@ -182,6 +182,10 @@ struct FitRequest {
   // nn.Linear. Default: 16-bit, as GPTQ/AWQ checkpoints, bitsandbytes and ModelOpt keep it. The embedding table
   // stays 16-bit either way (formats that quantise it, GGUF's, say so in WeightFormat::quantizes_embeddings).
   bool quantize_head = false;
+  // The embedding table and the output head held whole on every tensor-parallel rank instead of split over the
+  // vocabulary, as gpt-fast's tp.py does (it shards attention and MLP only). Default: vocab-parallel (Megatron,
+  // vLLM, TensorRT-LLM, SGLang).
+  bool replicated_embeddings = false;
   double kv_bytes_per_elem = 2;   // KV cache dtype
   int64_t batch = 1;              // inference: concurrent sequences; training: global batch (sequences)
   int64_t seq = 2048;             // inference: total context (prompt + output); training: sequence length

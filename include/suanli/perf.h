@@ -703,7 +703,7 @@ inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200"
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
 inline constexpr ErrorBand kTrainingError{"training", 300, 0.0734, 0.1568, 0.3083, kTrainingGpus, 188, 0.0347};
-inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0687, 0.1212, 0.3666, kDecodeGpus, 17, 0.0092};
+inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0688, 0.1276, 0.3486, kDecodeGpus, 13, -0.0082};
 inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1128, 0.2241, 0.3803, kServingGpus, 31, 0.0604};
 inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0722, 0.1554, 0.2805, kServingGpus, 59, 0.0340};
 // Continuous batching at full load (InferConfig::batch_max): TensorRT-LLM 1.0's trtllm-bench maximum throughput.

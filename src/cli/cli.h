@@ -133,6 +133,9 @@ void AddOptimizerPrecisionOptions(CLI::App* app, std::string* master, std::strin
 Status ApplyOptimizerPrecision(FitRequest& r, const std::string& master, const std::string& moments, bool no_master);
 inline constexpr const char* kQuantizeHeadHelp =
     "The output head in the weight format too (gpt-fast, torchao); default: 16-bit, as GPTQ/AWQ keep it";
+inline constexpr const char* kReplicatedEmbeddingsHelp =
+    "Embedding and output head whole on every TP rank (gpt-fast's tensor parallelism shards attention and MLP "
+    "only); default: split over the vocabulary, as Megatron, vLLM, TensorRT-LLM and SGLang do";
 
 class Table {
  public:

@@ -39,7 +39,7 @@ struct FitFlags {
   std::vector<std::string> lora_targets;
   bool no_checkpointing = false;
   std::string host_memory;
-  bool quantize_head = false, no_sliding_window = false;
+  bool quantize_head = false, replicated_embeddings = false, no_sliding_window = false;
   double cuda_context_gib = 0.5;
   double fragmentation = 0.10;
 };
@@ -59,6 +59,7 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   r.recompute_layers = f.recompute_layers;
   r.offload_layers = f.offload_layers;
   r.quantize_head = f.quantize_head;
+  r.replicated_embeddings = f.replicated_embeddings;
   SUANLI_ASSIGN_OR_RETURN(r.host_memory_per_gpu_bytes, ParseHostMemoryFlag(f.host_memory));
   if (r.host_memory_per_gpu_bytes > 0 && r.offload_layers == 0)
     return InvalidArgument("--host-memory applies to --offload-layers");
@@ -171,6 +172,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
                   "--cpu-offloading --cpu-offloading-num-layers N; needs --pp 1 and --recompute none)");
   sub->add_option("--host-memory", f->host_memory, kHostMemoryHelp);
   sub->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
+  sub->add_flag("--replicated-embeddings", f->replicated_embeddings, kReplicatedEmbeddingsHelp);
   sub->add_flag("--no-sliding-window", f->no_sliding_window, kNoSlidingWindowHelp);
   sub->add_option("--optimizer", f->optimizer, "adam | adam8bit | sgd")->capture_default_str();
   sub->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients: 18 B/param Adam (Megatron) instead of 16 (ZeRO paper)");
@@ -217,6 +219,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     j["mode"] = ModeName(req->mode);
     j["weights"] = req->mode == Mode::kQlora ? "nf4" : req->weights.id;
     j["quantize_head"] = req->quantize_head;
+    j["replicated_embeddings"] = req->replicated_embeddings;
     j["params_total"] = pc.total;
     j["params_active"] = pc.active;
     j["trainable_params"] = est->trainable_params;

@@ -39,7 +39,7 @@ struct PerfFlags {
   std::string batch = "1";
   int64_t max_batch = 0, input_len = 512, output_len = 128;
   std::string weights = "bf16", kv_dtype = "bf16";
-  bool quantize_head = false, no_sliding_window = false;
+  bool quantize_head = false, replicated_embeddings = false, no_sliding_window = false;
   std::string emit;  // perf infer --emit vllm
   SpeculationFlags spec;  // perf infer: speculative decoding
   std::string calibration;
@@ -204,6 +204,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--weights", f->weights, "bf16 fp16 fp8 nvfp4 (Blackwell) int8 int4 nf4 q4_k_m ...")->capture_default_str();
   infer->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
   infer->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
+  infer->add_flag("--replicated-embeddings", f->replicated_embeddings, kReplicatedEmbeddingsHelp);
   infer->add_flag("--no-sliding-window", f->no_sliding_window, kNoSlidingWindowHelp);
   infer->add_option("--emit", f->emit,
                     "Launch line for the estimated replica: vllm (vllm serve) | trtllm (trtllm-serve) | sglang "
@@ -585,6 +586,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     cfg.fit.weights = *wf;
     cfg.compute = ServingComputePrecision(*wf);
     cfg.fit.quantize_head = f->quantize_head;
+    cfg.fit.replicated_embeddings = f->replicated_embeddings;
     auto kv = ParseKvDtype(f->kv_dtype);
     if (!kv.ok()) return PrintError(kv.status());
     cfg.fit.kv_bytes_per_elem = *kv;
@@ -633,6 +635,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       j["host_overhead_s"] = {{"request", cfg.request_overhead_s}, {"step", cfg.step_overhead_s}};
       j["weights"] = cfg.fit.weights.id;
       j["quantize_head"] = cfg.fit.quantize_head;
+      j["replicated_embeddings"] = cfg.fit.replicated_embeddings;
       j["sliding_window_tokens"] = model->sliding_window;  // 0: full attention (none, or --no-sliding-window)
       j["decode_attention"] = DecodeAttentionName(cfg.decode_attention);
       j["batch"] = r->batch;

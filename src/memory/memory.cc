@@ -833,7 +833,7 @@ struct StageShare {
 // Parameters held by one GPU of pipeline stage `stage`, with `mtp_layers` MTP modules in the model.
 // `moe_layers` is the model's MoE layer count and `moe_here` the stage's (MoeLayersPerStage).
 StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Parallelism& p, int stage, int mtp_layers,
-                       int moe_layers, int moe_here) {
+                       int moe_layers, int moe_here, bool replicated_embeddings) {
   StageShare s;
   // The rank's own dense and MoE layers (DeepSeek's first dense layers sit on the first rank): attention and norms
   // per layer, a dense MLP per dense layer, shared experts, router and routed experts per MoE layer.
@@ -856,9 +856,10 @@ StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Paralleli
     if (moe_layers > 0) s.expert_params += mtp * c.moe_experts / moe_layers / (p.expert_tp() * p.ep);
   }
   const bool first = stage == 0, last = stage == p.pp - 1;
-  if (first) s.non_layer_params += c.embedding / p.tp;
-  if (last) s.non_layer_params += (m.tie_embeddings ? (p.pp > 1 ? c.embedding : 0.0) : c.lm_head) / p.tp;
-  if (last && !m.tie_embeddings) s.head_params = c.lm_head / p.tp;
+  const double nt = replicated_embeddings ? 1.0 : double(p.tp);  // vocab-parallel, or whole on every TP rank
+  if (first) s.non_layer_params += c.embedding / nt;
+  if (last) s.non_layer_params += (m.tie_embeddings ? (p.pp > 1 ? c.embedding : 0.0) : c.lm_head) / nt;
+  if (last && !m.tie_embeddings) s.head_params = c.lm_head / nt;
   return s;
 }
 
@@ -1050,7 +1051,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   for (size_t si = 0; si < stages.size(); ++si) {
     const int stage = stages[si];
     const StageShare sh =
-        ParamsOnGpu(m, c, p, stage, mtp_layers, moe_layers, moe_at(stage));
+        ParamsOnGpu(m, c, p, stage, mtp_layers, moe_layers, moe_at(stage), r.replicated_embeddings);
     MemoryBreakdown b;
     const double dense = sh.layer_params, experts = sh.expert_params, nonlayer = sh.non_layer_params;
     const double params_here = dense + experts + nonlayer;

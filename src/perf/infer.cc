@@ -161,9 +161,9 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   p.time *= layers;
   p.compute_time *= layers;
   p.memory_time *= layers;
-  // Output head for the last token of each sequence (vocab-parallel over TP).
+  // Output head for the last token of each sequence: vocab-parallel over TP, or whole on every rank.
   {
-    const double head_params = (m.tie_embeddings ? pc.embedding : pc.lm_head) / t;
+    const double head_params = (m.tie_embeddings ? pc.embedding : pc.lm_head) / (cfg.fit.replicated_embeddings ? 1 : t);
     const double flops = 2 * batch * (all_logits ? new_tokens : 1) * head_params;
     const bool quantized = wf.quantizes_embeddings || (cfg.fit.quantize_head && !m.tie_embeddings);
     const double bytes = head_params * (quantized ? wbytes : 2);

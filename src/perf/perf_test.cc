@@ -2241,6 +2241,34 @@ TEST_F(Perf, QuantisedHeadIsReadInTheWeightFormat) {
   EXPECT_LT(q->tpot_s, plain->tpot_s);
 }
 
+// gpt-fast's tensor parallelism shards attention and MLP only (tp.py), so every rank reads the whole output head
+// per decode step; its README's bandwidth column (model bytes per rank x tokens/s) counts it: LLaMA-3.1 8B at TP 8,
+// 772.60 GB/s / 276.01 tokens/s = 2.80 GB, the layers' eighth (1.74 GB) plus the whole 1.05 GB head.
+TEST_F(Perf, ReplicatedEmbeddingsReadTheWholeHeadOnEveryTpRank) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("a100-sxm-80gb");
+  InferConfig c;
+  c.fit.par.tp = 8;
+  c.input_len = 5;
+  c.output_len = 200;
+  auto split = EstimateInference(m, C(g), c, E(g));
+  c.fit.replicated_embeddings = true;
+  auto whole = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(split.ok() && whole.ok());
+  const double head = CountParams(m).lm_head;
+  const OpCost* hs = FindOp(split->decode_ops, "output head");
+  const OpCost* hw = FindOp(whole->decode_ops, "output head");
+  ASSERT_NE(hs, nullptr);
+  ASSERT_NE(hw, nullptr);
+  EXPECT_NEAR(hs->bytes, 2 * head / 8, 1e-6 * head);
+  EXPECT_NEAR(hw->bytes, 2 * head, 1e-6 * head);
+  const double bw = g.memory_bandwidth_bytes_per_s.value * E(g).memory;
+  EXPECT_NEAR(whole->tpot_s - split->tpot_s, 2 * head * 7 / 8 / bw, 1e-7);
+  // Memory: the embedding table and the head, whole instead of an eighth each.
+  const double extra = 2 * (CountParams(m).embedding + head) * 7 / 8;
+  EXPECT_NEAR(whole->per_gpu_peak_bytes - split->per_gpu_peak_bytes, extra, 1e-3 * extra);
+}
+
 // Small-batch 16-bit decode on Hopper carries the held-out evidence that it ran slower than predicted outside
 // TensorRT-LLM; A100 (where the decode calibration is) and large batches do not.
 TEST_F(Perf, HopperSmallBatchDecodeCarriesItsCaveat) {

@@ -90,6 +90,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
     auto m = common;
     m.insert({{"weights", KeyType::kString},
               {"quantize_head", KeyType::kBool},
+              {"replicated_embeddings", KeyType::kBool},
               {"kv_dtype", KeyType::kString},
               {"batch", KeyType::kInteger},
               {"batch_max", KeyType::kBool},
@@ -358,6 +359,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   InferConfig c;
   SUANLI_ASSIGN_OR_RETURN(c.fit.weights, ParseWeightFormat(t["weights"].value_or(std::string("bf16"))));
   c.fit.quantize_head = t["quantize_head"].value_or(false);
+  c.fit.replicated_embeddings = t["replicated_embeddings"].value_or(false);
   SUANLI_ASSIGN_OR_RETURN(c.fit.kv_bytes_per_elem, ParseKvDtype(t["kv_dtype"].value_or(std::string("bf16"))));
   SUANLI_ASSIGN_OR_RETURN(c.fit.par.tp, IntKey(t, "tp", 1));
   // batch_max: as many sequences as fit (continuous batching at full load), at most batch_cap (the engine's limit).

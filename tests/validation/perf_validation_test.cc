@@ -118,7 +118,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
       {"training", {0.115, 1.281}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.539}},
-      {"decode", {0.090, 0.380}}, {"gemm", {0.162, 0.668}}, {"latency", {0.143, 0.162}},
+      {"decode", {0.088, 0.359}}, {"gemm", {0.162, 0.668}}, {"latency", {0.143, 0.162}},
       {"max_throughput", {0.234, 3.002}}, {"speculative", {0.266, 0.646}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
