@@ -34,6 +34,13 @@ struct Efficiency {
   double link_allreduce = 0;
   double network = 0.85;       // NCCL bus bandwidth / NIC line rate
   double kernel_launch_s = 5e-6;
+  // A serving engine's own all-reduce for small messages inside an NVLink node (TensorRT-LLM's custom all-reduce,
+  // vLLM's and SGLang's, PyTorch's intra-node one-shot kernel that gpt-fast enables): every rank reads every peer's
+  // buffer over the link and sums. Time = latency + per_peer x (n - 1) + (n - 1) x bytes / (link x link bandwidth
+  // per direction); fitted on a published H100 micro-benchmark (data/efficiency.toml [oneshot_allreduce]).
+  double oneshot_allreduce_latency_s = 3.4e-6;
+  double oneshot_allreduce_per_peer_s = 0.31e-6;
+  double oneshot_allreduce_link = 0.25;
   // Compute slowdown while a collective runs concurrently (NCCL kernels take SMs and HBM bandwidth):
   // overlapped communication of duration M under compute C costs max(M, C + overlap_slowdown x min(M, C)).
   double overlap_slowdown = 0.189;
@@ -146,6 +153,10 @@ double GroupLatency(const Cluster& c, int n, int stride);
 // The NCCL group of `n` ranks `stride` apart on this cluster, and the time of one collective over it.
 NcclGroup GroupNccl(const Cluster& c, const Efficiency& e, int n, int stride, Collective kind = Collective::kRing);
 double GroupCollectiveTime(const Cluster& c, const Efficiency& e, NcclOp op, double bytes, int n, int stride);
+// A serving engine's tensor-parallel all-reduce of `bytes` over `n` consecutive ranks: NCCL's, or, where the n GPUs
+// share one node's NVLink (or other GPU link), the engines' one-shot kernel when that is faster (small messages:
+// decode). docs/methodology.md §9.
+double ServingAllReduceTime(const Cluster& c, const Efficiency& e, double bytes, int n);
 // All-to-all of `bytes` per rank over such a group. Inside one node: AllToAllTime at the link rate. Across
 // nodes every rank sends the (n - k)/n of its bytes bound for other nodes through its own NIC share while the
 // (k - 1)/n for its node's other ranks go over the link at the same time; the slower of the two sets the time.
@@ -579,12 +590,12 @@ namespace evidence {
 // llm-foundry A100 runs): the 50 held-out llm-foundry H100 runs (FSDP1, Composer 0.16).
 inline constexpr ValidationEvidence kEagerFsdpFoundryH100{50, -0.022, -0.164, 0.262};
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
-inline constexpr ValidationEvidence kMoeServingTtft{8, -0.137, -0.628, 0.515};
-inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.272, -0.467, 1.476};
+inline constexpr ValidationEvidence kMoeServingTtft{8, -0.141, -0.628, 0.513};
+inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.275, -0.465, 1.476};
 // Small-batch 16-bit and weight-only decode on H100/H200 in stacks other than TensorRT-LLM: torchao's batch-1
 // generate.py (torch.compile) on H100 and vLLM's batch-8 latency benchmark on H200, all held out. Signed on the
 // time: measured time per token / predicted - 1 (> 0: the model was optimistic).
-inline constexpr ValidationEvidence kHopperSmallBatchDecode{6, 0.138, 0.082, 0.182};
+inline constexpr ValidationEvidence kHopperSmallBatchDecode{6, 0.140, 0.082, 0.187};
 // TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency).
 inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.178, -0.234, -0.084};
 // TensorRT-LLM 1.0's maximum throughput (trtllm-bench, in-flight batching, every request queued at once) with NVFP4
@@ -597,11 +608,11 @@ inline constexpr ValidationEvidence kFp4MidShapeGemm{6, 0.340, 0.156, 0.658};
 // Speculative decoding at batch 1, the speed-up over no speculation at the published acceptance length (group
 // `speculative`, held out; > 0: the model's speed-up was larger than measured). TensorRT-LLM's MTP on DeepSeek-R1
 // (8 B200s, 1 to 5 draft tokens per round):
-inline constexpr ValidationEvidence kSpeculativeMtpTrtllm{5, 0.047, 0.015, 0.085};
+inline constexpr ValidationEvidence kSpeculativeMtpTrtllm{5, 0.019, -0.001, 0.048};
 // EAGLE in vLLM V1 (EAGLE-1 and EAGLE-3 on Llama-3.1 8B, one H100, K = 2 to 7) and SGLang (EAGLE-3 on Llama-3.3 70B,
 // 8 H100s, a tree of 8 x 8 with 64 verified tokens): vLLM's draft passes took 0.7 (EAGLE-1) to 1.0 ms (EAGLE-3) each
 // where the model has 0.57 and 0.30.
-inline constexpr ValidationEvidence kSpeculativeEagle{13, 0.337, 0.110, 0.636};
+inline constexpr ValidationEvidence kSpeculativeEagle{13, 0.331, 0.110, 0.636};
 // The same benchmark one engine generation earlier: TensorRT-LLM 0.13's maximum-throughput table (TensorRT engines;
 // 442 held-out dense-model runs on H200, H100, A100 and L40S, FP8 and FP16, TP 1-8), signed on the rate. On the 45
 // configurations both tables have, 1.0 delivered 1.17x what 0.13 did (median 1.12x; decode-heavy runs up to 1.76x).
@@ -703,9 +714,9 @@ inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200"
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
 inline constexpr ErrorBand kTrainingError{"training", 300, 0.0734, 0.1568, 0.3083, kTrainingGpus, 188, 0.0347};
-inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0688, 0.1276, 0.3486, kDecodeGpus, 13, -0.0082};
+inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0636, 0.1212, 0.3528, kDecodeGpus, 19, 0.0080};
 inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1128, 0.2241, 0.3803, kServingGpus, 31, 0.0604};
-inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0722, 0.1554, 0.2805, kServingGpus, 59, 0.0340};
+inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0725, 0.1554, 0.2805, kServingGpus, 59, 0.0343};
 // Continuous batching at full load (InferConfig::batch_max): TensorRT-LLM 1.0's trtllm-bench maximum throughput.
 inline constexpr const char* kMaxThroughputGpus[] = {"b200", "gb200", "h100-sxm", "h200-sxm"};
 inline constexpr ErrorBand kMaxThroughputError{"max_throughput", 100, 0.1204, 0.2372, 0.3837, kMaxThroughputGpus,

@@ -150,9 +150,9 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   p.ops.push_back(OpCost{"norms, residuals, activation", decode ? "decode" : "prefill", 0, ew_bytes, ew_time, 1,
                          ew_stream >= ew_launch ? Bound::kMemory : Bound::kLatency});
   p.time += ew_time;
-  // Tensor parallelism: two all-reduces per layer.
+  // Tensor parallelism: two all-reduces per layer, NCCL's or the engine's one-shot kernel for small messages.
   if (t > 1) {
-    const double ar = 2 * GroupCollectiveTime(cl, eff, NcclOp::kAllReduce, T * h * 2, t, 1);
+    const double ar = 2 * ServingAllReduceTime(cl, eff, T * h * 2, t);
     p.ops.push_back(OpCost{"TP all-reduce (x2)", decode ? "decode" : "prefill", 0, T * h * 4, ar, 1,
                            Bound::kCommunication});
     p.time += ar;

@@ -329,6 +329,30 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     }
     SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   }
+  if (const toml::table* oa = doc["oneshot_allreduce"].as_table()) {
+    detail::TableReader r(*oa, file, "oneshot_allreduce", &sources);
+    for (auto [key, out] : {std::pair{"latency", &e.oneshot_allreduce_latency_s},
+                            std::pair{"per_peer", &e.oneshot_allreduce_per_peer_s}}) {
+      SUANLI_ASSIGN_OR_RETURN(auto v, r.OptQuantity(key, Dimension::kSeconds));
+      if (!v) continue;
+      if (v->value < 0 || v->value > 1e-4)
+        return ParseError(fmt::format("{}: {} s is outside 0..100 us", r.Where(key), v->value));
+      *out = v->value;
+      perf_detail::RecordSource(e.sources, fmt::format("oneshot_allreduce.{}", key),
+                                fmt::format("oneshot_allreduce.{} = {}: {}{}", key, FormatSeconds(v->value), v->source,
+                                            Note(*v)));
+    }
+    SUANLI_ASSIGN_OR_RETURN(auto l, r.OptSourcedNumber("link"));
+    if (l) {
+      if (l->value < 0.01 || l->value > 1)
+        return ParseError(fmt::format("{}: {} is outside 0.01..1 (a fraction of the link's bandwidth per direction)",
+                                      r.Where("link"), l->value));
+      e.oneshot_allreduce_link = l->value;
+      perf_detail::RecordSource(e.sources, "oneshot_allreduce.link",
+                                fmt::format("oneshot_allreduce.link = {:.3g}: {}{}", l->value, l->source, Note(*l)));
+    }
+    SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
+  }
   if (const toml::table* mt = doc["moe_training"].as_table()) {
     detail::TableReader r(*mt, file, "moe_training", &sources);
     for (auto [key, field] : {std::pair{"layer_time_eager", &e.moe_layer_time_eager},
@@ -513,6 +537,15 @@ double GroupCollectiveTime(const Cluster& c, const Efficiency& e, NcclOp op, dou
   if (n <= 1 || !(bytes > 0)) return 0;
   const auto kind = op == NcclOp::kAllReduce ? Collective::kAllReduce : Collective::kRing;
   return NcclCollective(op, bytes, GroupNccl(c, e, n, stride, kind)).time_s;
+}
+
+double ServingAllReduceTime(const Cluster& c, const Efficiency& e, double bytes, int n) {
+  const double nccl = GroupCollectiveTime(c, e, NcclOp::kAllReduce, bytes, n, 1);
+  if (n <= 1 || !(bytes > 0) || !c.intra_nvlink || n > c.gpus_per_node) return nccl;
+  const double peers = n - 1;
+  const double oneshot = e.oneshot_allreduce_latency_s + e.oneshot_allreduce_per_peer_s * peers +
+                         peers * bytes / (c.intra_bw_per_dir * e.oneshot_allreduce_link);
+  return std::min(nccl, oneshot);
 }
 
 double GroupAllToAllTime(const Cluster& c, const Efficiency& e, double bytes, int n, int stride) {

@@ -2165,6 +2165,24 @@ TEST(EfficiencyData, EagerFsdpHostCostIsATimeWithinBounds) {
   EXPECT_NE(typo.status().message().find("host_per_layr"), std::string::npos) << typo.status().message();
 }
 
+TEST(EfficiencyData, OneShotAllReduceTakesTimesAndALinkFraction) {
+  const char* head = "[sources]\nx = \"a source\"\n[oneshot_allreduce]\n";
+  auto ok = ParseEfficiencyToml(std::string(head) + "latency = { value = \"2 us\", source = \"x\" }\n"
+                                "per_peer = { value = \"0.5 us\", source = \"x\" }\nlink = { value = 0.4, source = \"x\" }\n",
+                                "e.toml", "h100-sxm");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_DOUBLE_EQ(ok->oneshot_allreduce_latency_s, 2e-6);
+  EXPECT_DOUBLE_EQ(ok->oneshot_allreduce_per_peer_s, 0.5e-6);
+  EXPECT_DOUBLE_EQ(ok->oneshot_allreduce_link, 0.4);
+  auto slow = ParseEfficiencyToml(std::string(head) + "latency = { value = \"1 ms\", source = \"x\" }\n", "e.toml",
+                                  "h100-sxm");
+  ASSERT_FALSE(slow.ok());
+  EXPECT_NE(slow.status().message().find("latency"), std::string::npos) << slow.status().message();
+  auto wide = ParseEfficiencyToml(std::string(head) + "link = { value = 2, source = \"x\" }\n", "e.toml", "h100-sxm");
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("link"), std::string::npos) << wide.status().message();
+}
+
 // `link` is the ring figure and cannot exceed the wire rate; an NVLS all-reduce figure above it is pointed to
 // `link_allreduce`, which accepts it.
 TEST(EfficiencyData, LinkAboveTheWireRateBelongsToTheAllReduceFigure) {
@@ -2239,6 +2257,40 @@ TEST_F(Perf, QuantisedHeadIsReadInTheWeightFormat) {
   EXPECT_NEAR(h8->time_s, head / bw + head * E(g).dequant_ops_int8 / (fp32 * 0.8) + 2 * E(g).kernel_launch_s,
               1e-9);
   EXPECT_LT(q->tpot_s, plain->tpot_s);
+}
+
+// Serving engines all-reduce small messages with their own one-shot kernel inside an NVLink node: at decode's few
+// kilobytes it beats NCCL's modelled ring (fixed cost per hop) and is what the model charges; from a few hundred
+// kilobytes NCCL is faster again, and without a GPU link (PCIe) or across nodes only NCCL is modelled.
+TEST_F(Perf, ServingAllReduceIsTheOneShotKernelForSmallMessagesOnNvlink) {
+  const GpuSpec& g = G("h100-sxm");
+  const Cluster c = C(g);
+  const Efficiency e = E(g);
+  const double small = 8192;  // one token's 4096-wide bf16 hidden state
+  const double oneshot = e.oneshot_allreduce_latency_s + 7 * e.oneshot_allreduce_per_peer_s +
+                         7 * small / (c.intra_bw_per_dir * e.oneshot_allreduce_link);
+  EXPECT_NEAR(ServingAllReduceTime(c, e, small, 8), oneshot, 1e-12);
+  EXPECT_LT(oneshot, GroupCollectiveTime(c, e, NcclOp::kAllReduce, small, 8, 1));
+  // The published kernel took 5.7-5.9 us at 512 B-4 KB on eight H100s (data/efficiency.toml [oneshot_allreduce]).
+  EXPECT_NEAR(ServingAllReduceTime(c, e, 4096, 8), 5.75e-6, 0.5e-6);
+  const double big = 4 << 20;
+  EXPECT_DOUBLE_EQ(ServingAllReduceTime(c, e, big, 8), GroupCollectiveTime(c, e, NcclOp::kAllReduce, big, 8, 1));
+  // Two nodes: NCCL.
+  EXPECT_DOUBLE_EQ(ServingAllReduceTime(c, e, small, 16), GroupCollectiveTime(c, e, NcclOp::kAllReduce, small, 16, 1));
+  // L40S has no GPU link: NCCL over PCIe.
+  const GpuSpec& l = G("l40s");
+  EXPECT_DOUBLE_EQ(ServingAllReduceTime(C(l), E(l), small, 4),
+                   GroupCollectiveTime(C(l), E(l), NcclOp::kAllReduce, small, 4, 1));
+  // Inference charges it: two per layer.
+  InferConfig cfg;
+  cfg.fit.par.tp = 8;
+  cfg.input_len = 5;
+  cfg.output_len = 200;
+  auto r = EstimateInference(M("llama-3.1-8b"), c, cfg, e);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const OpCost* ar = FindOp(r->decode_ops, "TP all-reduce (x2)");
+  ASSERT_NE(ar, nullptr);
+  EXPECT_NEAR(ar->time_s, 2 * ServingAllReduceTime(c, e, 4096 * 2, 8), 1e-12);
 }
 
 // gpt-fast's tensor parallelism shards attention and MLP only (tp.py), so every rank reads the whole output head

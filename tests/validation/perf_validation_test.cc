@@ -113,13 +113,14 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // session; max_throughput: TensorRT-LLM 1.0 and 0.13 with its Mixtral rows, first predictions kept, 22.4% / 299.2%;
   // 1.0's own runs, 12.0% / 38.4%, are pinned by their band in ErrorBandsMatchTheValidationData; speculative: the
   // speed-up of speculative decoding at the published acceptance length, TensorRT-LLM MTP and vLLM EAGLE, first
-  // predictions kept, 25.6% / 63.6%, twenty-seventh session). Training holdout as
+  // predictions 25.6% / 63.6%, twenty-seventh session, 24.4% / 63.6% since the one-shot all-reduce, twenty-eighth;
+  // decode: 7.8% / 35.3% since the replicated gpt-fast head and the one-shot all-reduce). Training holdout as
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
       {"training", {0.115, 1.281}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.539}},
-      {"decode", {0.088, 0.359}}, {"gemm", {0.162, 0.668}}, {"latency", {0.143, 0.162}},
-      {"max_throughput", {0.234, 3.002}}, {"speculative", {0.266, 0.646}}};
+      {"decode", {0.088, 0.363}}, {"gemm", {0.162, 0.668}}, {"latency", {0.143, 0.162}},
+      {"max_throughput", {0.234, 3.002}}, {"speculative", {0.254, 0.646}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
