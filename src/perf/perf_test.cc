@@ -2288,9 +2288,15 @@ TEST_F(Perf, ServingAllReduceIsTheOneShotKernelForSmallMessagesOnNvlink) {
   cfg.output_len = 200;
   auto r = EstimateInference(M("llama-3.1-8b"), c, cfg, e);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  const OpCost* ar = FindOp(r->decode_ops, "TP all-reduce (x2)");
+  const OpCost* ar = FindOp(r->decode_ops, "TP all-reduce (x2, one-shot)");
   ASSERT_NE(ar, nullptr);
   EXPECT_NEAR(ar->time_s, 2 * ServingAllReduceTime(c, e, 4096 * 2, 8), 1e-12);
+  // The prefill of 5 tokens is still small; a long prompt's all-reduce is NCCL's.
+  EXPECT_NE(FindOp(r->prefill_ops, "TP all-reduce (x2, one-shot)"), nullptr);
+  cfg.input_len = 4096;
+  auto longer = EstimateInference(M("llama-3.1-8b"), c, cfg, e);
+  ASSERT_TRUE(longer.ok()) << longer.status().message();
+  EXPECT_NE(FindOp(longer->prefill_ops, "TP all-reduce (x2, NCCL)"), nullptr);
 }
 
 // gpt-fast's tensor parallelism shards attention and MLP only (tp.py), so every rank reads the whole output head
