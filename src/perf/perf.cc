@@ -339,7 +339,7 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
         return ParseError(fmt::format("{}: {} s is outside 0..100 us", r.Where(key), v->value));
       *out = v->value;
       perf_detail::RecordSource(e.sources, fmt::format("oneshot_allreduce.{}", key),
-                                fmt::format("oneshot_allreduce.{} = {}: {}{}", key, FormatSeconds(v->value), v->source,
+                                fmt::format("oneshot_allreduce.{} = {:.3g} us: {}{}", key, v->value * 1e6, v->source,
                                             Note(*v)));
     }
     SUANLI_ASSIGN_OR_RETURN(auto l, r.OptSourcedNumber("link"));
