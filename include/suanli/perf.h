@@ -155,7 +155,7 @@ NcclGroup GroupNccl(const Cluster& c, const Efficiency& e, int n, int stride, Co
 double GroupCollectiveTime(const Cluster& c, const Efficiency& e, NcclOp op, double bytes, int n, int stride);
 // A serving engine's tensor-parallel all-reduce of `bytes` over `n` consecutive ranks: NCCL's, or, where the n GPUs
 // share one node's NVLink (or other GPU link), the engines' one-shot kernel when that is faster (small messages:
-// decode). docs/methodology.md §9.
+// decode). docs/methodology.md §7.
 double ServingAllReduceTime(const Cluster& c, const Efficiency& e, double bytes, int n);
 // All-to-all of `bytes` per rank over such a group. Inside one node: AllToAllTime at the link rate. Across
 // nodes every rank sends the (n - k)/n of its bytes bound for other nodes through its own NIC share while the
