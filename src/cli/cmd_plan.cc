@@ -594,7 +594,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
     if (serving && f->spec.spec.tokens > 0)
       std::cout << fmt::format(
           "validated: none end to end with speculative decoding. At the published acceptance length its speed-up was "
-          "{:+.0f}% to {:+.0f}% off TensorRT-LLM's MTP and {:+.0f}% to {:+.0f}% off EAGLE in vLLM and SGLang "
+          "{:+.1f}% to {:+.1f}% off TensorRT-LLM's MTP and {:+.0f}% to {:+.0f}% off EAGLE in vLLM and SGLang "
           "(docs/validation.md section 5), so the TPOTs are likely low and the ranking less certain.\n",
           100 * evidence::kSpeculativeMtpTrtllm.lo, 100 * evidence::kSpeculativeMtpTrtllm.hi,
           100 * evidence::kSpeculativeEagle.lo, 100 * evidence::kSpeculativeEagle.hi);

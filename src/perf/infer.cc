@@ -517,7 +517,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     const auto& t = evidence::kSpeculativeMtpTrtllm;
     const auto& v = evidence::kSpeculativeEagle;
     r.notes.push_back(fmt::format(
-        "uncertain: given the measured acceptance length, the speed-up over no speculation was {:+.0f}% to {:+.0f}% "
+        "uncertain: given the measured acceptance length, the speed-up over no speculation was {:+.1f}% to {:+.1f}% "
         "off TensorRT-LLM's MTP on DeepSeek-R1 ({} runs) and {:+.0f}% to {:+.0f}% off EAGLE in vLLM and SGLang ({} runs), "
         "whose draft passes cost 0.7-1.0 ms each, more than their weights explain (docs/validation.md section 5): an "
         "engine's per-pass cost (--step-overhead-ms, paid by every draft pass too) can decide the gain",

@@ -661,8 +661,8 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std
 
 // SGLang (python/sglang/srt/server_args.py): --tp-size, --pp-size and --ep-size (EP inside the TP group, the MoE
 // layers' TP being TP / EP, with the default --moe-a2a-backend none), --context-length, --max-running-requests,
-// --chunked-prefill-size, --dtype, --quantization fp8 (online FP8 of a 16-bit checkpoint) and --kv-cache-dtype
-// fp8_e4m3 (the format its Hopper FA3 backend reads).
+// --chunked-prefill-size, --dtype, --quantization fp8 (online FP8 of a 16-bit checkpoint), --kv-cache-dtype
+// fp8_e4m3 (the format its Hopper FA3 backend reads) and the --speculative-* options of a draft model.
 Result<std::string> SglangServeCommand(const ModelSpec& m, const GpuSpec& g, std::string_view model_ref,
                                        const InferConfig& cfg, const InferResult& r, bool disable_sliding_window) {
   const Parallelism& p = cfg.fit.par;
@@ -681,7 +681,19 @@ Result<std::string> SglangServeCommand(const ModelSpec& m, const GpuSpec& g, std
   if (Is16Bit(w)) args.push_back({"--dtype", DtypeArg(g, w, &notes)});
   if (!quantize.empty()) args.push_back({"--quantization", quantize});
   if (cfg.fit.kv_bytes_per_elem == 1) args.push_back({"--kv-cache-dtype", "fp8_e4m3"});
-  std::string out = ServeHeader(m, g, w, cfg, r) + notes;
+  // A separate draft model SGLang loads itself (--speculative-algorithm STANDALONE), as a chain or a tree: K draft
+  // passes (--speculative-num-steps), W candidates each (--speculative-eagle-topk), N tokens verified (K + 1 for a
+  // chain). Draft heads (EAGLE, EAGLE3, NEXTN) need the head's checkpoint, which the estimate does not name.
+  const bool spec_in_line = cfg.spec.tokens > 0 && cfg.spec.draft_model && !cfg.spec.draft_ref.empty();
+  if (spec_in_line) {
+    args.push_back({"--speculative-algorithm", "STANDALONE"});
+    args.push_back({"--speculative-draft-model-path", cfg.spec.draft_ref});
+    args.push_back({"--speculative-num-steps", std::to_string(cfg.spec.tokens)});
+    args.push_back({"--speculative-eagle-topk", std::to_string(cfg.spec.topk)});
+    args.push_back({"--speculative-num-draft-tokens",
+                    std::to_string(cfg.spec.verify_tokens > 0 ? cfg.spec.verify_tokens : cfg.spec.tokens + 1)});
+  }
+  std::string out = ServeHeader(m, g, w, cfg, r, spec_in_line) + notes;
   if (cfg.batch_max)
     out += "# SGLang sizes its KV cache pool with --mem-fraction-static, which by default leaves several GB of each "
            "GPU for activations and CUDA graphs, so it may admit fewer sequences\n";

@@ -679,6 +679,32 @@ TEST_F(Planner, ServeCommandsMatchTheEstimate) {
                       "\"num_speculative_tokens\":3}'"),
             std::string::npos)
       << *vdm;
+  // SGLang loads a draft model too (STANDALONE), as a chain (K + 1 verified tokens) or a tree; a draft head it is not
+  // given.
+  auto sdm = ServeCommand(ServeEngine::kSglang, m, g, "meta-llama/Llama-3.1-70B", sp, *rdm, false);
+  ASSERT_TRUE(sdm.ok()) << sdm.status().message();
+  EXPECT_NE(sdm->find("--speculative-algorithm STANDALONE \\\n  --speculative-draft-model-path meta-llama/Llama-3.2-1B "
+                      "\\\n  --speculative-num-steps 3 \\\n  --speculative-eagle-topk 1 \\\n  "
+                      "--speculative-num-draft-tokens 4"),
+            std::string::npos)
+      << *sdm;
+  EXPECT_NE(sdm->find("the line's speculative options below"), std::string::npos) << *sdm;
+  InferConfig tree = sp;
+  tree.spec.topk = 4;
+  tree.spec.verify_tokens = 8;
+  auto rtree = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), tree, *LoadEfficiency(g.id));
+  ASSERT_TRUE(rtree.ok()) << rtree.status().message();
+  auto stree = ServeCommand(ServeEngine::kSglang, m, g, "meta-llama/Llama-3.1-70B", tree, *rtree, false);
+  ASSERT_TRUE(stree.ok()) << stree.status().message();
+  EXPECT_NE(stree->find("--speculative-eagle-topk 4 \\\n  --speculative-num-draft-tokens 8"), std::string::npos)
+      << *stree;
+  InferConfig head = sp;
+  head.spec.draft_model.reset();
+  head.spec.draft_ref.clear();
+  auto shead = ServeCommand(ServeEngine::kSglang, m, g, "meta-llama/Llama-3.1-70B", head, *rsp, false);
+  ASSERT_TRUE(shead.ok());
+  EXPECT_EQ(shead->find("--speculative-algorithm"), std::string::npos) << *shead;
+  EXPECT_NE(shead->find("add the engine's speculative-decoding options"), std::string::npos) << *shead;
   // Vendors: TensorRT-LLM runs on NVIDIA GPUs from Ampere on, SGLang on NVIDIA and AMD; vLLM on a GPU without BF16
   // (Volta) runs the 16-bit checkpoint in FP16 and says so. Weight-only int8 is no TensorRT-LLM format.
   const ModelSpec small = M("llama-3.1-8b");
