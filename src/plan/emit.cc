@@ -646,14 +646,25 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std
   args.push_back({"--max_batch_size", std::to_string(r.batch)});
   args.push_back({"--max_seq_len", std::to_string(cfg.input_len + cfg.output_len)});
   args.push_back({"--max_num_tokens", std::to_string(kPrefillChunkTokens)});
-  std::string out = ServeHeader(m, g, w, cfg, r);
+  // A draft model as a chain (decoding_type DraftTarget: max_draft_len tokens from speculative_model_dir, a local
+  // directory or a Hugging Face repository); draft heads (Eagle, MTP) and trees need options the estimate does not
+  // name. Both this and an FP8 KV cache go in the LLM API options file.
+  const bool spec_in_line = cfg.spec.tokens > 0 && cfg.spec.draft_model && cfg.spec.topk == 1 &&
+                            !cfg.spec.draft_ref.empty();
+  std::string options;
+  if (cfg.fit.kv_bytes_per_elem == 1) options += "kv_cache_config:\n  dtype: fp8\n";
+  if (spec_in_line)
+    options += fmt::format("speculative_config:\n  decoding_type: DraftTarget\n  max_draft_len: {}\n"
+                           "  speculative_model_dir: {}\n",
+                           cfg.spec.tokens, nlohmann::json(cfg.spec.draft_ref).dump());  // quoted: YAML reads JSON
+  std::string out = ServeHeader(m, g, w, cfg, r, spec_in_line);
   if (cfg.batch_max)
     out += "# TensorRT-LLM sizes its KV cache from the memory left after the weights "
            "(--kv_cache_free_gpu_memory_fraction, 0.9 by default), so it may admit fewer sequences\n";
   out += SlidingWindowNote(m, disable_sliding_window,
                            "check how your TensorRT-LLM version treats the model's sliding window");
-  if (cfg.fit.kv_bytes_per_elem == 1) {
-    out += "cat > extra-llm-api-options.yml <<'EOF'\nkv_cache_config:\n  dtype: fp8\nEOF\n";
+  if (!options.empty()) {
+    out += "cat > extra-llm-api-options.yml <<'EOF'\n" + options + "EOF\n";
     args.push_back({"--extra_llm_api_options", "extra-llm-api-options.yml"});
   }
   return out + CommandLine("trtllm-serve " + ShellWord(std::string(model_ref)), args);

@@ -679,6 +679,14 @@ TEST_F(Planner, ServeCommandsMatchTheEstimate) {
                       "\"num_speculative_tokens\":3}'"),
             std::string::npos)
       << *vdm;
+  // TensorRT-LLM takes a draft model as DraftTarget in its LLM API options file.
+  auto tdm = ServeCommand(ServeEngine::kTrtllm, m, g, "meta-llama/Llama-3.1-70B", sp, *rdm, false);
+  ASSERT_TRUE(tdm.ok()) << tdm.status().message();
+  EXPECT_NE(tdm->find("speculative_config:\n  decoding_type: DraftTarget\n  max_draft_len: 3\n"
+                      "  speculative_model_dir: \"meta-llama/Llama-3.2-1B\"\n"),
+            std::string::npos)
+      << *tdm;
+  EXPECT_NE(tdm->find("--extra_llm_api_options extra-llm-api-options.yml"), std::string::npos) << *tdm;
   // SGLang loads a draft model too (STANDALONE), as a chain (K + 1 verified tokens) or a tree; a draft head it is not
   // given.
   auto sdm = ServeCommand(ServeEngine::kSglang, m, g, "meta-llama/Llama-3.1-70B", sp, *rdm, false);
