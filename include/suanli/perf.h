@@ -156,7 +156,11 @@ double GroupCollectiveTime(const Cluster& c, const Efficiency& e, NcclOp op, dou
 // A serving engine's tensor-parallel all-reduce of `bytes` over `n` consecutive ranks: NCCL's, or, where the n GPUs
 // share one node's NVLink (or other GPU link), the engines' one-shot kernel when that is faster (small messages:
 // decode). docs/methodology.md §7.
-double ServingAllReduceTime(const Cluster& c, const Efficiency& e, double bytes, int n);
+struct ServingAllReduce {
+  double time_s = 0;
+  bool oneshot = false;  // the one-shot kernel, not NCCL
+};
+ServingAllReduce ServingAllReduceTime(const Cluster& c, const Efficiency& e, double bytes, int n);
 // All-to-all of `bytes` per rank over such a group. Inside one node: AllToAllTime at the link rate. Across
 // nodes every rank sends the (n - k)/n of its bytes bound for other nodes through its own NIC share while the
 // (k - 1)/n for its node's other ranks go over the link at the same time; the slower of the two sets the time.

@@ -152,9 +152,9 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   p.time += ew_time;
   // Tensor parallelism: two all-reduces per layer, NCCL's or the engine's one-shot kernel for small messages.
   if (t > 1) {
-    const double one = ServingAllReduceTime(cl, eff, T * h * 2, t), ar = 2 * one;
-    const bool oneshot = one < GroupCollectiveTime(cl, eff, NcclOp::kAllReduce, T * h * 2, t, 1);
-    p.ops.push_back(OpCost{oneshot ? "TP all-reduce (x2, one-shot)" : "TP all-reduce (x2, NCCL)",
+    const ServingAllReduce one = ServingAllReduceTime(cl, eff, T * h * 2, t);
+    const double ar = 2 * one.time_s;
+    p.ops.push_back(OpCost{one.oneshot ? "TP all-reduce (x2, one-shot)" : "TP all-reduce (x2, NCCL)",
                            decode ? "decode" : "prefill", 0, T * h * 4, ar, 1,
                            Bound::kCommunication});
     p.time += ar;

@@ -539,13 +539,13 @@ double GroupCollectiveTime(const Cluster& c, const Efficiency& e, NcclOp op, dou
   return NcclCollective(op, bytes, GroupNccl(c, e, n, stride, kind)).time_s;
 }
 
-double ServingAllReduceTime(const Cluster& c, const Efficiency& e, double bytes, int n) {
+ServingAllReduce ServingAllReduceTime(const Cluster& c, const Efficiency& e, double bytes, int n) {
   const double nccl = GroupCollectiveTime(c, e, NcclOp::kAllReduce, bytes, n, 1);
-  if (n <= 1 || !(bytes > 0) || !c.intra_nvlink || n > c.gpus_per_node) return nccl;
+  if (n <= 1 || !(bytes > 0) || !c.intra_nvlink || n > c.gpus_per_node) return {nccl, false};
   const double peers = n - 1;
   const double oneshot = e.oneshot_allreduce_latency_s + e.oneshot_allreduce_per_peer_s * peers +
                          peers * bytes / (c.intra_bw_per_dir * e.oneshot_allreduce_link);
-  return std::min(nccl, oneshot);
+  return oneshot < nccl ? ServingAllReduce{oneshot, true} : ServingAllReduce{nccl, false};
 }
 
 double GroupAllToAllTime(const Cluster& c, const Efficiency& e, double bytes, int n, int stride) {

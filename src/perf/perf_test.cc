@@ -2269,17 +2269,19 @@ TEST_F(Perf, ServingAllReduceIsTheOneShotKernelForSmallMessagesOnNvlink) {
   const double small = 8192;  // one token's 4096-wide bf16 hidden state
   const double oneshot = e.oneshot_allreduce_latency_s + 7 * e.oneshot_allreduce_per_peer_s +
                          7 * small / (c.intra_bw_per_dir * e.oneshot_allreduce_link);
-  EXPECT_NEAR(ServingAllReduceTime(c, e, small, 8), oneshot, 1e-12);
+  EXPECT_NEAR(ServingAllReduceTime(c, e, small, 8).time_s, oneshot, 1e-12);
+  EXPECT_TRUE(ServingAllReduceTime(c, e, small, 8).oneshot);
   EXPECT_LT(oneshot, GroupCollectiveTime(c, e, NcclOp::kAllReduce, small, 8, 1));
   // The published kernel took 5.7-5.9 us at 512 B-4 KB on eight H100s (data/efficiency.toml [oneshot_allreduce]).
-  EXPECT_NEAR(ServingAllReduceTime(c, e, 4096, 8), 5.75e-6, 0.5e-6);
+  EXPECT_NEAR(ServingAllReduceTime(c, e, 4096, 8).time_s, 5.75e-6, 0.5e-6);
   const double big = 4 << 20;
-  EXPECT_DOUBLE_EQ(ServingAllReduceTime(c, e, big, 8), GroupCollectiveTime(c, e, NcclOp::kAllReduce, big, 8, 1));
+  EXPECT_DOUBLE_EQ(ServingAllReduceTime(c, e, big, 8).time_s, GroupCollectiveTime(c, e, NcclOp::kAllReduce, big, 8, 1));
+  EXPECT_FALSE(ServingAllReduceTime(c, e, big, 8).oneshot);
   // Two nodes: NCCL.
-  EXPECT_DOUBLE_EQ(ServingAllReduceTime(c, e, small, 16), GroupCollectiveTime(c, e, NcclOp::kAllReduce, small, 16, 1));
+  EXPECT_DOUBLE_EQ(ServingAllReduceTime(c, e, small, 16).time_s, GroupCollectiveTime(c, e, NcclOp::kAllReduce, small, 16, 1));
   // L40S has no GPU link: NCCL over PCIe.
   const GpuSpec& l = G("l40s");
-  EXPECT_DOUBLE_EQ(ServingAllReduceTime(C(l), E(l), small, 4),
+  EXPECT_DOUBLE_EQ(ServingAllReduceTime(C(l), E(l), small, 4).time_s,
                    GroupCollectiveTime(C(l), E(l), NcclOp::kAllReduce, small, 4, 1));
   // Inference charges it: two per layer.
   InferConfig cfg;
@@ -2290,7 +2292,7 @@ TEST_F(Perf, ServingAllReduceIsTheOneShotKernelForSmallMessagesOnNvlink) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   const OpCost* ar = FindOp(r->decode_ops, "TP all-reduce (x2, one-shot)");
   ASSERT_NE(ar, nullptr);
-  EXPECT_NEAR(ar->time_s, 2 * ServingAllReduceTime(c, e, 4096 * 2, 8), 1e-12);
+  EXPECT_NEAR(ar->time_s, 2 * ServingAllReduceTime(c, e, 4096 * 2, 8).time_s, 1e-12);
   // The prefill of 5 tokens is still small; a long prompt's all-reduce is NCCL's.
   EXPECT_NE(FindOp(r->prefill_ops, "TP all-reduce (x2, one-shot)"), nullptr);
   cfg.input_len = 4096;
