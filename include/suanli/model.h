@@ -61,6 +61,10 @@ struct ModelSpec {
   bool mlp_bias = false;
   NormKind norm = NormKind::kRmsNorm;
   int norms_per_layer = 2;
+  // Attention and MLP read the same layer input and their outputs are summed (GPT-J; Falcon with parallel_attn or
+  // new_decoder_architecture), so a tensor-parallel engine all-reduces the sum once per layer (TensorRT-LLM's GPT-J
+  // and Falcon, vLLM's Falcon) instead of after each.
+  bool parallel_block = false;
   int extra_head_norm_dim = 0;    // per-layer q/k norms (Qwen3): 2 * head_dim weights
   int attention_sinks = 0;        // per-layer learned softmax sinks (GPT-OSS): one per query head
   bool embedding_norm = false;    // BLOOM word_embeddings_layernorm

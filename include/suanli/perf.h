@@ -601,7 +601,7 @@ inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.275, -0.465, 1.4
 // time: measured time per token / predicted - 1 (> 0: the model was optimistic).
 inline constexpr ValidationEvidence kHopperSmallBatchDecode{6, 0.140, 0.082, 0.187};
 // TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency).
-inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.178, -0.234, -0.084};
+inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.194, -0.318, -0.084};
 // TensorRT-LLM 1.0's maximum throughput (trtllm-bench, in-flight batching, every request queued at once) with NVFP4
 // weights and activations on B200 and GB200 (Llama 3.3 70B TP1, Llama 3.1 405B TP4; 40 held-out runs at the most
 // sequences that fit): signed on the rate (> 0: the model was faster than measured).
@@ -719,8 +719,8 @@ inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
 inline constexpr ErrorBand kTrainingError{"training", 300, 0.0734, 0.1568, 0.3083, kTrainingGpus, 188, 0.0347};
 inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0636, 0.1212, 0.3528, kDecodeGpus, 19, 0.0080};
-inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1128, 0.2241, 0.3803, kServingGpus, 31, 0.0604};
-inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0725, 0.1554, 0.2805, kServingGpus, 59, 0.0343};
+inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1104, 0.2224, 0.3803, kServingGpus, 35, 0.0934};
+inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0814, 0.1816, 0.3151, kServingGpus, 70, 0.0627};
 // Continuous batching at full load (InferConfig::batch_max): TensorRT-LLM 1.0's trtllm-bench maximum throughput.
 inline constexpr const char* kMaxThroughputGpus[] = {"b200", "gb200", "h100-sxm", "h200-sxm"};
 inline constexpr ErrorBand kMaxThroughputError{"max_throughput", 100, 0.1204, 0.2372, 0.3837, kMaxThroughputGpus,

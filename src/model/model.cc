@@ -419,6 +419,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     if (gptj) {
       SUANLI_ASSIGN_OR_RETURN(m.max_positions, r.IntOr("n_positions", 2048));
       m.norms_per_layer = 1;
+      m.parallel_block = true;
       m.qkv_bias = m.attn_out_bias = false;
     } else {
       SUANLI_ASSIGN_OR_RETURN(m.max_positions, r.Int({"n_positions", "max_position_embeddings"}, int64_t(1) << 24));
@@ -494,10 +495,12 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
       SUANLI_ASSIGN_OR_RETURN(int64_t kv, r.Int({"num_kv_heads", "n_head_kv"}, kMaxHeads));
       m.kv_heads = static_cast<int>(kv);
       m.norms_per_layer = 2;  // ln_attn + ln_mlp
+      m.parallel_block = true;
     } else {
       m.kv_heads = mq ? 1 : m.heads;
       SUANLI_ASSIGN_OR_RETURN(bool parallel, r.BoolOr("parallel_attn", true));
       m.norms_per_layer = parallel ? 1 : 2;
+      m.parallel_block = parallel;
     }
     SUANLI_ASSIGN_OR_RETURN(m.ffn, r.IntOr("ffn_hidden_size", 4 * m.hidden, kMaxHidden * 16));
     SUANLI_ASSIGN_OR_RETURN(m.vocab, r.Int({"vocab_size"}, kMaxVocab));

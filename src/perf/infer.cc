@@ -150,13 +150,14 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   p.ops.push_back(OpCost{"norms, residuals, activation", decode ? "decode" : "prefill", 0, ew_bytes, ew_time, 1,
                          ew_stream >= ew_launch ? Bound::kMemory : Bound::kLatency});
   p.time += ew_time;
-  // Tensor parallelism: two all-reduces per layer, NCCL's or the engine's one-shot kernel for small messages.
+  // Tensor parallelism: two all-reduces per layer (one for a parallel attention + MLP block, whose sum is reduced
+  // once), NCCL's or the engine's one-shot kernel for small messages.
   if (t > 1) {
     const ServingAllReduce one = ServingAllReduceTime(cl, eff, T * h * 2, t);
-    const double ar = 2 * one.time_s;
-    p.ops.push_back(OpCost{one.oneshot ? "TP all-reduce (x2, one-shot)" : "TP all-reduce (x2, NCCL)",
-                           decode ? "decode" : "prefill", 0, T * h * 4, ar, 1,
-                           Bound::kCommunication});
+    const int n_ar = m.parallel_block ? 1 : 2;
+    const double ar = n_ar * one.time_s;
+    p.ops.push_back(OpCost{fmt::format("TP all-reduce (x{}, {})", n_ar, one.oneshot ? "one-shot" : "NCCL"),
+                           decode ? "decode" : "prefill", 0, T * h * 2 * n_ar, ar, 1, Bound::kCommunication});
     p.time += ar;
   }
   for (auto& o : p.ops) o.count = layers;

@@ -2301,6 +2301,32 @@ TEST_F(Perf, ServingAllReduceIsTheOneShotKernelForSmallMessagesOnNvlink) {
   EXPECT_NE(FindOp(longer->prefill_ops, "TP all-reduce (x2, NCCL)"), nullptr);
 }
 
+// A parallel attention + MLP block (Falcon's new decoder architecture, GPT-J) sums both outputs before one
+// all-reduce per layer (TensorRT-LLM's Falcon and GPT-J layers, vLLM's Falcon); a sequential block reduces after each.
+TEST_F(Perf, ParallelBlocksAllReduceOncePerLayer) {
+  const GpuSpec& g = G("h100-sxm");
+  const Cluster c = C(g);
+  const Efficiency e = E(g);
+  InferConfig cfg;
+  cfg.fit.par.tp = 8;
+  cfg.fit.weights = *ParseWeightFormat("fp8");
+  cfg.compute = Precision::kFp8;
+  cfg.input_len = 128;
+  cfg.output_len = 16;
+  const ModelSpec falcon = M("falcon-180b");
+  ASSERT_TRUE(falcon.parallel_block);
+  EXPECT_TRUE(M("gpt-j-6b").parallel_block);
+  EXPECT_FALSE(M("llama-3.1-70b").parallel_block);
+  auto r = EstimateInference(falcon, c, cfg, e);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const OpCost* ar = FindOp(r->decode_ops, "TP all-reduce (x1, one-shot)");
+  ASSERT_NE(ar, nullptr);
+  EXPECT_NEAR(ar->time_s, ServingAllReduceTime(c, e, double(falcon.hidden) * 2, 8).time_s, 1e-12);
+  auto l = EstimateInference(M("llama-3.1-70b"), c, cfg, e);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_NE(FindOp(l->decode_ops, "TP all-reduce (x2, one-shot)"), nullptr);
+}
+
 // gpt-fast's tensor parallelism shards attention and MLP only (tp.py), so every rank reads the whole output head
 // per decode step; its README's bandwidth column (model bytes per rank x tokens/s) counts it: LLaMA-3.1 8B at TP 8,
 // 772.60 GB/s / 276.01 tokens/s = 2.80 GB, the layers' eighth (1.74 GB) plus the whole 1.05 GB head.
