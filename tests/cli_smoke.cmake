@@ -378,6 +378,16 @@ if(NOT fit_flag STREQUAL "ON")
 endif()
 run_suanli(0 out perf infer -m llama-3.1-8b -g h100 --tp 8 --batch 1 --input-len 5 --output-len 20 --explain)
 expect_contains("${out}" "TP all-reduce (x2, one-shot)" "perf infer --explain: decode all-reduce is the one-shot kernel")
+# --draft-repo: an EAGLE-3 head's checkpoint goes into the launch line; with a draft model or without speculation it
+# is an error.
+run_suanli(0 out perf infer -m llama-3.1-8b -g h100 --speculative-tokens 4 --acceptance-length 3 --draft-vocab 32000
+           --draft-repo yuhuili/EAGLE3-LLaMA3.1-Instruct-8B --emit sglang)
+expect_contains("${out}" "--speculative-algorithm EAGLE3" "perf infer --draft-repo --emit sglang")
+run_suanli(2 out perf infer -m llama-3.1-8b -g h100 --draft-repo x)
+expect_contains("${out}" "--draft-repo needs --speculative-tokens" "perf infer --draft-repo without speculation")
+run_suanli(2 out perf infer -m llama-3.1-70b -g h100 --tp 4 --speculative-tokens 4 --acceptance-length 3
+           --draft-model llama-3.2-1b --draft-repo x)
+expect_contains("${out}" "give one or the other" "perf infer --draft-repo with --draft-model")
 # An engine's host time: echoed in the JSON, shown as its own --explain row, and a negative value is an error.
 run_suanli(0 out perf infer -m llama-2-7b -g h100-sxm --input-len 128 --output-len 1 --request-overhead-ms 1 --step-overhead-ms 0.5 --explain --json)
 string(JSON host_req GET "${out}" host_overhead_s request)

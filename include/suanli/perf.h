@@ -513,7 +513,9 @@ struct Speculation {
   int tokens = 0;
   double acceptance_length = 0;
   std::optional<ModelSpec> draft_model;
-  std::string draft_ref;  // what a serving engine loads for draft_model (a Hugging Face repo or a directory)
+  // What a serving engine loads as the draft (a Hugging Face repository or a directory): draft_model's, or a draft
+  // head's own checkpoint (EAGLE, EAGLE-3); empty for an MTP head, which ships in the target's checkpoint.
+  std::string draft_ref;
   int draft_layers = 1;
   int64_t draft_vocab = 0;
   int topk = 1;

@@ -91,6 +91,7 @@ Result<std::string> ServingModelRef(Context* ctx, const std::string& arg, const 
 struct SpeculationFlags {
   Speculation spec;         // the options bind to it directly, all but the draft model
   std::string draft_model;  // resolved by ParseSpeculation
+  std::string draft_repo;   // a draft head's checkpoint, for the launch lines
 };
 void AddSpeculationOptions(CLI::App* app, SpeculationFlags* f);
 // The flags as the library takes them, the draft model resolved from the catalog or a config.json.

@@ -80,6 +80,9 @@ void AddSpeculationOptions(CLI::App* app, SpeculationFlags* f) {
                   "Speculative decoding with a draft tree: candidates per sequence each draft pass after the first "
                   "expands (SGLang --speculative-eagle-topk)")
       ->capture_default_str();
+  app->add_option("--draft-repo", f->draft_repo,
+                  "Speculative decoding with a draft head: its checkpoint (Hugging Face repository or directory), for "
+                  "the --emit launch lines (EAGLE; EAGLE-3 with --draft-vocab); an MTP head ships in the target's");
   app->add_option("--verify-tokens", f->spec.verify_tokens,
                   "Speculative decoding with a draft tree: tokens per sequence the target verifies in a round (SGLang "
                   "--speculative-num-draft-tokens); default K+1");
@@ -93,6 +96,13 @@ Result<Speculation> ParseSpeculation(Context* ctx, const SpeculationFlags& f) {
     if (!d.ok()) return d.status().WithContext("--draft-model");
     s.draft_model = *std::move(d);
     SUANLI_ASSIGN_OR_RETURN(s.draft_ref, ServingModelRef(ctx, f.draft_model, *s.draft_model));
+  }
+  if (!f.draft_repo.empty()) {
+    if (!f.draft_model.empty())
+      return InvalidArgument("--draft-repo names a draft head's checkpoint; a --draft-model's repository comes from the "
+                             "model itself: give one or the other");
+    if (s.tokens <= 0) return InvalidArgument("--draft-repo needs --speculative-tokens and --acceptance-length");
+    s.draft_ref = f.draft_repo;
   }
   return s;
 }

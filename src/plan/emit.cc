@@ -481,6 +481,18 @@ std::string ServeHeader(const ModelSpec& m, const GpuSpec& g, const std::string&
       FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s), r.output_tokens_per_s_per_gpu);
 }
 
+// What drafts for speculative decoding, as far as a launch line needs to name it: a separate model, an EAGLE or
+// EAGLE-3 head with its own checkpoint (--draft-repo; EAGLE-3 has its own vocabulary), or the target's MTP module
+// (it ships in the target's checkpoint). kUnnamed: a draft head without a checkpoint, which no line can load.
+enum class DraftKind { kNone, kModel, kEagle, kEagle3, kMtp, kUnnamed };
+DraftKind DraftKindOf(const ModelSpec& m, const Speculation& s) {
+  if (s.tokens <= 0) return DraftKind::kNone;
+  if (s.draft_model) return s.draft_ref.empty() ? DraftKind::kUnnamed : DraftKind::kModel;
+  if (!s.draft_ref.empty()) return s.draft_vocab > 0 ? DraftKind::kEagle3 : DraftKind::kEagle;
+  if (m.mtp_layers > 0 && s.draft_vocab == 0) return DraftKind::kMtp;
+  return DraftKind::kUnnamed;
+}
+
 std::string CommandLine(const std::string& head, const std::vector<Arg>& args) {
   std::string out = head;
   for (const auto& [flag, value] : args) {
@@ -603,15 +615,19 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::
           p.tp, p.ep));
     args.push_back({"--enable-expert-parallel", ""});
   }
-  // A draft model vLLM loads itself (method draft_model); draft heads (EAGLE, MTP) and trees need the head's own
-  // checkpoint and options, which the estimate does not name.
-  const bool spec_in_line = cfg.spec.tokens > 0 && cfg.spec.draft_model && cfg.spec.topk == 1 &&
-                            !cfg.spec.draft_ref.empty();
-  if (spec_in_line)
-    args.push_back({"--speculative-config", nlohmann::json{{"method", "draft_model"},
-                                                           {"model", cfg.spec.draft_ref},
-                                                           {"num_speculative_tokens", cfg.spec.tokens}}
-                                                .dump()});
+  // vLLM's --speculative-config for a chain (vLLM drafts no trees): method draft_model, eagle or eagle3 with the
+  // draft's checkpoint, or mtp from the target's own.
+  const DraftKind kind = DraftKindOf(m, cfg.spec);
+  const bool spec_in_line = cfg.spec.topk == 1 && kind != DraftKind::kNone && kind != DraftKind::kUnnamed;
+  if (spec_in_line) {
+    nlohmann::json sc = {{"method", kind == DraftKind::kModel    ? "draft_model"
+                                    : kind == DraftKind::kEagle  ? "eagle"
+                                    : kind == DraftKind::kEagle3 ? "eagle3"
+                                                                 : "mtp"}};
+    if (kind != DraftKind::kMtp) sc["model"] = cfg.spec.draft_ref;
+    sc["num_speculative_tokens"] = cfg.spec.tokens;
+    args.push_back({"--speculative-config", sc.dump()});
+  }
   std::string out = ServeHeader(m, g, w, cfg, r, spec_in_line) + notes;
   if (g.vendor == "intel")
     out += "# vLLM runs on Gaudi through its vllm-gaudi plugin (HPU); check its documentation for the formats above\n";
@@ -646,17 +662,23 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std
   args.push_back({"--max_batch_size", std::to_string(r.batch)});
   args.push_back({"--max_seq_len", std::to_string(cfg.input_len + cfg.output_len)});
   args.push_back({"--max_num_tokens", std::to_string(kPrefillChunkTokens)});
-  // A draft model as a chain (decoding_type DraftTarget: max_draft_len tokens from speculative_model_dir, a local
-  // directory or a Hugging Face repository); draft heads (Eagle, MTP) and trees need options the estimate does not
-  // name. Both this and an FP8 KV cache go in the LLM API options file.
-  const bool spec_in_line = cfg.spec.tokens > 0 && cfg.spec.draft_model && cfg.spec.topk == 1 &&
-                            !cfg.spec.draft_ref.empty();
+  // Speculative decoding as a chain in the LLM API options file: a draft model (decoding_type DraftTarget) or an
+  // EAGLE-3 head (Eagle3; its PyTorch backend takes no EAGLE-1 checkpoints), max_draft_len tokens from
+  // speculative_model_dir (the name every release accepts; later ones also speculative_model), or the target's MTP
+  // module run K times (MTP, num_nextn_predict_layers). Both this and an FP8 KV cache go in the options file.
+  const DraftKind kind = DraftKindOf(m, cfg.spec);
+  const bool spec_in_line = cfg.spec.topk == 1 && (kind == DraftKind::kModel || kind == DraftKind::kEagle3 ||
+                                                   kind == DraftKind::kMtp);
   std::string options;
   if (cfg.fit.kv_bytes_per_elem == 1) options += "kv_cache_config:\n  dtype: fp8\n";
-  if (spec_in_line)
-    options += fmt::format("speculative_config:\n  decoding_type: DraftTarget\n  max_draft_len: {}\n"
+  if (spec_in_line && kind == DraftKind::kMtp)
+    options += fmt::format("speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: {}\n",
+                           cfg.spec.tokens);
+  else if (spec_in_line)
+    options += fmt::format("speculative_config:\n  decoding_type: {}\n  max_draft_len: {}\n"
                            "  speculative_model_dir: {}\n",
-                           cfg.spec.tokens, nlohmann::json(cfg.spec.draft_ref).dump());  // quoted: YAML reads JSON
+                           kind == DraftKind::kModel ? "DraftTarget" : "Eagle3", cfg.spec.tokens,
+                           nlohmann::json(cfg.spec.draft_ref).dump());  // quoted: YAML reads JSON
   std::string out = ServeHeader(m, g, w, cfg, r, spec_in_line);
   if (cfg.batch_max)
     out += "# TensorRT-LLM sizes its KV cache from the memory left after the weights "
@@ -692,13 +714,18 @@ Result<std::string> SglangServeCommand(const ModelSpec& m, const GpuSpec& g, std
   if (Is16Bit(w)) args.push_back({"--dtype", DtypeArg(g, w, &notes)});
   if (!quantize.empty()) args.push_back({"--quantization", quantize});
   if (cfg.fit.kv_bytes_per_elem == 1) args.push_back({"--kv-cache-dtype", "fp8_e4m3"});
-  // A separate draft model SGLang loads itself (--speculative-algorithm STANDALONE), as a chain or a tree: K draft
-  // passes (--speculative-num-steps), W candidates each (--speculative-eagle-topk), N tokens verified (K + 1 for a
-  // chain). Draft heads (EAGLE, EAGLE3, NEXTN) need the head's checkpoint, which the estimate does not name.
-  const bool spec_in_line = cfg.spec.tokens > 0 && cfg.spec.draft_model && !cfg.spec.draft_ref.empty();
+  // Speculative decoding, as a chain or a tree: a separate draft model (--speculative-algorithm STANDALONE), an EAGLE
+  // or EAGLE-3 head (EAGLE, EAGLE3) from --speculative-draft-model-path, or the target's MTP module (NEXTN, from the
+  // target's checkpoint); K draft passes (--speculative-num-steps), W candidates each (--speculative-eagle-topk),
+  // N tokens verified (K + 1 for a chain).
+  const DraftKind kind = DraftKindOf(m, cfg.spec);
+  const bool spec_in_line = kind != DraftKind::kNone && kind != DraftKind::kUnnamed;
   if (spec_in_line) {
-    args.push_back({"--speculative-algorithm", "STANDALONE"});
-    args.push_back({"--speculative-draft-model-path", cfg.spec.draft_ref});
+    args.push_back({"--speculative-algorithm", kind == DraftKind::kModel    ? "STANDALONE"
+                                               : kind == DraftKind::kEagle  ? "EAGLE"
+                                               : kind == DraftKind::kEagle3 ? "EAGLE3"
+                                                                            : "NEXTN"});
+    if (kind != DraftKind::kMtp) args.push_back({"--speculative-draft-model-path", cfg.spec.draft_ref});
     args.push_back({"--speculative-num-steps", std::to_string(cfg.spec.tokens)});
     args.push_back({"--speculative-eagle-topk", std::to_string(cfg.spec.topk)});
     args.push_back({"--speculative-num-draft-tokens",

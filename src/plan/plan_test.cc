@@ -706,6 +706,63 @@ TEST_F(Planner, ServeCommandsMatchTheEstimate) {
   ASSERT_TRUE(stree.ok()) << stree.status().message();
   EXPECT_NE(stree->find("--speculative-eagle-topk 4 \\\n  --speculative-num-draft-tokens 8"), std::string::npos)
       << *stree;
+  // An EAGLE-3 head with its checkpoint (--draft-repo): vLLM's eagle3, SGLang's EAGLE3, TensorRT-LLM's Eagle3.
+  InferConfig e3 = sp;
+  e3.spec.draft_model.reset();
+  e3.spec.draft_ref = "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B";
+  e3.spec.draft_vocab = 32000;
+  auto re3 = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), e3, *LoadEfficiency(g.id));
+  ASSERT_TRUE(re3.ok()) << re3.status().message();
+  auto ve3 = ServeCommand(ServeEngine::kVllm, m, g, "meta-llama/Llama-3.1-70B", e3, *re3, false);
+  ASSERT_TRUE(ve3.ok());
+  EXPECT_NE(ve3->find("--speculative-config '{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.3-Instruct-70B\","
+                      "\"num_speculative_tokens\":3}'"),
+            std::string::npos)
+      << *ve3;
+  auto se3 = ServeCommand(ServeEngine::kSglang, m, g, "meta-llama/Llama-3.1-70B", e3, *re3, false);
+  ASSERT_TRUE(se3.ok());
+  EXPECT_NE(se3->find("--speculative-algorithm EAGLE3 \\\n  --speculative-draft-model-path "
+                      "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"),
+            std::string::npos)
+      << *se3;
+  auto te3 = ServeCommand(ServeEngine::kTrtllm, m, g, "meta-llama/Llama-3.1-70B", e3, *re3, false);
+  ASSERT_TRUE(te3.ok());
+  EXPECT_NE(te3->find("  decoding_type: Eagle3\n  max_draft_len: 3\n"), std::string::npos) << *te3;
+  // An EAGLE-1 head: TensorRT-LLM's PyTorch backend takes none, so its line leaves the options to the user.
+  InferConfig e1 = e3;
+  e1.spec.draft_vocab = 0;
+  auto re1 = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), e1, *LoadEfficiency(g.id));
+  ASSERT_TRUE(re1.ok()) << re1.status().message();
+  auto te1 = ServeCommand(ServeEngine::kTrtllm, m, g, "meta-llama/Llama-3.1-70B", e1, *re1, false);
+  ASSERT_TRUE(te1.ok());
+  EXPECT_EQ(te1->find("speculative_config"), std::string::npos) << *te1;
+  auto ve1 = ServeCommand(ServeEngine::kVllm, m, g, "meta-llama/Llama-3.1-70B", e1, *re1, false);
+  ASSERT_TRUE(ve1.ok());
+  EXPECT_NE(ve1->find("\"method\":\"eagle\""), std::string::npos) << *ve1;
+  // The target's own MTP module (DeepSeek-V3): no checkpoint to name.
+  const ModelSpec dsv3 = M("deepseek-v3");
+  ASSERT_GT(dsv3.mtp_layers, 0);
+  const GpuSpec& gh200 = **hw_->FindGpu("h200-sxm");
+  InferConfig mtp;
+  mtp.fit.par.tp = 8;
+  mtp.fit.weights = *ParseWeightFormat("fp8");
+  mtp.compute = Precision::kFp8;
+  mtp.spec.tokens = 2;
+  mtp.spec.acceptance_length = 2.4;
+  auto rmtp = EstimateInference(dsv3, *MakeCluster(*hw_, gh200, 8, "ib-ndr"), mtp, *LoadEfficiency(gh200.id));
+  ASSERT_TRUE(rmtp.ok()) << rmtp.status().message();
+  auto vm = ServeCommand(ServeEngine::kVllm, dsv3, gh200, "deepseek-ai/DeepSeek-V3", mtp, *rmtp, false);
+  ASSERT_TRUE(vm.ok()) << vm.status().message();
+  EXPECT_NE(vm->find("--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'"), std::string::npos)
+      << *vm;
+  auto sm = ServeCommand(ServeEngine::kSglang, dsv3, gh200, "deepseek-ai/DeepSeek-V3", mtp, *rmtp, false);
+  ASSERT_TRUE(sm.ok()) << sm.status().message();
+  EXPECT_NE(sm->find("--speculative-algorithm NEXTN \\\n  --speculative-num-steps 2"), std::string::npos) << *sm;
+  EXPECT_EQ(sm->find("--speculative-draft-model-path"), std::string::npos) << *sm;
+  auto tm = ServeCommand(ServeEngine::kTrtllm, dsv3, gh200, "deepseek-ai/DeepSeek-V3", mtp, *rmtp, false);
+  ASSERT_TRUE(tm.ok()) << tm.status().message();
+  EXPECT_NE(tm->find("speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: 2\n"), std::string::npos)
+      << *tm;
   InferConfig head = sp;
   head.spec.draft_model.reset();
   head.spec.draft_ref.clear();
