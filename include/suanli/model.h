@@ -63,7 +63,8 @@ struct ModelSpec {
   int norms_per_layer = 2;
   // Attention and MLP read the same layer input and their outputs are summed (GPT-J; Falcon with parallel_attn or
   // new_decoder_architecture), so a tensor-parallel engine all-reduces the sum once per layer (TensorRT-LLM's GPT-J
-  // and Falcon, vLLM's Falcon) instead of after each.
+  // and Falcon, vLLM's Falcon) instead of after each. GPT-NeoX's parallel residual stays at two: TensorRT-LLM's
+  // GPT-NeoX layer reduces attention and MLP each.
   bool parallel_block = false;
   int extra_head_norm_dim = 0;    // per-layer q/k norms (Qwen3): 2 * head_dim weights
   int attention_sinks = 0;        // per-layer learned softmax sinks (GPT-OSS): one per query head
