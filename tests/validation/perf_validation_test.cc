@@ -108,9 +108,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.082, 0.279}}};
-  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 10.5% mean,
+  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 10.3% mean,
   // 127.1% worst; gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth
-  // session; max_throughput: TensorRT-LLM 1.0 and 0.13 with its Mixtral rows, first predictions kept, 22.4% / 299.2%;
+  // session; max_throughput: TensorRT-LLM 1.0 and 0.13 with its Mixtral rows, first predictions 22.4% / 299.2%, 19.8%
+  // since the L40S link fraction was fitted on v0.9's L40S throughput rows (twenty-eighth session; TTFT 14.1%,
+  // static-batch throughput 12.4%);
   // 1.0's own runs, 12.0% / 38.4%, are pinned by their band in ErrorBandsMatchTheValidationData; speculative: the
   // speed-up of speculative decoding at the published acceptance length, TensorRT-LLM MTP and vLLM EAGLE, first
   // predictions 25.6% / 63.6%, twenty-seventh session, 24.4% / 63.6% since the one-shot all-reduce, twenty-eighth;
@@ -118,9 +120,9 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.115, 1.281}}, {"ttft", {0.170, 0.647}}, {"throughput", {0.146, 1.539}},
+      {"training", {0.113, 1.281}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.162, 0.668}}, {"latency", {0.143, 0.162}},
-      {"max_throughput", {0.234, 3.002}}, {"speculative", {0.254, 0.646}}};
+      {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
@@ -198,10 +200,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // MLPerf v5.1 LLaMA-3.1 8B rows (72 and 512 GB200s, +12% and +33% too fast) 8.84%; then the contention cost of
   // overlapped communication refitted on the training calibration rows to Lee et al.'s worst measured 0.40 (from
   // their mean 0.189), with the TP-overlap share re-derived from torchtitan's measurements (0.48 -> 0.65): 7.79%
-  // (worst 27.6%); with Oracle's two MLPerf GPT-3 rows (1,536 and 3,072 H100s on RoCE: -5% and -20%) 7.84%. Ratcheted at that honest
-  // figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the ninth's block-recompute row,
-  // 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0785);
+  // (worst 27.6%); with Oracle's two MLPerf GPT-3 rows (1,536 and 3,072 H100s on RoCE: -5% and -20%) 7.84%; with the
+  // L40S link fraction fitted on serving rows (twenty-eighth session; MLPerf's two L40S LoRA runs -22% -> -0.5%)
+  // 7.63%. Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
+  // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
+  EXPECT_LE(mean_dense, 0.0764);
   EXPECT_LE(worst_dense, 0.286);  // 27.6% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
