@@ -224,6 +224,7 @@ json ModelJson(const ModelSpec& m, const CatalogModel* cm) {
   j["max_positions"] = m.max_positions;
   j["tie_embeddings"] = m.tie_embeddings;
   j["gated_mlp"] = m.gated_mlp;
+  j["parallel_block"] = m.parallel_block;  // attention and MLP off the same input: one TP all-reduce per layer
   const char* attn[] = {"mha", "gqa", "mqa", "mla"};
   j["attention"] = attn[static_cast<int>(m.attention())];
   if (m.sliding_window) j["sliding_window"] = {{"tokens", m.sliding_window}, {"layers", m.sliding_window_layers}};
@@ -259,7 +260,8 @@ void ShowModel(const ModelSpec& m, const CatalogModel* cm) {
   t.Row({"hidden / layers / heads", fmt::format("{} / {} / {}", m.hidden, m.layers, m.heads)});
   t.Row({"attention", fmt::format("{} ({} KV heads, head dim {})", attn[static_cast<int>(m.attention())], m.kv_heads,
                                   m.head_dim)});
-  t.Row({"MLP", fmt::format("{} {}", m.gated_mlp ? "gated (3 matrices)" : "plain (2 matrices)", m.ffn)});
+  t.Row({"MLP", fmt::format("{} {}{}", m.gated_mlp ? "gated (3 matrices)" : "plain (2 matrices)", m.ffn,
+                             m.parallel_block ? ", in parallel with attention (one TP all-reduce per layer)" : "")});
   if (m.moe)
     t.Row({"MoE", fmt::format("{} experts, top-{}, expert ffn {}, {} shared, {} MoE layers", m.moe->num_experts,
                               m.moe->experts_per_token, m.moe->expert_ffn, m.moe->num_shared_experts,
