@@ -595,6 +595,14 @@ namespace evidence {
 // Eager PyTorch FSDP with its host cost per layer (Efficiency::eager_fsdp_host_per_layer_s, fitted on the 59
 // llm-foundry A100 runs): the 50 held-out llm-foundry H100 runs (FSDP1, Composer 0.16).
 inline constexpr ValidationEvidence kEagerFsdpFoundryH100{50, -0.022, -0.164, 0.262};
+// DeepSeek-R1 at batch 1 on 8 B200s in TensorRT-LLM without MTP (its tech blog 1: 111 tokens/s per user, the
+// baseline of the MTP rows; not a validation row: the layout, TP 8, is assumed, and NVFP4 is taken for the attention
+// weights too): measured time per token / this model's, for 1,024 in / 2,048 out. The model counts MLA's projections
+// and an MoE layer's routing as few kernels (docs/validation.md section 5). PerfValidation checks the ratio.
+inline constexpr struct {
+  double published_tokens_per_s;
+  double time_ratio;
+} kDeepSeekBatch1Decode{111, 1.66};
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
 inline constexpr ValidationEvidence kMoeServingTtft{8, -0.091, -0.628, 0.513};
 inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.231, -0.465, 1.476};

@@ -583,6 +583,12 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         "{:+.0f}% to {:+.0f}% (docs/validation.md section 5)",
         100 * t.lo, 100 * t.hi, 100 * x.lo, 100 * x.hi));
   }
+  if (m.moe && m.mla && cfg.fit.batch <= 8 && !cfg.batch_max)
+    r.notes.push_back(fmt::format(
+        "uncertain: at small batches an MLA + MoE step is mostly fixed per-kernel costs, and the model counts few "
+        "kernels for MLA and MoE routing: DeepSeek-R1 at batch 1 on 8 B200s (TensorRT-LLM, {:.0f} tokens/s) took "
+        "{:.2f}x the time per token this model gives (docs/validation.md section 5)",
+        evidence::kDeepSeekBatch1Decode.published_tokens_per_s, evidence::kDeepSeekBatch1Decode.time_ratio));
   if (m.moe && cfg.fit.par.ep > 1) {
     // What uniform routing alone puts on the busiest GPU, to set against --moe-imbalance.
     const auto& e = *m.moe;

@@ -956,4 +956,26 @@ published = 1290.1
 }
 
 }  // namespace
+// The DeepSeek-R1 batch-1 figure the MLA + MoE caveat prints: TensorRT-LLM's 111 tokens/s without MTP on 8 B200s
+// against this model's step for the MTP rows' configuration (NVFP4, TP 8, BF16 KV cache, 1,024 in / 2,048 out).
+TEST(PerfValidation, DeepSeekBatchOneCaveatMatchesTheModel) {
+  const ModelSpec m = *Models().Resolve("deepseek-v3");
+  const GpuSpec& g = **Hw().FindGpu("b200");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("nvfp4");
+  c.compute = Precision::kFp4;
+  c.fit.par.tp = 8;
+  c.input_len = 1024;
+  c.output_len = 2048;
+  auto r = EstimateInference(m, *MakeCluster(Hw(), g, 8, "ib-ndr"), c, *LoadEfficiency(g.id));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& e = evidence::kDeepSeekBatch1Decode;
+  std::printf("evidence DeepSeek-R1 batch 1 on 8 B200: measured / predicted time per token %.3f\n",
+              (1 / e.published_tokens_per_s) / r->tpot_s);
+  EXPECT_NEAR((1 / e.published_tokens_per_s) / r->tpot_s, e.time_ratio, 0.01);
+  bool noted = false;
+  for (const auto& n : r->notes) noted |= n.find("MLA + MoE step") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 }  // namespace suanli
