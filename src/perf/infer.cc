@@ -223,7 +223,9 @@ Result<double> DraftBytesPerGpu(const ModelSpec& d, const InferConfig& cfg, cons
   const ParamCounts pc = CountParams(d);
   const int t = fit.par.tp;
   const double layers = (pc.total - pc.non_layer_total) * fit.weights.bits_per_weight / 8 / t;
-  const double head = cfg.spec.draft_vocab > 0 ? double(cfg.spec.draft_vocab) * double(d.hidden) * 2 / t : 0.0;
+  // Its own head is split over TP like the target's, or whole on every rank (FitRequest::replicated_embeddings).
+  const double head_split = fit.replicated_embeddings ? 1.0 : double(t);
+  const double head = cfg.spec.draft_vocab > 0 ? double(cfg.spec.draft_vocab) * double(d.hidden) * 2 / head_split : 0.0;
   return layers + head + KvCacheBytes(d, fit.kv_bytes_per_elem, fit.batch, fit.seq, t);
 }
 

@@ -2353,6 +2353,15 @@ TEST_F(Perf, ReplicatedEmbeddingsReadTheWholeHeadOnEveryTpRank) {
   // Memory: the embedding table and the head, whole instead of an eighth each.
   const double extra = 2 * (CountParams(m).embedding + head) * 7 / 8;
   EXPECT_NEAR(whole->per_gpu_peak_bytes - split->per_gpu_peak_bytes, extra, 1e-3 * extra);
+  // A draft head with its own vocabulary (EAGLE-3) holds that head the same way: whole on every rank.
+  c.spec.tokens = 3;
+  c.spec.acceptance_length = 2.5;
+  c.spec.draft_vocab = 32000;
+  auto dwhole = EstimateInference(m, C(g), c, E(g));
+  c.fit.replicated_embeddings = false;
+  auto dsplit = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(dwhole.ok() && dsplit.ok());
+  EXPECT_NEAR(dwhole->draft_bytes_per_gpu - dsplit->draft_bytes_per_gpu, 32000.0 * m.hidden * 2 * 7 / 8, 1.0);
 }
 
 // Small-batch 16-bit decode on Hopper carries the held-out evidence that it ran slower than predicted outside
