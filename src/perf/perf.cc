@@ -834,8 +834,18 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     // expert slots (read E x h, write E x k x h) and after combine the k expert outputs are weighted and summed back
     // (read E x k x h, write E x h), 16-bit; backward moves the same bytes.
     const double local_tokens = T / t;
-    const double perm_bytes = 2.0 * 2 * local_tokens * h * (1 + e.experts_per_token);
-    p.moe_permute = perm_bytes / (c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory) + 2 * c.eff->kernel_launch_s;
+    double perm_bytes = 2.0 * 2 * local_tokens * h * (1 + e.experts_per_token);
+    int perm_kernels = 2;
+    // The all-to-all dispatcher also reorders what it received by local expert (rank-major chunks to
+    // expert-major, Megatron-Core's sort_chunks_by_idxs, "permutation 2") when a rank holds more than one expert,
+    // and restores the order before the combine: a read and a write of every received copy each way. The flex
+    // dispatcher (DeepEP, HybridEP) receives each token once and permutes it into its expert slots as above.
+    if (c.dispatcher == MoeDispatcher::kAllToAll && c.ep > 1 && local_experts > 1) {
+      perm_bytes += 2.0 * 2 * expert_tokens * e.experts_per_token * c.moe_imbalance * h * 2;
+      perm_kernels += 2;
+    }
+    p.moe_permute = perm_bytes / (c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory) +
+                    perm_kernels * c.eff->kernel_launch_s;
     if (ops) ops->Add(kMoePermuteOpName, "forward", 0, perm_bytes, p.moe_permute, 1, Bound::kMemory);
     p.fwd += p.moe_permute;
     mlp_part.time_s += p.moe_permute;

@@ -68,7 +68,9 @@ TEST_F(Perf, Bf16WhereTheGpuHasNoneIsPricedAtFp16AndSaysSo) {
     ASSERT_TRUE(bf.ok() && fp.ok()) << id;
     EXPECT_EQ(has_note(bf->notes), none) << id;
     EXPECT_FALSE(has_note(fp->notes)) << id;
-    if (none) EXPECT_DOUBLE_EQ(bf->ttft_s, fp->ttft_s) << id;
+    if (none) {
+      EXPECT_DOUBLE_EQ(bf->ttft_s, fp->ttft_s) << id;
+    }
     TrainConfig t = Train(8, 8, 1, 64, 2048, 1);
     t.fit.recompute = Recompute::kFull;
     auto tb = EstimateTraining(m, C(g), t, E(g));
@@ -1076,20 +1078,36 @@ TEST_F(Perf, SlidingWindowLayersAttendToTheWindowOnly) {
 }
 
 // MoE token permutation: each rank copies its tokens to their k expert slots and sums them back, 16-bit:
-// (E x h + E x k x h) x 2 B twice per pass, in forward and again in backward. FP8 casts the k copies.
+// (E x h + E x k x h) x 2 B twice per pass, in forward and again in backward. The all-to-all dispatcher then sorts
+// the k copies it received by local expert and unsorts them before the combine (a read and a write each); the flex
+// dispatcher does not. FP8 casts the k copies.
 TEST_F(Perf, MoeLayerCountsPermutationAndCastsEveryDispatchedCopy) {
   const GpuSpec& g = G("h100-sxm");
   const ModelSpec& m = M("qwen3-30b-a3b");  // hidden 2048, 8 of 128 experts per token
   TrainConfig c = Train(8, 1, 1, 64, 4096);
   c.fit.par.ep = 8;
   c.moe_imbalance = 1.0;
+  c.moe_dispatcher = MoeDispatcher::kFlex;
+  auto flex = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(flex.ok()) << flex.status().message();
+  const OpCost* flex_perm = FindOp(flex->ops, "[moe] token permute + unpermute");
+  ASSERT_NE(flex_perm, nullptr);
+  EXPECT_DOUBLE_EQ(flex_perm->bytes, 2.0 * 2 * 4096 * 2048 * (1 + 8));
+  c.moe_dispatcher = MoeDispatcher::kAllToAll;
   auto bf16 = EstimateTraining(m, C(g), c, E(g));
   ASSERT_TRUE(bf16.ok()) << bf16.status().message();
   const OpCost* perm = FindOp(bf16->ops, "[moe] token permute + unpermute");
   ASSERT_NE(perm, nullptr);
-  EXPECT_DOUBLE_EQ(perm->bytes, 2.0 * 2 * 4096 * 2048 * (1 + 8));
+  EXPECT_DOUBLE_EQ(perm->bytes, 2.0 * 2 * 4096 * 2048 * (1 + 8) + 2.0 * 2 * 4096 * 8 * 2048 * 2);
   // --explain counts it once forward and once backward: 8 micro-batches x 48 layers x 2.
   EXPECT_DOUBLE_EQ(perm->count, 8.0 * 48 * 2);
+  // One expert per rank (EP = number of experts) leaves nothing to sort.
+  TrainConfig one = Train(128, 1, 1, 128, 4096);
+  one.fit.par.ep = 128;
+  one.moe_imbalance = 1.0;
+  auto wide = EstimateTraining(m, C(g), one, E(g));
+  ASSERT_TRUE(wide.ok()) << wide.status().message();
+  EXPECT_DOUBLE_EQ(FindOp(wide->ops, "[moe] token permute + unpermute")->bytes, 2.0 * 2 * 4096 * 2048 * (1 + 8));
   c.dtype = Precision::kFp8;
   auto fp8 = EstimateTraining(m, C(g), c, E(g));
   ASSERT_TRUE(fp8.ok()) << fp8.status().message();
