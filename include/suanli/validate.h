@@ -32,6 +32,12 @@ struct ValidationCase {
   // Training and serving cases: whether the memory model puts the published run within its GPU's memory (every
   // bundled run ran, so false is a miss of the memory model).
   bool fits = true;
+  // Serving rates at a stated batch (decode tokens/s, output tokens/s per GPU or per replica; no speculation): the
+  // most the GPU could deliver if every decode step only read the weights it must, once, at the datasheet bandwidth
+  // (docs/methodology.md §9.5). 0 where not computed. A published value above it is a transcription error or a
+  // configuration other than the case states.
+  double bound = 0;
+  bool within_bound() const { return bound <= 0 || published <= bound; }
 };
 
 struct ValidationGroup {

@@ -71,6 +71,10 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
                             {"predicted", c.predicted}, {"error", c.error},     {"detail", c.detail}, {"fits", c.fits},
                             {"gpu", c.gpu},             {"moe", c.moe}};
         if (!c.failure.empty()) e["failure"] = c.failure;
+        if (c.bound > 0) {
+          e["bound"] = c.bound;
+          e["within_bound"] = c.within_bound();
+        }
         j["cases"].push_back(e);
       }
       j["groups"] = nlohmann::json::array();
@@ -91,12 +95,16 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
       return all_ok ? kExitOk : kExitNoFit;
     }
     Table t({"group", "role", "case", "metric", "published", "predicted", "error", "detail"});
+    std::vector<const ValidationCase*> above;  // published above the bandwidth bound
     for (const auto& c : rep->cases) {
       if (!group->empty() && c.group != *group) continue;
+      if (c.failure.empty() && !c.within_bound()) above.push_back(&c);
       t.Row({c.group, c.role, c.name, c.metric, fmt::format("{:.4g}", c.published),
              c.failure.empty() ? fmt::format("{:.4g}", c.predicted) : "ERROR",
              c.failure.empty() ? fmt::format("{:+.1f}%", 100 * c.error) : "-",
-             c.failure.empty() ? c.detail : c.failure});
+             c.failure.empty() ? c.detail + (c.within_bound() ? "" : fmt::format(", ABOVE THE BANDWIDTH BOUND {:.4g}",
+                                                                                   c.bound))
+                               : c.failure});
     }
     std::cout << t.Render() << "\n";
     Table s({"group", "cases", "mean |error|", "worst |error|", "calibration mean", "holdout mean (n)", "target", "meets"});
@@ -109,6 +117,16 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
              g.meets_target() ? "yes" : "NO"});
     }
     std::cout << s.Render();
+    if (!above.empty()) {
+      std::cout << fmt::format(
+          "\nnote: {} published value(s) above the bandwidth bound, the rate at which every decode step reads only the "
+          "weights it must, once, at the datasheet bandwidth (docs/methodology.md §9.5); check the source's batch, GPU "
+          "and parallel layout:\n",
+          above.size());
+      for (const ValidationCase* c : above)
+        std::cout << fmt::format("  {}: published {:.4g}, bound {:.4g} ({:+.0f}%)\n", c->name, c->published, c->bound,
+                                 100 * (c->published / c->bound - 1));
+    }
     if (failed > 0) {
       std::cerr << fmt::format("suanli: error: {} case(s) could not be evaluated (the ERROR rows say why); each counts "
                                "as a 100% error in its group\n",

@@ -345,9 +345,39 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
                     "model_tflops_megatron)");
 }
 
+// The bandwidth bound of a serving rate (ValidationCase::bound): a decode step reads at least every weight on the
+// GPU once, at the datasheet bandwidth, and emits one token per sequence. An MoE step reads the experts its batch's
+// tokens pick: under uniform routing (what load balancing trains toward) a given expert is missed by all B tokens
+// with probability (1 - k/E)^B, so that share of the expert weights is left out. 0 where the bound does not apply:
+// speculation, pipeline stages, a batch the model chose (batch_max), a metric that is not a rate.
+Result<double> ServingBound(const ModelSpec& m, const GpuSpec& gpu, const InferConfig& c, const std::string& metric) {
+  const bool rate = metric == "decode_tokens_per_s" || metric == "output_tokens_per_s_per_gpu" ||
+                    metric == "output_tokens_per_s";
+  if (!rate || c.spec.tokens > 0 || c.batch_max || c.fit.par.pp > 1) return 0.0;
+  const double bw = gpu.memory_bandwidth_bytes_per_s.value;
+  if (bw <= 0) return 0.0;
+  SUANLI_ASSIGN_OR_RETURN(FitResult mem, EstimateMemory(m, c.fit));
+  double weights = mem.breakdown.weights;
+  const ParamCounts pc = CountParams(m);
+  // The input embedding is looked up, not read: its table leaves the bound (at 16 bits, the most it could hold),
+  // unless it is tied to the output head, which reads it whole.
+  if (!m.tie_embeddings)
+    weights -= pc.embedding * 2 / (c.fit.replicated_embeddings ? 1.0 : double(c.fit.par.tp));
+  if (m.moe) {
+    const double k = m.moe->experts_per_token, e = m.moe->num_experts, b = double(c.fit.batch);
+    const double missed = std::pow(1 - k / e, b);
+    if (pc.total > 0) weights -= weights * pc.moe_experts / pc.total * missed;
+  }
+  if (weights <= 0) return 0.0;
+  const double steps_per_s = bw / weights;  // one GPU of the replica; every GPU of it steps together
+  const double batch = double(c.fit.batch);
+  if (metric == "output_tokens_per_s_per_gpu") return batch * steps_per_s / (double(c.fit.par.tp) * c.fit.par.pp);
+  return batch * steps_per_s;
+}
+
 Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
                          const CaseFileReader& read, const EfficiencyTable* table, std::string* detail, bool* moe,
-                         bool* fits) {
+                         bool* fits, double* bound) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   *moe = m.moe.has_value();
   // sliding_window = false: the engine kept every token in the KV cache (perf infer --no-sliding-window).
@@ -400,6 +430,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
                         r.prefill_bound, r.tpot_s * 1e3, r.decode_bound, r.fits ? "" : ", DOES NOT FIT");
   *fits = r.fits;
   const std::string metric = t["metric"].value_or(std::string());
+  SUANLI_ASSIGN_OR_RETURN(*bound, ServingBound(m, *gpu, c, metric));
   if (metric == "decode_tokens_per_s") return r.decode_tokens_per_s;
   if (metric == "ttft_s") return r.ttft_s;
   if (metric == "output_tokens_per_s_per_gpu") return r.output_tokens_per_s_per_gpu;
@@ -498,7 +529,8 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       vc.published = (*t)["published"].value_or(0.0);
       if (vc.published <= 0) return ParseError(fmt::format("{}: case '{}' has no positive 'published'", file, vc.name));
       auto v = ck == CaseKind::kTrain   ? EvalTrain(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits)
-               : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits)
+               : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits,
+                                                    &vc.bound)
                                         : EvalGemm(*t, hw, efficiency, &vc.detail);
       if (!v.ok()) {
         vc.failure = v.status().message();

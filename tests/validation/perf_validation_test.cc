@@ -978,4 +978,62 @@ TEST(PerfValidation, DeepSeekBatchOneCaveatMatchesTheModel) {
   EXPECT_TRUE(noted);
 }
 
+// The bandwidth bound of a serving rate (ValidationCase::bound): every weight a decode step needs read once per step
+// at the datasheet bandwidth, the input embedding left out, an MoE's unpicked experts left out under uniform routing.
+// A published value above it is flagged, not dropped.
+TEST(PerfValidation, ServingRatesCarryTheirBandwidthBound) {
+  auto decode_row = [](const char* model, int batch, double published, const char* extra = "") {
+    return fmt::format(R"([[infer]]
+name = "mine"
+model = "{}"
+gpu = "a100-sxm-80gb"
+weights = "fp16"
+kv_dtype = "fp16"
+batch = {}
+input_len = 1
+output_len = 128
+{}metric = "decode_tokens_per_s"
+published = {}
+)",
+                       model, batch, extra, published);
+  };
+  const GpuSpec& a100 = **Hw().FindGpu("a100-sxm-80gb");
+  const ModelSpec llama = *Models().Resolve("llama-2-7b");
+  const ParamCounts pc = CountParams(llama);
+  // LLaMA-2 7B in FP16 on one GPU: all of its 16-bit weights but the input embedding, once a step.
+  const double want = a100.memory_bandwidth_bytes_per_s.value / (2 * pc.total - 2 * pc.embedding);
+  const ValidationCase one = EvaluatedCase(decode_row("llama-2-7b", 1, 100));
+  EXPECT_NEAR(one.bound, want, 0.002 * want);
+  EXPECT_TRUE(one.within_bound());
+  EXPECT_FALSE(EvaluatedCase(decode_row("llama-2-7b", 1, 1.01 * want)).within_bound());
+  // A dense step reads the same weights for any batch: the bound grows with it.
+  EXPECT_NEAR(EvaluatedCase(decode_row("llama-2-7b", 8, 100)).bound, 8 * one.bound, 1e-9 * one.bound);
+  // Mixtral (8 experts, top-2): at batch 1 a step reads 2 of each layer's 8 experts; at batch 64 all but a
+  // (6/8)^64 share of them.
+  const ModelSpec mixtral = *Models().Resolve("mixtral-8x7b");
+  const ParamCounts mc = CountParams(mixtral);
+  const double full = 2 * mc.total - 2 * mc.embedding;
+  const double b1 = EvaluatedCase(decode_row("mixtral-8x7b", 1, 10, "tp = 2\n")).bound;
+  const double b64 = EvaluatedCase(decode_row("mixtral-8x7b", 64, 10, "tp = 2\n")).bound;
+  const double bw = a100.memory_bandwidth_bytes_per_s.value;
+  // (Within 1%: at TP 2 each GPU also holds the replicated norms and router.)
+  EXPECT_NEAR(b1, bw / ((full - 2 * mc.moe_experts * 0.75) / 2), 0.01 * b1);
+  EXPECT_NEAR(b64, 64 * bw / ((full - 2 * mc.moe_experts * std::pow(0.75, 64)) / 2), 0.01 * b64);
+  EXPECT_GT(b1, 3 * b64 / 64);  // batch 1 reads about a quarter of the experts
+  // Not rates at a stated batch: no bound.
+  EXPECT_EQ(EvaluatedCase(kUserTtftRow).bound, 0);
+  // The bundled set: one published figure is above its bound, TensorRT-LLM v0.9's Mixtral on two A100s at batch 32
+  // (801 output tokens/s per GPU; 93 GB of FP16 weights, 46.7 GB per GPU read every step, allow at most 700).
+  const auto& rep = Bundled();
+  ASSERT_TRUE(rep.ok());
+  std::set<std::string> above;
+  int bounded = 0;
+  for (const auto& c : rep->cases) {
+    if (c.bound > 0) ++bounded;
+    if (!c.within_bound()) above.insert(c.name);
+  }
+  EXPECT_GE(bounded, 140);
+  EXPECT_EQ(above, std::set<std::string>{"TRT-LLM v0.9 mixtral-8x7b a100-sxm-80gb fp16 b32 TP2 2048/2048"});
+}
+
 }  // namespace suanli
