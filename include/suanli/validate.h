@@ -32,12 +32,13 @@ struct ValidationCase {
   // Training and serving cases: whether the memory model puts the published run within its GPU's memory (every
   // bundled run ran, so false is a miss of the memory model).
   bool fits = true;
-  // Serving rates at a stated batch (decode tokens/s, output tokens/s per GPU or per replica; no speculation): the
-  // most the GPU could deliver if every decode step only read the weights it must, once, at the datasheet bandwidth
-  // (docs/methodology.md §9.5). 0 where not computed. A published value above it is a transcription error or a
-  // configuration other than the case states.
+  // Serving figures at a stated batch (no speculation, one pipeline stage), docs/methodology.md §9.5. Rates (decode
+  // tokens/s, output tokens/s per GPU or per replica): the most the GPU could deliver if every decode step only read
+  // the weights it must, once, at the datasheet bandwidth. The time to first token: the least the prefill could take,
+  // its GEMM FLOPs at the datasheet peak or its weights at the datasheet bandwidth, whichever is longer. 0 where not
+  // computed. A published figure beyond it is a transcription error or a configuration other than the case states.
   double bound = 0;
-  bool within_bound() const { return bound <= 0 || published <= bound; }
+  bool within_bound() const;
 };
 
 struct ValidationGroup {

@@ -95,15 +95,14 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
       return all_ok ? kExitOk : kExitNoFit;
     }
     Table t({"group", "role", "case", "metric", "published", "predicted", "error", "detail"});
-    std::vector<const ValidationCase*> above;  // published above the bandwidth bound
+    std::vector<const ValidationCase*> above;  // published beyond the physical bound
     for (const auto& c : rep->cases) {
       if (!group->empty() && c.group != *group) continue;
       if (c.failure.empty() && !c.within_bound()) above.push_back(&c);
       t.Row({c.group, c.role, c.name, c.metric, fmt::format("{:.4g}", c.published),
              c.failure.empty() ? fmt::format("{:.4g}", c.predicted) : "ERROR",
              c.failure.empty() ? fmt::format("{:+.1f}%", 100 * c.error) : "-",
-             c.failure.empty() ? c.detail + (c.within_bound() ? "" : fmt::format(", ABOVE THE BANDWIDTH BOUND {:.4g}",
-                                                                                   c.bound))
+             c.failure.empty() ? c.detail + (c.within_bound() ? "" : fmt::format(", BEYOND ITS BOUND {:.4g}", c.bound))
                                : c.failure});
     }
     std::cout << t.Render() << "\n";
@@ -119,9 +118,10 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
     std::cout << s.Render();
     if (!above.empty()) {
       std::cout << fmt::format(
-          "\nnote: {} published value(s) above the bandwidth bound, the rate at which every decode step reads only the "
-          "weights it must, once, at the datasheet bandwidth (docs/methodology.md §9.5); check the source's batch, GPU "
-          "and parallel layout:\n",
+          "\nnote: {} published figure(s) beyond the physical bound (docs/methodology.md §9.5): a rate above what "
+          "reading the weights a decode step needs, once, at the datasheet bandwidth allows, or a time to first token "
+          "below what the prefill's FLOPs at the datasheet peak or its weights at the datasheet bandwidth take; check "
+          "the source's batch, GPU and parallel layout:\n",
           above.size());
       for (const ValidationCase* c : above)
         std::cout << fmt::format("  {}: published {:.4g}, bound {:.4g} ({:+.0f}%)\n", c->name, c->published, c->bound,

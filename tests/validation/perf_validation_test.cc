@@ -978,10 +978,11 @@ TEST(PerfValidation, DeepSeekBatchOneCaveatMatchesTheModel) {
   EXPECT_TRUE(noted);
 }
 
-// The bandwidth bound of a serving rate (ValidationCase::bound): every weight a decode step needs read once per step
-// at the datasheet bandwidth, the input embedding left out, an MoE's unpicked experts left out under uniform routing.
-// A published value above it is flagged, not dropped.
-TEST(PerfValidation, ServingRatesCarryTheirBandwidthBound) {
+// The physical bound of a serving figure (ValidationCase::bound): for a rate, every weight a decode step needs read
+// once per step at the datasheet bandwidth, the input embedding left out, an MoE's unpicked experts left out under
+// uniform routing; for the time to first token, the prefill's GEMM FLOPs at the datasheet peak or its weights at the
+// datasheet bandwidth. A published figure beyond it is flagged, not dropped.
+TEST(PerfValidation, ServingFiguresCarryTheirPhysicalBound) {
   auto decode_row = [](const char* model, int batch, double published, const char* extra = "") {
     return fmt::format(R"([[infer]]
 name = "mine"
@@ -1020,8 +1021,27 @@ published = {}
   EXPECT_NEAR(b1, bw / ((full - 2 * mc.moe_experts * 0.75) / 2), 0.01 * b1);
   EXPECT_NEAR(b64, 64 * bw / ((full - 2 * mc.moe_experts * std::pow(0.75, 64)) / 2), 0.01 * b64);
   EXPECT_GT(b1, 3 * b64 / 64);  // batch 1 reads about a quarter of the experts
-  // Not rates at a stated batch: no bound.
-  EXPECT_EQ(EvaluatedCase(kUserTtftRow).bound, 0);
+  // The time to first token: LLaMA-2 7B (BF16) on one H100, 128 prompt tokens, is bound by its weights
+  // (13.2 GB at 3.35 TB/s, 3.9 ms); at 8,192 tokens by its GEMM FLOPs at the 16-bit peak (2 per layer weight per
+  // token, the head on the last token only). A published time under it is flagged.
+  const GpuSpec& h100 = **Hw().FindGpu("h100-sxm");
+  const ValidationCase short_prompt = EvaluatedCase(kUserTtftRow);
+  const double weights_s = (2 * pc.total - 2 * pc.embedding) / h100.memory_bandwidth_bytes_per_s.value;
+  EXPECT_NEAR(short_prompt.bound, weights_s, 0.002 * weights_s);
+  EXPECT_TRUE(short_prompt.within_bound());  // published 6 ms
+  std::string fast = kUserTtftRow;
+  fast.replace(fast.find("published = 0.006"), 17, "published = 0.003");
+  EXPECT_FALSE(EvaluatedCase(fast).within_bound());
+  std::string long_prompt = kUserTtftRow;
+  long_prompt.replace(long_prompt.find("input_len = 128"), 15, "input_len = 8192");
+  const double flops = 2 * (8192 * (pc.active - pc.embedding - pc.lm_head) + pc.lm_head);
+  const double peak = *h100.PeakFlops(Precision::kBf16);
+  EXPECT_NEAR(EvaluatedCase(long_prompt).bound, flops / peak, 1e-6 * flops / peak);
+  // Not figures at a stated batch: no bound (the engine's batch under --batch max is not the case's).
+  std::string max_row = decode_row("llama-2-7b", 1, 100);
+  max_row.replace(max_row.find("batch = 1"), 9, "batch_max = true");
+  max_row.replace(max_row.find("metric = \"decode_tokens_per_s\""), 30, "metric = \"output_tokens_per_s\"");
+  EXPECT_EQ(EvaluatedCase(max_row).bound, 0);
   // The bundled set: one published figure is above its bound, TensorRT-LLM v0.9's Mixtral on two A100s at batch 32
   // (801 output tokens/s per GPU; 93 GB of FP16 weights, 46.7 GB per GPU read every step, allow at most 700).
   const auto& rep = Bundled();
