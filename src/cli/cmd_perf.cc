@@ -644,6 +644,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       j["ttft_s"] = r->ttft_s;
       j["tpot_s"] = r->tpot_s;
       j["decode_tokens_per_s"] = r->decode_tokens_per_s;
+      if (r->ttft_bound_s > 0) j["ttft_bound_s"] = r->ttft_bound_s;
+      if (r->decode_tokens_per_s_bound > 0) j["decode_tokens_per_s_bound"] = r->decode_tokens_per_s_bound;
       j["output_tokens_per_s_per_gpu"] = r->output_tokens_per_s_per_gpu;
       j["e2e_latency_s"] = r->e2e_latency_s;
       j["max_batch"] = r->max_batch;
@@ -686,6 +688,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
            fmt::format("{} ({}-bound)", FormatSeconds(r->ttft_s), r->prefill_bound)});
     t.Row({"time per output token", fmt::format("{} ({}-bound)", FormatSeconds(r->tpot_s), r->decode_bound)});
     t.Row({"decode tokens/s", fmt::format("{:.1f}", r->decode_tokens_per_s)});
+    // The hardware's own limit at this batch (docs/methodology.md §9.5), for scale: no run gets there.
+    if (r->ttft_bound_s > 0 && r->decode_tokens_per_s_bound > 0)
+      t.Row({"physical bound", fmt::format("prefill at least {}, decode at most {:.1f} tokens/s",
+                                           FormatSeconds(r->ttft_bound_s), r->decode_tokens_per_s_bound)});
     t.Row({"end-to-end latency", FormatSeconds(r->e2e_latency_s)});
     t.Row({"output tokens/s per GPU", fmt::format("{:.1f}", r->output_tokens_per_s_per_gpu)});
     t.Row({"largest batch that fits", std::to_string(r->max_batch)});

@@ -292,6 +292,49 @@ std::string ServingBatchWords(const InferConfig& cfg, const InferResult& r) {
                      r.batch_limit == "cap" ? fmt::format(", capped at --max-batch {}", cfg.batch_cap) : "");
 }
 
+// docs/methodology.md §9.5. A decode step reads every weight it needs at least once: the memory model's weights per
+// GPU without the input embedding (looked up, not read; at 16 bits, the most it could hold, unless tied to the head,
+// which reads it whole), and for an MoE without the experts all of the pass's routed tokens miss under uniform
+// routing (a given expert is missed by n tokens with probability (1 - k/E)^n: n = B for a decode step, B x S for a
+// prefill). A prefill also does its GEMM FLOPs: 2 per layer matmul weight per prompt token, the output head on each
+// sequence's last token only, at the datasheet peak of its precision.
+Result<ServingLimit> ServingBound(const ModelSpec& m, const GpuSpec& gpu, const InferConfig& cfg) {
+  ServingLimit out;
+  if (cfg.spec.tokens > 0 || cfg.fit.par.pp > 1) return out;
+  const double bw = gpu.memory_bandwidth_bytes_per_s.value;
+  if (bw <= 0) return out;
+  FitRequest req = cfg.fit;
+  req.mode = Mode::kInfer;
+  req.seq = cfg.input_len + cfg.output_len;
+  SUANLI_ASSIGN_OR_RETURN(FitResult mem, EstimateMemory(m, req));
+  const ParamCounts pc = CountParams(m);
+  const double weights_all = mem.breakdown.weights;
+  const double read_always =
+      weights_all - (m.tie_embeddings ? 0.0 : pc.embedding * 2 / (cfg.fit.replicated_embeddings ? 1.0 : double(cfg.fit.par.tp)));
+  const double batch = double(cfg.fit.batch);
+  const auto weights_read = [&](double routed) {
+    double w = read_always;
+    if (m.moe && pc.total > 0) {
+      const double k = m.moe->experts_per_token, e = m.moe->num_experts;
+      w -= weights_all * pc.moe_experts / pc.total * std::pow(1 - k / e, routed);
+    }
+    return w;
+  };
+  const double decode_w = weights_read(batch);
+  if (decode_w > 0) out.decode_tokens_per_s = batch * bw / decode_w;
+  const double prefill_w = weights_read(batch * double(cfg.input_len));
+  // FP8 and NVFP4 weights run their GEMMs at that precision's peak; every other format at the 16-bit one.
+  const std::string& w = cfg.fit.weights.id;
+  const Precision prec = w == "fp8" ? Precision::kFp8 : w == "nvfp4" ? Precision::kFp4 : Precision::kBf16;
+  double peak = gpu.PeakFlops(prec).value_or(0);
+  if (peak <= 0) peak = gpu.PeakFlops(Precision::kFp16).value_or(0);
+  const double per_token = std::max(0.0, pc.active - pc.embedding - pc.lm_head);  // the layers' matmul weights
+  const double head = m.tie_embeddings ? pc.embedding : pc.lm_head;
+  const double flops = 2 * (batch * double(cfg.input_len) * per_token + batch * head) / double(cfg.fit.par.tp);
+  out.ttft_s = std::max(prefill_w > 0 ? prefill_w / bw : 0.0, peak > 0 ? flops / peak : 0.0);
+  return out;
+}
+
 Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, const InferConfig& cfg_in,
                                       const Efficiency& eff) {
   if (!cl.gpu) return InvalidArgument("no GPU given");
@@ -498,6 +541,9 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     r.decode_error = {};
     r.throughput_error = {};
   }
+  SUANLI_ASSIGN_OR_RETURN(const ServingLimit limit, ServingBound(m, *cl.gpu, cfg));
+  r.ttft_bound_s = limit.ttft_s;
+  r.decode_tokens_per_s_bound = limit.decode_tokens_per_s;
   r.prefill_ops = prefill.ops;
   r.decode_ops = decode.ops;
   if (!r.fits) r.notes.push_back(fmt::format("does not fit: peak {} per GPU", FormatBytes(r.per_gpu_peak_bytes)));

@@ -1410,6 +1410,52 @@ TEST_F(Perf, DecodeAtBatchOneIsBandwidthBoundOnEveryGpu) {
   }
 }
 
+// No estimate beats the hardware's own limit (InferResult's physical bound, methodology §9.5): on every catalog GPU
+// with a 16-bit peak, for a dense and an MoE model, in 16-bit, weight-only 4-bit and (where the GPU has it) FP8, at
+// batch 1 and 64, the predicted prefill takes at least the bound and the decode emits at most the bound's tokens/s.
+TEST_F(Perf, EstimatesStayInsideThePhysicalBound) {
+  int checked = 0;
+  for (const char* model : {"llama-3.1-8b", "mixtral-8x7b"}) {
+    const ModelSpec m = M(model);
+    for (const auto& g : hw_->gpus()) {
+      if (!g.PeakFlops(Precision::kBf16) && !g.PeakFlops(Precision::kFp16)) continue;
+      for (const char* w : {"bf16", "int4", "fp8"}) {
+        if (std::string_view(w) == "fp8" && !g.PeakFlops(Precision::kFp8)) continue;
+        for (int64_t batch : {1, 64}) {
+          InferConfig c;
+          c.fit.weights = *ParseWeightFormat(w);
+          c.fit.batch = batch;
+          c.input_len = 512;
+          c.output_len = 128;
+          auto r = EstimateInference(m, C(g), c, E(g));
+          ASSERT_TRUE(r.ok()) << g.id << ": " << r.status().message();
+          ASSERT_GT(r->ttft_bound_s, 0) << g.id;
+          ASSERT_GT(r->decode_tokens_per_s_bound, 0) << g.id;
+          EXPECT_GE(r->ttft_s, r->ttft_bound_s) << model << " " << g.id << " " << w << " batch " << batch;
+          EXPECT_LE(r->decode_tokens_per_s, r->decode_tokens_per_s_bound)
+              << model << " " << g.id << " " << w << " batch " << batch;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 80);
+  // A dense model reads the same weights at any batch: the decode bound grows with it; the prefill's FLOPs too.
+  InferConfig one, many;
+  many.fit.batch = 8;
+  auto r1 = EstimateInference(M("llama-2-7b"), C(G("h100-sxm")), one, E(G("h100-sxm")));
+  auto r8 = EstimateInference(M("llama-2-7b"), C(G("h100-sxm")), many, E(G("h100-sxm")));
+  ASSERT_TRUE(r1.ok() && r8.ok());
+  EXPECT_NEAR(r8->decode_tokens_per_s_bound, 8 * r1->decode_tokens_per_s_bound, 1e-9 * r8->decode_tokens_per_s_bound);
+  // Speculation has no bound here (0).
+  InferConfig spec;
+  spec.spec.tokens = 3;
+  spec.spec.acceptance_length = 2.5;
+  auto rs = EstimateInference(M("llama-2-7b"), C(G("h100-sxm")), spec, E(G("h100-sxm")));
+  ASSERT_TRUE(rs.ok()) << rs.status().message();
+  EXPECT_EQ(rs->decode_tokens_per_s_bound, 0);
+}
+
 TEST_F(Perf, PrefillIsComputeBoundDecodeTimeFollowsBandwidth) {
   const ModelSpec m = M("llama-2-7b");
   InferConfig c;

@@ -346,53 +346,6 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
                     "model_tflops_megatron)");
 }
 
-// The bandwidth bound of a serving rate (ValidationCase::bound): a decode step reads at least every weight on the
-// GPU once, at the datasheet bandwidth, and emits one token per sequence. An MoE step reads the experts its batch's
-// tokens pick: under uniform routing (what load balancing trains toward) a given expert is missed by all B tokens
-// with probability (1 - k/E)^B, so that share of the expert weights is left out. 0 where the bound does not apply:
-// speculation, pipeline stages, a batch the model chose (batch_max), a metric that is not a rate.
-// The time to first token: the prefill's GEMM FLOPs (2 per active matmul weight per prompt token, the output head on
-// each sequence's last token only) at the datasheet peak of its precision, or its weights at the datasheet
-// bandwidth (the experts all B x S prompt tokens miss left out), whichever is longer.
-Result<double> ServingBound(const ModelSpec& m, const GpuSpec& gpu, const InferConfig& c, const std::string& metric) {
-  const bool rate = metric == "decode_tokens_per_s" || metric == "output_tokens_per_s_per_gpu" ||
-                    metric == "output_tokens_per_s";
-  const bool ttft = metric == "ttft_s";
-  if ((!rate && !ttft) || c.spec.tokens > 0 || c.batch_max || c.fit.par.pp > 1) return 0.0;
-  const double bw = gpu.memory_bandwidth_bytes_per_s.value;
-  if (bw <= 0) return 0.0;
-  SUANLI_ASSIGN_OR_RETURN(FitResult mem, EstimateMemory(m, c.fit));
-  double weights = mem.breakdown.weights;
-  const ParamCounts pc = CountParams(m);
-  // The input embedding is looked up, not read: its table leaves the bound (at 16 bits, the most it could hold),
-  // unless it is tied to the output head, which reads it whole.
-  if (!m.tie_embeddings)
-    weights -= pc.embedding * 2 / (c.fit.replicated_embeddings ? 1.0 : double(c.fit.par.tp));
-  // Tokens whose routing picks the experts a pass reads: a decode step's B, a prefill's B x S.
-  const double routed = double(c.fit.batch) * (ttft ? double(c.input_len) : 1.0);
-  if (m.moe) {
-    const double k = m.moe->experts_per_token, e = m.moe->num_experts;
-    const double missed = std::pow(1 - k / e, routed);
-    if (pc.total > 0) weights -= weights * pc.moe_experts / pc.total * missed;
-  }
-  if (weights <= 0) return 0.0;
-  if (ttft) {
-    // FP8 and NVFP4 weights run their GEMMs at that precision's peak; everything else at the 16-bit one.
-    const std::string& w = c.fit.weights.id;
-    const Precision prec = w == "fp8" ? Precision::kFp8 : w == "nvfp4" ? Precision::kFp4 : Precision::kBf16;
-    double peak = gpu.PeakFlops(prec).value_or(0);
-    if (peak <= 0) peak = gpu.PeakFlops(Precision::kFp16).value_or(0);
-    const double per_token = std::max(0.0, pc.active - pc.embedding - pc.lm_head);  // the layers' matmul weights
-    const double head = m.tie_embeddings ? pc.embedding : pc.lm_head;
-    const double flops = 2 * (routed * per_token + double(c.fit.batch) * head) / double(c.fit.par.tp);
-    return std::max(weights / bw, peak > 0 ? flops / peak : 0.0);
-  }
-  const double steps_per_s = bw / weights;  // one GPU of the replica; every GPU of it steps together
-  const double batch = double(c.fit.batch);
-  if (metric == "output_tokens_per_s_per_gpu") return batch * steps_per_s / (double(c.fit.par.tp) * c.fit.par.pp);
-  return batch * steps_per_s;
-}
-
 Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
                          const CaseFileReader& read, const EfficiencyTable* table, std::string* detail, bool* moe,
                          bool* fits, double* bound) {
@@ -448,7 +401,14 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
                         r.prefill_bound, r.tpot_s * 1e3, r.decode_bound, r.fits ? "" : ", DOES NOT FIT");
   *fits = r.fits;
   const std::string metric = t["metric"].value_or(std::string());
-  SUANLI_ASSIGN_OR_RETURN(*bound, ServingBound(m, *gpu, c, metric));
+  // The physical bound (ValidationCase::bound), at the case's own batch: not under batch_max, where the batch is the
+  // model's choice rather than the engine's.
+  if (!c.batch_max) {
+    if (metric == "ttft_s") *bound = r.ttft_bound_s;
+    else if (metric == "decode_tokens_per_s" || metric == "output_tokens_per_s") *bound = r.decode_tokens_per_s_bound;
+    else if (metric == "output_tokens_per_s_per_gpu")
+      *bound = r.decode_tokens_per_s_bound / (double(c.fit.par.tp) * c.fit.par.pp);
+  }
   if (metric == "decode_tokens_per_s") return r.decode_tokens_per_s;
   if (metric == "ttft_s") return r.ttft_s;
   if (metric == "output_tokens_per_s_per_gpu") return r.output_tokens_per_s_per_gpu;
