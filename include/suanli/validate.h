@@ -32,6 +32,8 @@ struct ValidationCase {
   // Training and serving cases: whether the memory model puts the published run within its GPU's memory (every
   // bundled run ran, so false is a miss of the memory model).
   bool fits = true;
+  // Training figures: the step's least work (6 FLOPs per matmul weight per token, 4 for LoRA) at the dense peak, MFU
+  // at most 1, TFLOP/s at most the peak (docs/methodology.md §8).
   // Serving figures at a stated batch (no speculation, one pipeline stage), docs/methodology.md §9.5. Rates (decode
   // tokens/s, output tokens/s per GPU or per replica): the most the GPU could deliver if every decode step only read
   // the weights it must, once, at the datasheet bandwidth. The time to first token: the least the prefill could take,

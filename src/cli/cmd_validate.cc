@@ -118,10 +118,9 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
     std::cout << s.Render();
     if (!above.empty()) {
       std::cout << fmt::format(
-          "\nnote: {} published figure(s) beyond the physical bound (docs/methodology.md §9.5): a rate above what "
-          "reading the weights a decode step needs, once, at the datasheet bandwidth allows, or a time to first token "
-          "below what the prefill's FLOPs at the datasheet peak or its weights at the datasheet bandwidth take; check "
-          "the source's batch, GPU and parallel layout:\n",
+          "\nnote: {} published figure(s) beyond the physical bound, what the GPU's datasheet peak and bandwidth allow "
+          "for the least work the case states (docs/methodology.md §8 and §9.5); check the source's batch, GPU and "
+          "parallel layout:\n",
           above.size());
       for (const ValidationCase* c : above)
         std::cout << fmt::format("  {}: published {:.4g}, bound {:.4g} ({:+.0f}%)\n", c->name, c->published, c->bound,
