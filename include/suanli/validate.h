@@ -32,6 +32,7 @@ struct ValidationCase {
   // Training and serving cases: whether the memory model puts the published run within its GPU's memory (every
   // bundled run ran, so false is a miss of the memory model).
   bool fits = true;
+  // GEMM micro-benchmarks: the dense peak of the precision.
   // Training figures: the step's least work (6 FLOPs per matmul weight per token, 4 for LoRA) at the dense peak, MFU
   // at most 1, TFLOP/s at most the peak (docs/methodology.md §8).
   // Serving figures at a stated batch (no speculation, one pipeline stage), docs/methodology.md §9.5. Rates (decode

@@ -449,7 +449,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
 // One GEMM micro-benchmark (a published TFLOP/s at a stated M x N x K) against EstimateGemm, the shape model
 // every operator of the training and serving estimates goes through (docs/methodology.md §6.2).
 Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, const EfficiencyTable* table,
-                        std::string* detail) {
+                        std::string* detail, double* bound) {
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
   const std::string dtype = t["dtype"].value_or(std::string("bf16"));
@@ -477,6 +477,7 @@ Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, const E
   *detail = fmt::format("{:.1f} us, utilisation {:.3f}, {}-bound", g.time_s * 1e6, g.utilisation, BoundName(g.bound));
   if (t["metric"].value_or(std::string()) != "tflops")
     return ParseError("unknown GEMM metric '" + t["metric"].value_or(std::string()) + "' (valid: tflops)");
+  *bound = peak / 1e12;  // a GEMM's TFLOP/s at most the dense peak of its precision
   return g.flops / g.time_s / 1e12;
 }
 
@@ -532,7 +533,7 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
                                                     &vc.bound)
                : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits,
                                                     &vc.bound)
-                                        : EvalGemm(*t, hw, efficiency, &vc.detail);
+                                        : EvalGemm(*t, hw, efficiency, &vc.detail, &vc.bound);
       if (!v.ok()) {
         vc.failure = v.status().message();
       } else {
