@@ -566,10 +566,9 @@ struct InferResult {
   double spec_round_s = 0, spec_draft_step_s = 0, spec_verify_s = 0, draft_bytes_per_gpu = 0;
   std::string draft;  // what drafted, in words
   // The physical bound of this configuration (docs/methodology.md §9.5; 0 with speculation or PP > 1): the fewest
-  // seconds a prefill of the batch can take (its GEMM FLOPs at the datasheet peak or its weights at the datasheet
-  // bandwidth, whichever is longer) and the most tokens/s a decode step at the batch can emit (the weights it needs
-  // read once at the datasheet bandwidth).
-  double ttft_bound_s = 0, decode_tokens_per_s_bound = 0;
+  // seconds a prefill and a decode step of the batch can take (each pass's GEMM FLOPs at the datasheet peak or the
+  // weights it needs at the datasheet bandwidth, whichever is longer), and the most decode tokens/s that allows.
+  double ttft_bound_s = 0, decode_step_bound_s = 0, decode_tokens_per_s_bound = 0;
   std::vector<std::string> notes;
   // Validation bands: TTFT (dense models), decode tokens/s at batch 1 (gpt-fast), static-batch output
   // throughput (dense models). Empty (cases = 0) where no group covers the configuration.
@@ -579,8 +578,9 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& c, cons
                                       const Efficiency& eff);
 // InferResult's physical bound for a configuration at its batch (cfg.fit.batch), without efficiencies or host costs.
 struct ServingLimit {
-  double ttft_s = 0;               // at least this long
-  double decode_tokens_per_s = 0;  // at most this many (the replica's)
+  double ttft_s = 0;               // the prefill of the batch: at least this long
+  double decode_step_s = 0;        // one decode step of the batch: at least this long
+  double decode_tokens_per_s = 0;  // batch / decode_step_s: at most this many (the replica's)
 };
 Result<ServingLimit> ServingBound(const ModelSpec& m, const GpuSpec& gpu, const InferConfig& cfg);
 // The speculative-decoding settings EstimateInference refuses, with the reason (ranges, the draft's vocabulary and

@@ -320,9 +320,6 @@ Result<ServingLimit> ServingBound(const ModelSpec& m, const GpuSpec& gpu, const 
     }
     return w;
   };
-  const double decode_w = weights_read(batch);
-  if (decode_w > 0) out.decode_tokens_per_s = batch * bw / decode_w;
-  const double prefill_w = weights_read(batch * double(cfg.input_len));
   // FP8 and NVFP4 weights run their GEMMs at that precision's peak; every other format at the 16-bit one.
   const std::string& w = cfg.fit.weights.id;
   const Precision prec = w == "fp8" ? Precision::kFp8 : w == "nvfp4" ? Precision::kFp4 : Precision::kBf16;
@@ -330,8 +327,16 @@ Result<ServingLimit> ServingBound(const ModelSpec& m, const GpuSpec& gpu, const 
   if (peak <= 0) peak = gpu.PeakFlops(Precision::kFp16).value_or(0);
   const double per_token = std::max(0.0, pc.active - pc.embedding - pc.lm_head);  // the layers' matmul weights
   const double head = m.tie_embeddings ? pc.embedding : pc.lm_head;
-  const double flops = 2 * (batch * double(cfg.input_len) * per_token + batch * head) / double(cfg.fit.par.tp);
-  out.ttft_s = std::max(prefill_w > 0 ? prefill_w / bw : 0.0, peak > 0 ? flops / peak : 0.0);
+  const double tp = double(cfg.fit.par.tp);
+  const auto least = [&](double bytes, double flops) {
+    return std::max(bytes > 0 ? bytes / bw : 0.0, peak > 0 ? flops / peak : 0.0);
+  };
+  // A decode step: one token per sequence through the layers and the head.
+  out.decode_step_s = least(weights_read(batch), 2 * batch * (per_token + head) / tp);
+  if (out.decode_step_s > 0) out.decode_tokens_per_s = batch / out.decode_step_s;
+  // A prefill: every prompt token through the layers, the head on each sequence's last token.
+  out.ttft_s = least(weights_read(batch * double(cfg.input_len)),
+                     2 * (batch * double(cfg.input_len) * per_token + batch * head) / tp);
   return out;
 }
 
@@ -543,6 +548,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   }
   SUANLI_ASSIGN_OR_RETURN(const ServingLimit limit, ServingBound(m, *cl.gpu, cfg));
   r.ttft_bound_s = limit.ttft_s;
+  r.decode_step_bound_s = limit.decode_step_s;
   r.decode_tokens_per_s_bound = limit.decode_tokens_per_s;
   r.prefill_ops = prefill.ops;
   r.decode_ops = decode.ops;

@@ -417,11 +417,16 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   const std::string metric = t["metric"].value_or(std::string());
   // The physical bound (ValidationCase::bound), at the case's own batch: not under batch_max, where the batch is the
   // model's choice rather than the engine's.
-  if (!c.batch_max) {
+  if (!c.batch_max && r.decode_step_bound_s > 0) {
+    // A static batch's run: the prefill, then output_len - 1 decode steps (the prefill emits the first token);
+    // output throughput counts the whole run (gptSessionBenchmark's batch x output / latency).
+    const double b = double(c.fit.batch), out = double(c.output_len);
+    const double run = r.ttft_bound_s + (out - 1) * r.decode_step_bound_s;
     if (metric == "ttft_s") *bound = r.ttft_bound_s;
-    else if (metric == "decode_tokens_per_s" || metric == "output_tokens_per_s") *bound = r.decode_tokens_per_s_bound;
-    else if (metric == "output_tokens_per_s_per_gpu")
-      *bound = r.decode_tokens_per_s_bound / (double(c.fit.par.tp) * c.fit.par.pp);
+    else if (metric == "e2e_latency_s") *bound = run;
+    else if (metric == "decode_tokens_per_s") *bound = r.decode_tokens_per_s_bound;
+    else if (metric == "output_tokens_per_s") *bound = b * out / run;
+    else if (metric == "output_tokens_per_s_per_gpu") *bound = b * out / run / (double(c.fit.par.tp) * c.fit.par.pp);
   }
   if (metric == "decode_tokens_per_s") return r.decode_tokens_per_s;
   if (metric == "ttft_s") return r.ttft_s;
