@@ -292,12 +292,13 @@ std::string ServingBatchWords(const InferConfig& cfg, const InferResult& r) {
                      r.batch_limit == "cap" ? fmt::format(", capped at --max-batch {}", cfg.batch_cap) : "");
 }
 
-// docs/methodology.md §9.5. A decode step reads every weight it needs at least once: the memory model's weights per
-// GPU without the input embedding (looked up, not read; at 16 bits, the most it could hold, unless tied to the head,
-// which reads it whole), and for an MoE without the experts all of the pass's routed tokens miss under uniform
-// routing (a given expert is missed by n tokens with probability (1 - k/E)^n: n = B for a decode step, B x S for a
-// prefill). A prefill also does its GEMM FLOPs: 2 per layer matmul weight per prompt token, the output head on each
-// sequence's last token only, at the datasheet peak of its precision.
+// docs/methodology.md §9.5. A pass takes at least the longer of the weights it reads at the datasheet bandwidth and
+// its GEMM FLOPs at the datasheet peak of its precision. It reads every weight it needs at least once: the memory
+// model's weights per GPU without the input embedding (looked up, not read; at 16 bits, the most it could hold,
+// unless tied to the head, which reads it whole), and for an MoE without the experts all of the pass's routed tokens
+// miss under uniform routing (a given expert is missed by n tokens with probability (1 - k/E)^n: n = B for a decode
+// step, B x S for a prefill). Its FLOPs: 2 per layer matmul weight per token, the output head on one token per
+// sequence.
 Result<ServingLimit> ServingBound(const ModelSpec& m, const GpuSpec& gpu, const InferConfig& cfg) {
   ServingLimit out;
   if (cfg.spec.tokens > 0 || cfg.fit.par.pp > 1) return out;
@@ -309,8 +310,9 @@ Result<ServingLimit> ServingBound(const ModelSpec& m, const GpuSpec& gpu, const 
   SUANLI_ASSIGN_OR_RETURN(FitResult mem, EstimateMemory(m, req));
   const ParamCounts pc = CountParams(m);
   const double weights_all = mem.breakdown.weights;
-  const double read_always =
-      weights_all - (m.tie_embeddings ? 0.0 : pc.embedding * 2 / (cfg.fit.replicated_embeddings ? 1.0 : double(cfg.fit.par.tp)));
+  const double embedding_bytes =
+      m.tie_embeddings ? 0.0 : pc.embedding * 2 / (cfg.fit.replicated_embeddings ? 1.0 : double(cfg.fit.par.tp));
+  const double read_always = weights_all - embedding_bytes;
   const double batch = double(cfg.fit.batch);
   const auto weights_read = [&](double routed) {
     double w = read_always;
