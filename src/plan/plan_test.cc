@@ -1128,6 +1128,18 @@ TEST_F(Planner, SelectionCountsTheEngineHostOverhead) {
   // Even at batch 1 the 2 ms per step exceeds the 1 ms of slack, and the exclusion says the host time is in it.
   EXPECT_FALSE(c->eligible);
   EXPECT_NE(c->exclusion.find("2.00 ms of it is the given engine host time"), std::string::npos) << c->exclusion;
+  // The hardware would allow that objective; one under the physical bound no engine can meet.
+  EXPECT_NE(c->exclusion.find("would allow it to an engine faster than modelled"), std::string::npos) << c->exclusion;
+  ServeTarget fast = t;
+  fast.step_overhead_s = fast.request_overhead_s = 0;
+  fast.tpot_slo_s = 0.5 * a->replica_result.decode_step_bound_s;
+  auto impossible = SelectForServing(*hw_, fast);
+  ASSERT_TRUE(impossible.ok());
+  const SelectRow* d = FindRow(*impossible, "h100-sxm");
+  ASSERT_NE(d, nullptr);
+  EXPECT_FALSE(d->eligible);
+  EXPECT_NE(d->exclusion.find("no engine can meet it on this replica: the physical bound is"), std::string::npos)
+      << d->exclusion;
 }
 
 TEST_F(Planner, TrainingSelectionMeetsTheDeadline) {

@@ -187,13 +187,24 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
                   ? fmt::format("; {} of it is the given engine host time",
                                 FormatSeconds(!tpot_ok ? t.step_overhead_s : ttft_host))
                   : "";
+          // Against the physical bound (methodology §9.5): an objective under it no engine can meet on this replica.
+          const double bound = !tpot_ok ? r->decode_step_bound_s : r->ttft_bound_s;
+          const double slo = !tpot_ok ? t.tpot_slo_s : t.ttft_slo_s;
+          const std::string physics =
+              bound <= 0 ? ""
+              : slo < bound
+                  ? fmt::format("; no engine can meet it on this replica: the physical bound is {}", FormatSeconds(bound))
+                  : fmt::format("; the physical bound, {}, would allow it to an engine faster than modelled",
+                                FormatSeconds(bound));
           row.exclusion = !tpot_ok ? fmt::format("time per output token {} misses the {} objective even at batch 1 "
-                                                 "(decode is bandwidth-bound: {}{})",
+                                                 "(decode is {}-bound, {}{}{})",
                                                  FormatSeconds(r->tpot_s), FormatSeconds(t.tpot_slo_s),
-                                                 FormatBandwidth(g.memory_bandwidth_bytes_per_s.value), host)
+                                                 r->decode_bound, FormatBandwidth(g.memory_bandwidth_bytes_per_s.value),
+                                                 host, physics)
                                    : fmt::format("time to first token {} misses the {} objective even at batch 1 "
-                                                 "(prefill is compute-bound{})",
-                                                 FormatSeconds(r->ttft_s), FormatSeconds(t.ttft_slo_s), host);
+                                                 "(prefill is {}-bound{}{})",
+                                                 FormatSeconds(r->ttft_s), FormatSeconds(t.ttft_slo_s),
+                                                 r->prefill_bound, host, physics);
           break;
         }
       }
