@@ -50,6 +50,7 @@ struct ValidationGroup {
   double mean_abs_error = 0, worst_abs_error = 0;
   double mean_abs_error_calibration = 0, mean_abs_error_holdout = 0;
   int holdout_cases = 0;
+  int beyond_bound = 0;  // cases whose published figure is beyond its physical bound (ValidationCase::within_bound)
   double target_mean = 0, target_worst = 0;  // 0 = no target
   bool meets_target() const {
     return target_mean <= 0 || (mean_abs_error <= target_mean && worst_abs_error <= target_worst);

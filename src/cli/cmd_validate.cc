@@ -86,6 +86,7 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
                                {"mean_abs_error_calibration", g.mean_abs_error_calibration},
                                {"mean_abs_error_holdout", g.mean_abs_error_holdout},
                                {"holdout_cases", g.holdout_cases},
+                               {"beyond_bound", g.beyond_bound},
                                {"target_mean", g.target_mean},
                                {"target_worst", g.target_worst},
                                {"meets_target", g.meets_target()}});

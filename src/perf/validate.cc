@@ -555,6 +555,7 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
     g.group = c.group;
     const double e = c.failure.empty() ? std::fabs(c.error) : 1.0;  // an unevaluable case counts as 100%
     g.cases++;
+    if (c.failure.empty() && !c.within_bound()) g.beyond_bound++;
     g.mean_abs_error += e;
     g.worst_abs_error = std::max(g.worst_abs_error, e);
     if (c.role == "holdout") {

@@ -1079,6 +1079,7 @@ published = {}
   }
   EXPECT_GE(bounded, 560);  // every training and GEMM row, and every serving figure at a stated batch
   EXPECT_EQ(above, std::set<std::string>{"TRT-LLM v0.9 mixtral-8x7b a100-sxm-80gb fp16 b32 TP2 2048/2048"});
+  for (const auto& g : rep->groups) EXPECT_EQ(g.beyond_bound, g.group == "throughput" ? 1 : 0) << g.group;
 }
 
 }  // namespace suanli
