@@ -292,44 +292,38 @@ std::string ServingBatchWords(const InferConfig& cfg, const InferResult& r) {
                      r.batch_limit == "cap" ? fmt::format(", capped at --max-batch {}", cfg.batch_cap) : "");
 }
 
+namespace {
 // docs/methodology.md §9.5. A pass takes at least the longer of the weights it reads at the datasheet bandwidth and
 // its GEMM FLOPs at the datasheet peak of its precision. It reads every weight it needs at least once: the memory
-// model's weights per GPU without the input embedding (looked up, not read; at 16 bits, the most it could hold,
-// unless tied to the head, which reads it whole), and for an MoE without the experts all of the pass's routed tokens
-// miss under uniform routing (a given expert is missed by n tokens with probability (1 - k/E)^n: n = B for a decode
-// step, B x S for a prefill). Its FLOPs: 2 per layer matmul weight per token, the output head on one token per
-// sequence.
-Result<ServingLimit> ServingBound(const ModelSpec& m, const GpuSpec& gpu, const InferConfig& cfg) {
+// model's weights per GPU (`weights_per_gpu`) without the input embedding (looked up, not read; at 16 bits, the most
+// it could hold, unless tied to the head, which reads it whole), and for an MoE without the experts all of the pass's
+// routed tokens miss under uniform routing (a given expert is missed by n tokens with probability (1 - k/E)^n: n = B
+// for a decode step, B x S for a prefill). Its FLOPs: 2 per layer matmul weight per token, the output head on one
+// token per sequence.
+ServingLimit BoundFromWeights(const ModelSpec& m, const GpuSpec& gpu, const InferConfig& cfg, double weights_per_gpu) {
   ServingLimit out;
-  if (cfg.spec.tokens > 0 || cfg.fit.par.pp > 1) return out;
   const double bw = gpu.memory_bandwidth_bytes_per_s.value;
-  if (bw <= 0) return out;
-  FitRequest req = cfg.fit;
-  req.mode = Mode::kInfer;
-  req.seq = cfg.input_len + cfg.output_len;
-  SUANLI_ASSIGN_OR_RETURN(FitResult mem, EstimateMemory(m, req));
+  if (cfg.spec.tokens > 0 || cfg.fit.par.pp > 1 || bw <= 0) return out;
   const ParamCounts pc = CountParams(m);
-  const double weights_all = mem.breakdown.weights;
+  const double tp = double(cfg.fit.par.tp);
   const double embedding_bytes =
-      m.tie_embeddings ? 0.0 : pc.embedding * 2 / (cfg.fit.replicated_embeddings ? 1.0 : double(cfg.fit.par.tp));
-  const double read_always = weights_all - embedding_bytes;
+      m.tie_embeddings ? 0.0 : pc.embedding * 2 / (cfg.fit.replicated_embeddings ? 1.0 : tp);
   const double batch = double(cfg.fit.batch);
   const auto weights_read = [&](double routed) {
-    double w = read_always;
+    double w = weights_per_gpu - embedding_bytes;
     if (m.moe && pc.total > 0) {
       const double k = m.moe->experts_per_token, e = m.moe->num_experts;
-      w -= weights_all * pc.moe_experts / pc.total * std::pow(1 - k / e, routed);
+      w -= weights_per_gpu * pc.moe_experts / pc.total * std::pow(1 - k / e, routed);
     }
     return w;
   };
-  // FP8 and NVFP4 weights run their GEMMs at that precision's peak; every other format at the 16-bit one.
-  const std::string& w = cfg.fit.weights.id;
-  const Precision prec = w == "fp8" ? Precision::kFp8 : w == "nvfp4" ? Precision::kFp4 : Precision::kBf16;
-  double peak = gpu.PeakFlops(prec).value_or(0);
-  if (peak <= 0) peak = gpu.PeakFlops(Precision::kFp16).value_or(0);
+  // The GEMMs' precision as Forward runs them: FP8 and NVFP4 (given, or implied by the weights) at their peak,
+  // everything else at the 16-bit one.
+  Precision prec = cfg.compute;
+  if (prec != Precision::kFp8 && prec != Precision::kFp4) prec = ServingComputePrecision(cfg.fit.weights);
+  const double peak = PeakFor(gpu, prec);
   const double per_token = std::max(0.0, pc.active - pc.embedding - pc.lm_head);  // the layers' matmul weights
   const double head = m.tie_embeddings ? pc.embedding : pc.lm_head;
-  const double tp = double(cfg.fit.par.tp);
   const auto least = [&](double bytes, double flops) {
     return std::max(bytes > 0 ? bytes / bw : 0.0, peak > 0 ? flops / peak : 0.0);
   };
@@ -340,6 +334,15 @@ Result<ServingLimit> ServingBound(const ModelSpec& m, const GpuSpec& gpu, const 
   out.ttft_s = least(weights_read(batch * double(cfg.input_len)),
                      2 * (batch * double(cfg.input_len) * per_token + batch * head) / tp);
   return out;
+}
+}  // namespace
+
+Result<ServingLimit> ServingBound(const ModelSpec& m, const GpuSpec& gpu, const InferConfig& cfg) {
+  FitRequest req = cfg.fit;
+  req.mode = Mode::kInfer;
+  req.seq = cfg.input_len + cfg.output_len;
+  SUANLI_ASSIGN_OR_RETURN(FitResult mem, EstimateMemory(m, req));
+  return BoundFromWeights(m, gpu, cfg, mem.breakdown.weights);
 }
 
 Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, const InferConfig& cfg_in,
@@ -548,7 +551,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     r.decode_error = {};
     r.throughput_error = {};
   }
-  SUANLI_ASSIGN_OR_RETURN(const ServingLimit limit, ServingBound(m, *cl.gpu, cfg));
+  const ServingLimit limit = BoundFromWeights(m, *cl.gpu, cfg, mem->breakdown.weights);
   r.ttft_bound_s = limit.ttft_s;
   r.decode_step_bound_s = limit.decode_step_s;
   r.decode_tokens_per_s_bound = limit.decode_tokens_per_s;
