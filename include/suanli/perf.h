@@ -748,6 +748,9 @@ inline constexpr ErrorBand kMaxThroughputError{"max_throughput", 100, 0.1204, 0.
                                                68, 0.0691, "TRT-LLM 1.0 "};
 }  // namespace evidence
 
+// Matmul parameters a token goes through: every active parameter but the input-embedding lookup (a tied table is
+// used once, as the output head).
+double MatmulParamsPerToken(const ModelSpec& m);
 // Model FLOPs per token (forward + backward = 3x forward) under a convention, for sequence s.
 // 6N + 12*L*d_attn*s (PaLM, non-causal attention) or Megatron's 72*s*L*h^2*(1+s/6h+V/12hL)/s.
 double ModelFlopsPerToken(const ModelSpec& m, double seq, FlopConvention c);

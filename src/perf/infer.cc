@@ -322,8 +322,8 @@ ServingLimit BoundFromWeights(const ModelSpec& m, const GpuSpec& gpu, const Infe
   Precision prec = cfg.compute;
   if (prec != Precision::kFp8 && prec != Precision::kFp4) prec = ServingComputePrecision(cfg.fit.weights);
   const double peak = PeakFor(gpu, prec);
-  const double per_token = std::max(0.0, pc.active - pc.embedding - pc.lm_head);  // the layers' matmul weights
   const double head = m.tie_embeddings ? pc.embedding : pc.lm_head;
+  const double per_token = std::max(0.0, MatmulParamsPerToken(m) - head);  // the layers' matmul weights
   const auto least = [&](double bytes, double flops) {
     return std::max(bytes > 0 ? bytes / bw : 0.0, peak > 0 ? flops / peak : 0.0);
   };

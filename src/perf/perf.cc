@@ -1089,23 +1089,24 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
 
 }  // namespace
 
+double MatmulParamsPerToken(const ModelSpec& m) {
+  const ParamCounts c = CountParams(m);
+  return c.active - (m.tie_embeddings ? 0.0 : c.embedding);
+}
+
 double ModelFlopsPerToken(const ModelSpec& m, double seq, FlopConvention conv) {
   if (conv == FlopConvention::kMegatron) {
     const double h = double(m.hidden), L = m.layers, V = double(m.vocab);
     return 72.0 * L * h * h * (1 + seq / (6 * h) + V / (12 * h * L)) / 1.0;
   }
-  const ParamCounts c = CountParams(m);
-  // Matmul parameters: all active parameters except the input-embedding lookup (a tied table is
-  // used once, as the output head).
-  const double n = c.active - (m.tie_embeddings ? 0.0 : c.embedding);
+  const double n = MatmulParamsPerToken(m);
   const double attn_dim = m.mla ? double(m.heads) * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim)
                                 : double(m.heads) * m.head_dim;
   return 6 * n + 12.0 * m.layers * attn_dim * seq;
 }
 
 double LoraFlopsPerToken(const ModelSpec& m, double seq, double adapter_params) {
-  const ParamCounts c = CountParams(m);
-  const double n = c.active - (m.tie_embeddings ? 0.0 : c.embedding);
+  const double n = MatmulParamsPerToken(m);
   const double attn_dim = m.mla ? double(m.heads) * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim)
                                 : double(m.heads) * m.head_dim;
   return 4 * n + 12.0 * m.layers * attn_dim * seq + 6 * adapter_params;

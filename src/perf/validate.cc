@@ -331,9 +331,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   // frozen base weights: no weight gradients; attention, recompute and the rest left out), at the GPU's dense peak
   // for the run's precision; MFU at most 1, TFLOP/s per GPU at most the peak.
   if (r.peak_flops_per_gpu > 0) {
-    const ParamCounts pc = CountParams(m);
-    const double matmul = pc.active - (m.tie_embeddings ? 0.0 : pc.embedding);
-    const double per_token = (c.fit.mode == Mode::kLora ? 4.0 : 6.0) * matmul;
+    const double per_token = (c.fit.mode == Mode::kLora ? 4.0 : 6.0) * MatmulParamsPerToken(m);
     const double tokens = double(c.fit.batch) * double(c.fit.seq);
     if (metric == "step_time_s" && per_token > 0) *bound = tokens * per_token / (r.peak_flops_per_gpu * gpus_d);
     if (metric == "tokens_per_s_per_gpu" && per_token > 0) *bound = r.peak_flops_per_gpu / per_token;
