@@ -25,6 +25,17 @@ string(JSON band_covers GET "${out}" validation_error step_time_s covers_gpu)
 if(band_cases LESS 100 OR NOT band_covers)
   message(FATAL_ERROR "perf train --json: validation band over ${band_cases} runs, covers h100-sxm: ${band_covers}")
 endif()
+# The links the estimate assumed, with units: a network line rate in bits and what it gives per GPU in bytes.
+string(JSON nic_bits GET "${out}" network inter_node nic_bits_per_s)
+string(JSON inter_used GET "${out}" network inter_node used)
+if(NOT nic_bits EQUAL 400000000000 OR inter_used)
+  message(FATAL_ERROR "perf train --json network: NIC ${nic_bits} b/s, inter-node used ${inter_used} on one node")
+endif()
+run_suanli(0 out perf train --model llama-2-7b --gpus 16 --global-batch 64 --nics-per-node 4)
+expect_contains("${out}" "inter-node: ib-ndr, 4 x 400 Gb/s per 8-GPU node = 25.0 GB/s per GPU per direction"
+                "perf train names the fabric with its rate in bits and per GPU in bytes")
+expect_contains("${out}" "intra-node: nvlink4, 450.0 GB/s per GPU per direction; NCCL bus bandwidth"
+                "perf train names the GPU link and its bus bandwidth")
 run_suanli(0 out perf train --model llama-2-7b --gpu mi300x --gpus 8 --global-batch 64)
 expect_contains("${out}" "none on mi300x" "a band from other GPUs says so")
 run_suanli(0 out perf infer --model mixtral-8x7b --tp 2 --json)

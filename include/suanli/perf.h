@@ -95,6 +95,9 @@ struct Cluster {
   double inter_bw_per_gpu = 0;   // bytes/s per GPU per direction across nodes (NIC share)
   double inter_latency_s = 5e-6;
   std::string inter_name;
+  std::string inter_id;          // the fabric's catalog id (data/interconnects.toml), e.g. "ib-ndr"
+  double nic_bw_per_dir = 0;     // bytes/s per NIC per direction (the line rate; 400 Gb/s = 50 GB/s)
+  int nics_per_node = 0;
   // NCCL may run all-reduce as NVLS (in-switch reduction) where the efficiency data has `link_allreduce`;
   // NCCL_NVLS_ENABLE=0 (`--no-nvls`) turns it off and all-reduce runs as a ring like every other collective.
   bool nvls = true;
@@ -110,6 +113,30 @@ struct Cluster {
 // inter-node from an interconnect id (e.g. "ib-ndr") with `nics_per_node` NICs (default one per GPU).
 Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int gpus_per_node,
                             std::string_view inter_node, int nics_per_node = 0);
+
+// The links a cluster's collectives run over, as the model takes them (docs/methodology.md §7): each one's datasheet
+// rate per GPU per direction and the NCCL bus bandwidth the efficiency data lets it reach. Bus bandwidth is
+// nccl-tests' busbw: a collective of S bytes over n ranks takes latency + S / algbw, with busbw = algbw x 2(n-1)/n
+// for all-reduce and x (n-1)/n for all-gather and reduce-scatter. All rates in bytes/s; network line rates are
+// quoted in bits (Gb/s) and converted here (x 1/8).
+struct NetworkSummary {
+  // Inside a node: the GPU link (NVLink, NVSwitch, Infinity Fabric, or PCIe where there is none).
+  std::string intra_name;
+  bool intra_nvlink = true;
+  double intra_bytes_per_s = 0;            // datasheet, per GPU per direction
+  double intra_busbw_bytes_per_s = 0;      // ring collectives (all-gather, reduce-scatter, all-reduce without NVLS)
+  double intra_nvls_busbw_bytes_per_s = 0; // all-reduce with the in-switch reduction; 0 when not used
+  double intra_latency_s = 0;
+  // Across nodes: the node's NICs, shared by its GPUs.
+  std::string fabric;                      // catalog id, e.g. "ib-ndr"
+  double nic_bytes_per_s = 0;              // line rate of one NIC per direction
+  int nics_per_node = 0, gpus_per_node = 0;
+  double inter_bytes_per_s_per_gpu = 0;    // nics x line rate / GPUs per node
+  double inter_busbw_bytes_per_s_per_gpu = 0;  // x the network efficiency; a group with k ranks on each node gets k x
+                                               // this (NCCL runs a ring per NIC), at most the link inside the node
+  double inter_latency_s = 0;
+};
+NetworkSummary DescribeNetwork(const Cluster& c, const Efficiency& e);
 
 // All-to-all and point-to-point times (seconds) for `bytes` per rank over `n` ranks with bandwidth `busbw`
 // (bytes/s) and per-step latency `alpha` (s): (n-1)/n of the bytes leave each rank, n-1 steps.

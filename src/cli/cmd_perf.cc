@@ -46,6 +46,43 @@ struct PerfFlags {
 };
 
 
+// The links the estimate's collectives ran over (docs/methodology.md §7), with their datasheet rates and the bus
+// bandwidth the efficiency data gives them; bits where the catalog quotes a line rate (NICs), bytes elsewhere.
+std::string IntraNodeWords(const NetworkSummary& n) {
+  std::string words = fmt::format("{}, {} per GPU per direction; NCCL bus bandwidth {}", n.intra_name,
+                                  FormatBandwidth(n.intra_bytes_per_s), FormatBandwidth(n.intra_busbw_bytes_per_s));
+  if (n.intra_nvls_busbw_bytes_per_s > 0)
+    words += fmt::format(", {} for an all-reduce reduced in the switch (NVLS)",
+                         FormatBandwidth(n.intra_nvls_busbw_bytes_per_s));
+  return words;
+}
+std::string InterNodeWords(const NetworkSummary& n) {
+  return fmt::format("{}, {} x {:g} Gb/s per {}-GPU node = {} per GPU per direction; bus bandwidth {} per GPU (a group "
+                     "with k GPUs on each node: k x that, at most the link inside the node)",
+                     n.fabric, n.nics_per_node, n.nic_bytes_per_s * 8 / 1e9, n.gpus_per_node,
+                     FormatBandwidth(n.inter_bytes_per_s_per_gpu), FormatBandwidth(n.inter_busbw_bytes_per_s_per_gpu));
+}
+constexpr const char* kBusBandwidthWords =
+    "bus bandwidth is nccl-tests' busbw: a collective of S bytes per GPU over n GPUs takes its latency + S / algbw, "
+    "with busbw = algbw x 2(n-1)/n for all-reduce and x (n-1)/n for all-gather and reduce-scatter (docs/methodology.md "
+    "section 7)";
+json NetworkJson(const NetworkSummary& n, bool multi_node) {
+  json j = {{"intra_node", {{"link", n.intra_name},
+                            {"bytes_per_s_per_direction", n.intra_bytes_per_s},
+                            {"busbw_bytes_per_s", n.intra_busbw_bytes_per_s},
+                            {"latency_s", n.intra_latency_s}}}};
+  if (n.intra_nvls_busbw_bytes_per_s > 0) j["intra_node"]["nvls_allreduce_busbw_bytes_per_s"] = n.intra_nvls_busbw_bytes_per_s;
+  j["inter_node"] = {{"fabric", n.fabric},
+                     {"used", multi_node},
+                     {"nic_bits_per_s", n.nic_bytes_per_s * 8},
+                     {"nics_per_node", n.nics_per_node},
+                     {"gpus_per_node", n.gpus_per_node},
+                     {"bytes_per_s_per_direction_per_gpu", n.inter_bytes_per_s_per_gpu},
+                     {"busbw_bytes_per_s_per_gpu", n.inter_busbw_bytes_per_s_per_gpu},
+                     {"latency_s", n.inter_latency_s}};
+  return j;
+}
+
 json OpsJson(const std::vector<OpCost>& ops, const RidgePoint& ridge) {
   json a = json::array();
   for (const auto& o : ops) {
@@ -490,6 +527,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           j["gpu_hours"] = r->gpu_hours;
           if (f->price > 0) j["cost_usd"] = r->cost_usd;
         }
+        j["network"] = NetworkJson(DescribeNetwork(*cluster, *eff), f->gpus > cluster->gpus_per_node);
         j["efficiency_sources"] = eff->sources;
         j["notes"] = r->notes;
         j["validation_error"] = {{"step_time_s", BandJson(r->error, **gpu)}};
@@ -512,15 +550,23 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                    ? fmt::format("FP8 GEMMs ({} scaling)", Fp8RecipeName(cfg.fp8_recipe))
                                    : PrecisionKey(cfg.dtype));
       std::cout << fmt::format(
-          "micro-batch {} ({} per step per pipeline), recompute {}, attention {}{}{}, intra-node {}, inter-node {}\n\n",
+          "micro-batch {} ({} per step per pipeline), recompute {}, attention {}{}{}\n",
           r->micro_batch, r->num_micro_batches,
           RecomputeWords(r->recompute, r->recompute_layers, r->recompute_modules),
           AttentionImplName(cfg.attention),
           cfg.cross_entropy != CrossEntropyImpl::kFused
               ? fmt::format(", cross-entropy {}", CrossEntropyImplName(cfg.cross_entropy))
               : "",
-          model->moe && f->ep > 1 ? fmt::format(", MoE dispatch {}", MoeDispatcherName(cfg.moe_dispatcher)) : "",
-          cluster->intra_name, cluster->inter_name);
+          model->moe && f->ep > 1 ? fmt::format(", MoE dispatch {}", MoeDispatcherName(cfg.moe_dispatcher)) : "");
+      {
+        const NetworkSummary net = DescribeNetwork(*cluster, *eff);
+        std::cout << "intra-node: " << IntraNodeWords(net) << "\n";
+        if (f->gpus > cluster->gpus_per_node)
+          std::cout << "inter-node: " << InterNodeWords(net) << "\n";
+        else
+          std::cout << fmt::format("inter-node: none (the {} GPUs share one node)\n", f->gpus);
+        std::cout << "\n";
+      }
       if (!r->fits)
         std::cout << fmt::format("DOES NOT FIT: needs {} more per GPU (peak {}); the time below is what it would take\n\n",
                                  FormatBytes(r->shortfall_bytes), FormatBytes(r->memory.per_gpu_peak_bytes));
@@ -528,8 +574,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       t.Row({"step time", FormatSeconds(r->step_time_s)});
       for (const auto& term : kBreakdownTerms) {
         const double v = r->breakdown_s.*term.value;
-        // Only eager FSDP stacks have a host term, only MoE models the calibrated overhead.
+        // Only eager FSDP stacks have a host term, only MoE models the calibrated overhead, only runs that offload
+        // activations an offload wait.
         if ((term.value == &TrainBreakdown::host || term.value == &TrainBreakdown::moe_overhead) && v <= 0) continue;
+        if (term.value == &TrainBreakdown::offload && r->offload_layers == 0) continue;
         t.Row({std::string("  ") + term.words, FormatSeconds(v)});
       }
       t.Row({"tokens/s", fmt::format("{:.0f} ({:.0f} per GPU)", r->tokens_per_s, r->tokens_per_s_per_gpu)});
@@ -554,6 +602,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "
                      "equivalents per step on the critical stage):\n";
         PrintOps(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype), r->step_time_s);
+        std::cout << kBusBandwidthWords << "\n";
         if (!r->pipeline_ranks.empty()) {
           double slowest = 0;
           for (const auto& pr : r->pipeline_ranks) slowest = std::max(slowest, pr.seconds_per_micro_batch);
@@ -652,6 +701,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       j["per_gpu_peak_bytes"] = r->per_gpu_peak_bytes;
       j["prefill_bound"] = r->prefill_bound;
       j["decode_bound"] = r->decode_bound;
+      j["network"] = NetworkJson(DescribeNetwork(*cluster, *eff), f->tp * f->pp > cluster->gpus_per_node);
       j["efficiency_sources"] = eff->sources;
       j["notes"] = r->notes;
       j["validation_error"] = {{"ttft_s", BandJson(r->ttft_error, **gpu)},
@@ -678,9 +728,17 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     const std::string experts =
         f->ep > 1 ? fmt::format(" EP={} ETP={}", f->ep, ExpertTpFor(cfg.fit.par, Mode::kInfer)) : "";
     std::cout << fmt::format(
-        "{} on {} x {} (TP={} PP={}{}), weights {}, batch {}, {} in / {} out tokens, decode attention {}\n\n",
+        "{} on {} x {} (TP={} PP={}{}), weights {}, batch {}, {} in / {} out tokens, decode attention {}\n",
         model->id, f->tp * f->pp, (*gpu)->id, f->tp, f->pp, experts, cfg.fit.weights.id, ServingBatchWords(cfg, *r),
         f->input_len, f->output_len, DecodeAttentionName(cfg.decode_attention));
+    if (f->tp * f->pp > 1) {
+      const NetworkSummary net = DescribeNetwork(*cluster, *eff);
+      std::cout << "intra-node: " << IntraNodeWords(net)
+                << (net.intra_nvlink ? "; small all-reduces run the engines' one-shot kernel where it is faster" : "")
+                << "\n";
+      if (f->tp * f->pp > cluster->gpus_per_node) std::cout << "inter-node: " << InterNodeWords(net) << "\n";
+    }
+    std::cout << "\n";
     if (!r->fits) std::cout << "DOES NOT FIT: " << FormatBytes(r->per_gpu_peak_bytes) << " per GPU needed\n\n";
     Table t({"", "value"});
     // At full load the prefill of every sequence in flight is not any one request's wait (that includes queueing).
@@ -722,6 +780,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         std::cout << "\ndecode operators (one step):\n";
         PrintOps(r->decode_ops, ridge, r->tpot_s);
       }
+      if (f->tp * f->pp > 1) std::cout << kBusBandwidthWords << "\n";
     }
     return r->fits ? kExitOk : kExitNoFit;
   };

@@ -431,7 +431,29 @@ Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int g
   c.inter_bw_per_gpu = (*net)->bandwidth_per_direction_bytes_per_s.value * nics / gpus_per_node;
   if ((*net)->latency_s) c.inter_latency_s = (*net)->latency_s->value;
   c.inter_name = fmt::format("{} x{} per node", (*net)->id, nics);
+  c.inter_id = (*net)->id;
+  c.nic_bw_per_dir = (*net)->bandwidth_per_direction_bytes_per_s.value;
+  c.nics_per_node = nics;
   return c;
+}
+
+NetworkSummary DescribeNetwork(const Cluster& c, const Efficiency& e) {
+  NetworkSummary n;
+  n.intra_name = c.intra_name;
+  n.intra_nvlink = c.intra_nvlink;
+  n.intra_bytes_per_s = c.intra_bw_per_dir;
+  n.intra_busbw_bytes_per_s = c.intra_bw_per_dir * e.link;
+  // The in-switch all-reduce where GroupBusBandwidth would use it for a group inside one node.
+  if (c.nvls && e.link_allreduce > e.link) n.intra_nvls_busbw_bytes_per_s = c.intra_bw_per_dir * e.link_allreduce;
+  n.intra_latency_s = c.intra_latency_s;
+  n.fabric = c.inter_id;
+  n.nic_bytes_per_s = c.nic_bw_per_dir;
+  n.nics_per_node = c.nics_per_node;
+  n.gpus_per_node = c.gpus_per_node;
+  n.inter_bytes_per_s_per_gpu = c.inter_bw_per_gpu;
+  n.inter_busbw_bytes_per_s_per_gpu = c.inter_bw_per_gpu * e.network;
+  n.inter_latency_s = c.inter_latency_s;
+  return n;
 }
 
 double AllToAllTime(double bytes, int n, double busbw, double alpha) {

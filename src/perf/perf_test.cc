@@ -1008,6 +1008,40 @@ TEST_F(Perf, PerHeadDecodeAttentionIsBoundByInstructionIssue) {
   EXPECT_NE(amd.status().message().find("NVIDIA"), std::string::npos);
 }
 
+// What `perf` prints about the links is what the collectives use: the intra-node bus bandwidths are those of a group
+// inside one node, the inter-node one that of a group with one GPU per node, and the fabric's line rate, quoted in
+// Gb/s, is converted to bytes (400 Gb/s NDR = 50 GB/s per NIC; 8 NICs per 8 GPUs = 50 GB/s per GPU, 4 = 25).
+TEST_F(Perf, TheNetworkSummaryIsWhatTheCollectivesUse) {
+  const GpuSpec& h = G("h100-sxm");
+  const Efficiency e = E(h);
+  Cluster c = C(h);
+  NetworkSummary n = DescribeNetwork(c, e);
+  EXPECT_EQ(n.intra_name, "nvlink4");
+  EXPECT_DOUBLE_EQ(n.intra_bytes_per_s, 450e9);
+  EXPECT_DOUBLE_EQ(n.intra_busbw_bytes_per_s, GroupBusBandwidth(c, e, 8, 1, Collective::kRing));
+  EXPECT_DOUBLE_EQ(n.intra_nvls_busbw_bytes_per_s, GroupBusBandwidth(c, e, 8, 1, Collective::kAllReduce));
+  EXPECT_GT(n.intra_nvls_busbw_bytes_per_s, n.intra_busbw_bytes_per_s);
+  EXPECT_EQ(n.fabric, "ib-ndr");
+  EXPECT_DOUBLE_EQ(n.nic_bytes_per_s * 8, 400e9);
+  EXPECT_EQ(n.nics_per_node, 8);
+  EXPECT_DOUBLE_EQ(n.inter_bytes_per_s_per_gpu, 50e9);
+  // A data-parallel group of 16 with one rank on each node (stride 8).
+  EXPECT_DOUBLE_EQ(n.inter_busbw_bytes_per_s_per_gpu, GroupBusBandwidth(c, e, 16, 8, Collective::kRing));
+  EXPECT_LT(n.inter_busbw_bytes_per_s_per_gpu, n.inter_bytes_per_s_per_gpu);
+  c.nvls = false;
+  EXPECT_EQ(DescribeNetwork(c, e).intra_nvls_busbw_bytes_per_s, 0);
+  const NetworkSummary half = DescribeNetwork(*MakeCluster(*hw_, h, 8, "ib-ndr", 4), e);
+  EXPECT_EQ(half.nics_per_node, 4);
+  EXPECT_DOUBLE_EQ(half.inter_bytes_per_s_per_gpu, 25e9);
+  // No GPU link: PCIe, no in-switch reduction.
+  const GpuSpec& l = G("l40s");
+  const NetworkSummary p = DescribeNetwork(C(l, "roce-200g"), E(l));
+  EXPECT_FALSE(p.intra_nvlink);
+  EXPECT_NE(p.intra_name.find("pcie"), std::string::npos);
+  EXPECT_EQ(p.intra_nvls_busbw_bytes_per_s, 0);
+  EXPECT_DOUBLE_EQ(p.nic_bytes_per_s * 8, 200e9);
+}
+
 // On H100/H200 NVSwitch nodes NCCL's all-reduce reduces in the switch (NVLS, about 480 GB/s busbw) while every other
 // collective moves its bytes over the wire (about 370 GB/s); NCCL_NVLS_ENABLE=0 (Cluster::nvls) makes the all-reduce
 // a ring too. Elsewhere (A100) the two are the same.
