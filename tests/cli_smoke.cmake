@@ -32,10 +32,16 @@ if(NOT nic_bits EQUAL 400000000000 OR inter_used)
   message(FATAL_ERROR "perf train --json network: NIC ${nic_bits} b/s, inter-node used ${inter_used} on one node")
 endif()
 run_suanli(0 out perf train --model llama-2-7b --gpus 16 --global-batch 64 --nics-per-node 4)
-expect_contains("${out}" "inter-node: ib-ndr, 4 x 400 Gb/s per 8-GPU node = 25.0 GB/s per GPU per direction"
+expect_contains("${out}" "inter-node: ib-ndr (the default for h100-sxm; --inter-node to change), 4 x 400 Gb/s per 8-GPU node = 25.0 GB/s per GPU per direction"
                 "perf train names the fabric with its rate in bits and per GPU in bytes")
 expect_contains("${out}" "intra-node: nvlink4, 450.0 GB/s per GPU per direction; NCCL bus bandwidth"
                 "perf train names the GPU link and its bus bandwidth")
+# Without --inter-node the fabric is the GPU's reference system's: DGX A100's 200 Gb/s HDR, not NDR.
+run_suanli(0 out perf train --model llama-2-7b --gpu a100-sxm-80gb --gpus 16 --global-batch 64)
+expect_contains("${out}" "inter-node: ib-hdr (the default for a100-sxm-80gb; --inter-node to change), 8 x 200 Gb/s"
+                "perf train's default fabric follows the GPU")
+run_suanli(0 out perf train --model llama-2-7b --gpu a100-sxm-80gb --gpus 16 --global-batch 64 --inter-node ib-ndr)
+expect_contains("${out}" "inter-node: ib-ndr, 8 x 400 Gb/s" "an explicit --inter-node wins")
 run_suanli(0 out perf train --model llama-2-7b --gpu mi300x --gpus 8 --global-batch 64)
 expect_contains("${out}" "none on mi300x" "a band from other GPUs says so")
 run_suanli(0 out perf infer --model mixtral-8x7b --tp 2 --json)

@@ -69,6 +69,10 @@ struct GpuSpec {
   // Host memory per GPU where the CPU comes with the GPU (Grace: LPDDR5X shared by the superchip's GPUs); absent
   // for PCIe cards, whose host memory is the server's.
   std::optional<Sourced<double>> host_memory_per_gpu_bytes;
+  // The compute fabric between nodes of the GPU's reference system ([network] fabric: an interconnect id of class
+  // network, e.g. ib-ndr for DGX H100's eight 400 Gb/s ConnectX-7 NICs), the default of --inter-node; absent for
+  // GPUs sold without one (PCIe cards).
+  std::optional<Sourced<std::string>> reference_fabric;
   std::optional<Sourced<double>> tdp_watts;
 
   // Indicative prices (with dates in the note).
@@ -124,6 +128,10 @@ class HardwareCatalog {
   // Finds by canonical id or alias, case-insensitively. NotFound carries "did you mean".
   Result<const GpuSpec*> FindGpu(std::string_view id) const;
   Result<const Interconnect*> FindInterconnect(std::string_view id) const;
+  // The fabric between nodes when the user names none: the GPU's reference system's ([network] fabric), else
+  // kDefaultFabric.
+  std::string DefaultFabric(const GpuSpec& gpu) const;
+  static constexpr const char* kDefaultFabric = "ib-ndr";
   std::vector<std::vector<std::string>> GpuNames() const;  // per GPU: its id, then its aliases
 
  private:

@@ -189,7 +189,7 @@ struct TrainTarget {
   double deadline_s = 0;           // 0 = none
   double budget_usd = 0;           // 0 = none
   int gpus_per_node = 8;
-  std::string inter_node = "ib-ndr";
+  std::string inter_node;  // empty: each GPU's reference fabric (HardwareCatalog::DefaultFabric)
   int max_gpus = 8192;
 };
 Result<std::vector<SelectRow>> SelectForTraining(const HardwareCatalog& hw, const TrainTarget& t);

@@ -79,6 +79,14 @@ nlohmann::json BreakdownJson(const TrainBreakdown& b);
 // error, 9 in 10 within 12% (150 <runs>)", naming the band's GPUs when `gpu` is not among them.
 nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu);
 std::string BandWords(const char* what, const ErrorBand& b, const char* runs, const GpuSpec& gpu);
+// The links a cluster's collectives run over (suanli/perf.h NetworkSummary) in words, for the `intra-node:` and
+// `inter-node:` lines of perf and plan, the bus-bandwidth convention, and the JSON `network` object; `multi_node`:
+// whether the job spans nodes.
+std::string IntraNodeWords(const NetworkSummary& n);
+// `default_for`: the GPU id when --inter-node was not given (the line then says the fabric is that GPU's default).
+std::string InterNodeWords(const NetworkSummary& n, const std::string& default_for = "");
+const char* BusBandwidthWords();
+nlohmann::json NetworkJson(const NetworkSummary& n, bool multi_node);
 // --host-memory SIZE (host memory per GPU for offloaded activations, e.g. "240GB"): bytes, 0 when empty.
 Result<double> ParseHostMemoryFlag(const std::string& text);
 // A serving run's --batch: a number of sequences, or "max" (as many as fit, at most --max-batch; InferConfig::batch_max).

@@ -23,7 +23,7 @@ struct PerfFlags {
   int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0,
       recompute_layers = 0, offload_layers = 0, mtp_layers = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
-  std::string recompute, recompute_modules, pp_layout, dtype = "bf16", fp8_recipe, inter_node = "ib-ndr", attention = "flash", convention = "6n",
+  std::string recompute, recompute_modules, pp_layout, dtype = "bf16", fp8_recipe, inter_node, attention = "flash", convention = "6n",
       moe_dispatcher, cuda_graphs, cross_entropy = "fused";
   std::string decode_attention = "grouped", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false, tp_only_amax_red = false;
@@ -45,43 +45,6 @@ struct PerfFlags {
   std::string calibration;
 };
 
-
-// The links the estimate's collectives ran over (docs/methodology.md §7), with their datasheet rates and the bus
-// bandwidth the efficiency data gives them; bits where the catalog quotes a line rate (NICs), bytes elsewhere.
-std::string IntraNodeWords(const NetworkSummary& n) {
-  std::string words = fmt::format("{}, {} per GPU per direction; NCCL bus bandwidth {}", n.intra_name,
-                                  FormatBandwidth(n.intra_bytes_per_s), FormatBandwidth(n.intra_busbw_bytes_per_s));
-  if (n.intra_nvls_busbw_bytes_per_s > 0)
-    words += fmt::format(", {} for an all-reduce reduced in the switch (NVLS)",
-                         FormatBandwidth(n.intra_nvls_busbw_bytes_per_s));
-  return words;
-}
-std::string InterNodeWords(const NetworkSummary& n) {
-  return fmt::format("{}, {} x {:g} Gb/s per {}-GPU node = {} per GPU per direction; bus bandwidth {} per GPU (a group "
-                     "with k GPUs on each node: k x that, at most the link inside the node)",
-                     n.fabric, n.nics_per_node, n.nic_bytes_per_s * 8 / 1e9, n.gpus_per_node,
-                     FormatBandwidth(n.inter_bytes_per_s_per_gpu), FormatBandwidth(n.inter_busbw_bytes_per_s_per_gpu));
-}
-constexpr const char* kBusBandwidthWords =
-    "bus bandwidth is nccl-tests' busbw: a collective of S bytes per GPU over n GPUs takes its latency + S / algbw, "
-    "with busbw = algbw x 2(n-1)/n for all-reduce and x (n-1)/n for all-gather and reduce-scatter (docs/methodology.md "
-    "section 7)";
-json NetworkJson(const NetworkSummary& n, bool multi_node) {
-  json j = {{"intra_node", {{"link", n.intra_name},
-                            {"bytes_per_s_per_direction", n.intra_bytes_per_s},
-                            {"busbw_bytes_per_s", n.intra_busbw_bytes_per_s},
-                            {"latency_s", n.intra_latency_s}}}};
-  if (n.intra_nvls_busbw_bytes_per_s > 0) j["intra_node"]["nvls_allreduce_busbw_bytes_per_s"] = n.intra_nvls_busbw_bytes_per_s;
-  j["inter_node"] = {{"fabric", n.fabric},
-                     {"used", multi_node},
-                     {"nic_bits_per_s", n.nic_bytes_per_s * 8},
-                     {"nics_per_node", n.nics_per_node},
-                     {"gpus_per_node", n.gpus_per_node},
-                     {"bytes_per_s_per_direction_per_gpu", n.inter_bytes_per_s_per_gpu},
-                     {"busbw_bytes_per_s_per_gpu", n.inter_busbw_bytes_per_s_per_gpu},
-                     {"latency_s", n.inter_latency_s}};
-  return j;
-}
 
 json OpsJson(const std::vector<OpCost>& ops, const RidgePoint& ridge) {
   json a = json::array();
@@ -138,8 +101,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     a->add_option("--tp", f->tp, "Tensor-parallel degree")->capture_default_str();
     a->add_option("--pp", f->pp, "Pipeline-parallel degree")->capture_default_str();
     a->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node")->capture_default_str();
-    a->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ...")
-        ->capture_default_str();
+    a->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ... (default: the GPU's reference system's, as `suanli gpus GPU` shows: ib-hdr for A100 SXM, ib-ndr for H100, H200 and B200; else ib-ndr)");
     a->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)");
     a->add_flag("--explain", f->explain, "Per-operator roofline table");
     a->add_flag("--no-nvls", f->no_nvls,
@@ -562,7 +524,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         const NetworkSummary net = DescribeNetwork(*cluster, *eff);
         std::cout << "intra-node: " << IntraNodeWords(net) << "\n";
         if (f->gpus > cluster->gpus_per_node)
-          std::cout << "inter-node: " << InterNodeWords(net) << "\n";
+          std::cout << "inter-node: " << InterNodeWords(net, f->inter_node.empty() ? (*gpu)->id : "") << "\n";
         else
           std::cout << fmt::format("inter-node: none (the {} GPUs share one node)\n", f->gpus);
         std::cout << "\n";
@@ -602,7 +564,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "
                      "equivalents per step on the critical stage):\n";
         PrintOps(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype), r->step_time_s);
-        std::cout << kBusBandwidthWords << "\n";
+        std::cout << BusBandwidthWords() << "\n";
         if (!r->pipeline_ranks.empty()) {
           double slowest = 0;
           for (const auto& pr : r->pipeline_ranks) slowest = std::max(slowest, pr.seconds_per_micro_batch);
@@ -736,7 +698,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       std::cout << "intra-node: " << IntraNodeWords(net)
                 << (net.intra_nvlink ? "; small all-reduces run the engines' one-shot kernel where it is faster" : "")
                 << "\n";
-      if (f->tp * f->pp > cluster->gpus_per_node) std::cout << "inter-node: " << InterNodeWords(net) << "\n";
+      if (f->tp * f->pp > cluster->gpus_per_node)
+        std::cout << "inter-node: " << InterNodeWords(net, f->inter_node.empty() ? (*gpu)->id : "") << "\n";
     }
     std::cout << "\n";
     if (!r->fits) std::cout << "DOES NOT FIT: " << FormatBytes(r->per_gpu_peak_bytes) << " per GPU needed\n\n";
@@ -780,7 +743,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         std::cout << "\ndecode operators (one step):\n";
         PrintOps(r->decode_ops, ridge, r->tpot_s);
       }
-      if (f->tp * f->pp > 1) std::cout << kBusBandwidthWords << "\n";
+      if (f->tp * f->pp > 1) std::cout << BusBandwidthWords() << "\n";
     }
     return r->fits ? kExitOk : kExitNoFit;
   };

@@ -107,7 +107,7 @@ json CandidateJson(const PlanCandidate& c) {
 }
 
 struct PlanFlags {
-  std::string model = "gpt3-175b", gpu = "a100-sxm-80gb", gpus = "1024", inter_node = "ib-hdr", objective = "time";
+  std::string model = "gpt3-175b", gpu = "a100-sxm-80gb", gpus = "1024", inter_node, objective = "time";
   std::string dtype = "bf16", fp8_recipe, attention = "flash", emit, out_dir, host_memory, moe_dispatcher, cuda_graphs;
   std::string cross_entropy = "fused";
   std::string master_dtype, moments_dtype;
@@ -127,8 +127,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--gpu,-g", f->gpu, "GPU id or alias")->capture_default_str();
   sub->add_option("--gpus", f->gpus, "GPU count: 512, a list 64,128,256 or a doubling range 64-1024")->capture_default_str();
   sub->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node")->capture_default_str();
-  sub->add_option("--inter-node", f->inter_node, "Fabric between nodes (ib-hdr, ib-ndr, roce-200g, eth-100g, ...)")
-      ->capture_default_str();
+  sub->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ... (default: the GPU's reference system's, as `suanli gpus GPU` shows: ib-hdr for A100 SXM, ib-ndr for H100, H200 and B200; else ib-ndr)");
   sub->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)");
   sub->add_option("--global-batch", f->global_batch, "Sequences per step")->capture_default_str();
   sub->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
@@ -278,6 +277,8 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
         j["counts"].push_back(e);
       }
       j["top"] = best_count ? j["counts"][best_count - res->counts.data()]["top"] : json::array();
+      j["network"] = NetworkJson(DescribeNetwork(*cluster, *eff),
+                                 *std::max_element(counts->begin(), counts->end()) > cluster->gpus_per_node);
       j["validation_error"] = {
           {"step_time_s", model->moe ? nlohmann::json(nullptr) : BandJson(evidence::kTrainingError, **gpu)}};
       PrintJson(j);
@@ -285,6 +286,12 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     }
     std::cout << fmt::format("{} on {} ({} per node, {}), global batch {} x {} tokens, objective {}\n", model->id,
                              (*gpu)->id, f->gpus_per_node, cluster->inter_name, f->global_batch, f->seq, f->objective);
+    {
+      const NetworkSummary net = DescribeNetwork(*cluster, *eff);
+      std::cout << "intra-node: " << IntraNodeWords(net) << "\n";
+      if (*std::max_element(counts->begin(), counts->end()) > cluster->gpus_per_node)
+        std::cout << "inter-node: " << InterNodeWords(net, f->inter_node.empty() ? (*gpu)->id : "") << "\n";
+    }
     std::cout << fmt::format("searched {} configurations ({} fit memory) in {:.3f} s on {} threads\n\n",
                              res->configs_evaluated, res->configs_valid, res->elapsed_s, res->threads);
     for (const auto& c : res->counts) {
@@ -398,7 +405,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
 
 namespace {
 struct SelectFlags {
-  std::string model = "llama-3.1-8b", weights = "bf16", kv_dtype = "bf16", inter_node = "ib-ndr";
+  std::string model = "llama-3.1-8b", weights = "bf16", kv_dtype = "bf16", inter_node;
   std::string decode_attention = "grouped";
   int64_t input_len = 1024, output_len = 256, users = 16, global_batch = 1024, seq = 4096;
   double rps = 0, ttft_ms = 0, tpot_ms = 0, tokens = 0, deadline_days = 0, budget = 0;
@@ -477,7 +484,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
   train->add_option("--deadline-days", f->deadline_days, "Finish within this many days");
   train->add_option("--budget", f->budget, "USD budget");
-  train->add_option("--inter-node", f->inter_node, "Fabric between nodes")->capture_default_str();
+  train->add_option("--inter-node", f->inter_node, "Fabric between nodes (default: each GPU's reference system's, as `suanli gpus GPU` shows; else ib-ndr)");
   return [ctx, f, serve]() -> int {
     auto mc = ctx->models();
     if (!mc.ok()) return PrintError(mc.status());

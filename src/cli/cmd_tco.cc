@@ -67,7 +67,7 @@ Result<std::pair<double, std::string>> InferTokensPerS(Context* ctx, const TcoFl
     return Status(ErrorCode::kDoesNotFit, fmt::format("{} at batch {} does not fit on up to 64 {}: {}", m.id,
                                                       layout_req.batch, gpu.id, mg.reason));
   cfg.fit.par = mg.layout;
-  SUANLI_ASSIGN_OR_RETURN(Cluster c, MakeCluster(*hw, gpu, 8, "ib-ndr"));
+  SUANLI_ASSIGN_OR_RETURN(Cluster c, MakeCluster(*hw, gpu, 8, hw->DefaultFabric(gpu)));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu.id));
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, c, cfg, eff));
   return std::make_pair(r.output_tokens_per_s_per_gpu,
@@ -115,7 +115,7 @@ Result<TrainRate> TrainTokensPerS(Context* ctx, const TcoFlags& f, const GpuSpec
     return InvalidArgument(fmt::format("--global-batch {} is not divisible by DP = {}", cfg.fit.batch, cfg.fit.par.dp));
   cfg.micro_batch_auto = true;
   cfg.recompute_auto = true;
-  SUANLI_ASSIGN_OR_RETURN(Cluster c, MakeCluster(*hw, gpu, 8, "ib-ndr"));
+  SUANLI_ASSIGN_OR_RETURN(Cluster c, MakeCluster(*hw, gpu, 8, hw->DefaultFabric(gpu)));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu.id));
   SUANLI_ASSIGN_OR_RETURN(TrainResult r, EstimateTraining(m, c, cfg, eff));
   if (!r.fits)

@@ -45,7 +45,9 @@ Result<Job> LoadJob(Context* ctx, const std::string& model, const std::string& g
   SUANLI_ASSIGN_OR_RETURN(j.hw, ctx->hardware());
   SUANLI_ASSIGN_OR_RETURN(j.model, mc->Resolve(model));
   SUANLI_ASSIGN_OR_RETURN(j.gpu, j.hw->FindGpu(gpu));
-  SUANLI_ASSIGN_OR_RETURN(j.cluster, MakeCluster(*j.hw, *j.gpu, gpus_per_node, inter_node, nics_per_node));
+  // No --inter-node: the fabric of the GPU's reference system (data/gpus [network] fabric), else ib-ndr.
+  const std::string fabric = inter_node.empty() ? j.hw->DefaultFabric(*j.gpu) : inter_node;
+  SUANLI_ASSIGN_OR_RETURN(j.cluster, MakeCluster(*j.hw, *j.gpu, gpus_per_node, fabric, nics_per_node));
   SUANLI_ASSIGN_OR_RETURN(j.eff, LoadEfficiency(j.gpu->id));
   return j;
 }

@@ -41,6 +41,46 @@ nlohmann::json BreakdownJson(const TrainBreakdown& b) {
 }
 
 // A validation band as JSON (null where none applies) and in words.
+// The links the estimate's collectives ran over (docs/methodology.md §7), with their datasheet rates and the bus
+// bandwidth the efficiency data gives them; bits where the catalog quotes a line rate (NICs), bytes elsewhere.
+std::string IntraNodeWords(const NetworkSummary& n) {
+  std::string words = fmt::format("{}, {} per GPU per direction; NCCL bus bandwidth {}", n.intra_name,
+                                  FormatBandwidth(n.intra_bytes_per_s), FormatBandwidth(n.intra_busbw_bytes_per_s));
+  if (n.intra_nvls_busbw_bytes_per_s > 0)
+    words += fmt::format(", {} for an all-reduce reduced in the switch (NVLS)",
+                         FormatBandwidth(n.intra_nvls_busbw_bytes_per_s));
+  return words;
+}
+std::string InterNodeWords(const NetworkSummary& n, const std::string& default_for) {
+  return fmt::format("{}{}, {} x {:g} Gb/s per {}-GPU node = {} per GPU per direction; bus bandwidth {} per GPU (a "
+                     "group with k GPUs on each node: k x that, at most the link inside the node)",
+                     n.fabric,
+                     default_for.empty() ? "" : fmt::format(" (the default for {}; --inter-node to change)", default_for),
+                     n.nics_per_node, n.nic_bytes_per_s * 8 / 1e9, n.gpus_per_node,
+                     FormatBandwidth(n.inter_bytes_per_s_per_gpu), FormatBandwidth(n.inter_busbw_bytes_per_s_per_gpu));
+}
+const char* BusBandwidthWords() {
+  return "bus bandwidth is nccl-tests' busbw: a collective of S bytes per GPU over n GPUs takes its latency + S / algbw, "
+    "with busbw = algbw x 2(n-1)/n for all-reduce and x (n-1)/n for all-gather and reduce-scatter (docs/methodology.md "
+    "section 7)";
+}
+nlohmann::json NetworkJson(const NetworkSummary& n, bool multi_node) {
+  nlohmann::json j = {{"intra_node", {{"link", n.intra_name},
+                            {"bytes_per_s_per_direction", n.intra_bytes_per_s},
+                            {"busbw_bytes_per_s", n.intra_busbw_bytes_per_s},
+                            {"latency_s", n.intra_latency_s}}}};
+  if (n.intra_nvls_busbw_bytes_per_s > 0) j["intra_node"]["nvls_allreduce_busbw_bytes_per_s"] = n.intra_nvls_busbw_bytes_per_s;
+  j["inter_node"] = {{"fabric", n.fabric},
+                     {"used", multi_node},
+                     {"nic_bits_per_s", n.nic_bytes_per_s * 8},
+                     {"nics_per_node", n.nics_per_node},
+                     {"gpus_per_node", n.gpus_per_node},
+                     {"bytes_per_s_per_direction_per_gpu", n.inter_bytes_per_s_per_gpu},
+                     {"busbw_bytes_per_s_per_gpu", n.inter_busbw_bytes_per_s_per_gpu},
+                     {"latency_s", n.inter_latency_s}};
+  return j;
+}
+
 nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu) {
   if (b.cases == 0) return nullptr;
   return nlohmann::json{{"group", b.group},

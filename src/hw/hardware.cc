@@ -166,6 +166,11 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
     if (g.host_memory_per_gpu_bytes && g.host_memory_per_gpu_bytes->value <= 0)
       return ParseError(h.Where("memory_per_gpu") + " must be positive");
   }
+  if (const toml::table* nt = r.SubTable("network")) {
+    detail::TableReader n(*nt, file, "network", &sources);
+    SUANLI_ASSIGN_OR_RETURN(g.reference_fabric, n.OptSourcedString("fabric"));
+    SUANLI_RETURN_IF_ERROR(n.CheckNoUnknownKeys());
+  }
   if (const toml::table* pw = r.SubTable("power")) {
     detail::TableReader p(*pw, file, "power", &sources);
     SUANLI_ASSIGN_OR_RETURN(g.tdp_watts, p.OptQuantity("tdp", Dimension::kWatts));
@@ -256,7 +261,22 @@ Result<HardwareCatalog> HardwareCatalog::FromSpecs(std::vector<GpuSpec> gpus, st
   c.gpus_ = std::move(gpus);
   std::sort(c.gpus_.begin(), c.gpus_.end(), [](const GpuSpec& a, const GpuSpec& b) { return a.id < b.id; });
   c.links_ = std::move(links);
+  // A reference fabric must be a network the interconnect catalog has.
+  for (const auto& g : c.gpus_) {
+    if (!g.reference_fabric) continue;
+    auto net = c.FindInterconnect(g.reference_fabric->value);
+    if (!net.ok())
+      return ParseError(fmt::format("{}: [network] fabric: {}", g.file, net.status().message()));
+    if ((*net)->cls != "network")
+      return ParseError(fmt::format("{}: [network] fabric '{}' is a {}, not a network between nodes (valid: an "
+                                    "interconnect of class network, e.g. ib-ndr, roce-400g)",
+                                    g.file, g.reference_fabric->value, (*net)->cls));
+  }
   return c;
+}
+
+std::string HardwareCatalog::DefaultFabric(const GpuSpec& gpu) const {
+  return gpu.reference_fabric ? gpu.reference_fabric->value : std::string(kDefaultFabric);
 }
 
 Result<HardwareCatalog> HardwareCatalog::Load(const CatalogOptions& options) {

@@ -158,6 +158,33 @@ TEST_F(Catalog, EveryValueCarriesASource) {
   }
 }
 
+// A GPU's reference fabric ([network] fabric) is the default --inter-node: it must be a network the interconnect
+// catalog has (a typo gets "did you mean", a GPU link is refused), and a GPU without one gets ib-ndr.
+TEST_F(Catalog, AReferenceFabricMustBeANetworkBetweenNodes) {
+  auto with_fabric = [&](const char* fabric) {
+    auto g = ParseGpuToml(std::string(kMinimalGpu) + "[network]\nfabric = { value = \"" + fabric + "\", source = \"ds\" }\n",
+                          "t.toml");
+    EXPECT_TRUE(g.ok()) << g.status().message();
+    return HardwareCatalog::FromSpecs({*g}, catalog_->interconnects());
+  };
+  auto ok = with_fabric("ib-hdr");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->DefaultFabric(ok->gpus()[0]), "ib-hdr");
+  auto typo = with_fabric("ib-nrd");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("t.toml: [network] fabric"), std::string::npos) << typo.status().message();
+  EXPECT_NE(typo.status().message().find("ib-ndr"), std::string::npos) << typo.status().message();
+  auto link = with_fabric("nvlink4");
+  ASSERT_FALSE(link.ok());
+  EXPECT_NE(link.status().message().find("not a network between nodes"), std::string::npos) << link.status().message();
+  auto bare = ParseGpuToml(kMinimalGpu, "t.toml");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(catalog_->DefaultFabric(*bare), "ib-ndr");
+  // The bundled catalog: DGX A100's HDR, DGX H100's NDR.
+  EXPECT_EQ(catalog_->DefaultFabric(**catalog_->FindGpu("a100-sxm-80gb")), "ib-hdr");
+  EXPECT_EQ(catalog_->DefaultFabric(**catalog_->FindGpu("h100-sxm")), "ib-ndr");
+}
+
 TEST_F(Catalog, InterconnectsUseBytesPerSecond) {
   auto ndr = catalog_->FindInterconnect("ib-ndr");
   ASSERT_TRUE(ndr.ok()) << ndr.status().message();

@@ -83,7 +83,7 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
       continue;
     }
     auto eff = LoadEfficiency(g.id);
-    auto cl = MakeCluster(hw, g, t.gpus_per_node, "ib-ndr");
+    auto cl = MakeCluster(hw, g, t.gpus_per_node, hw.DefaultFabric(g));
     if (!eff.ok() || !cl.ok()) return eff.ok() ? cl.status() : eff.status();
     FitRequest fr;
     fr.weights = wf;
@@ -260,7 +260,7 @@ Result<std::vector<SelectRow>> SelectForTraining(const HardwareCatalog& hw, cons
                                   fmt::format("TP={} PP={} DP={} ZeRO-{}", mg.layout.tp, mg.layout.pp, mg.layout.dp,
                                               mg.layout.zero));
     auto eff = LoadEfficiency(g.id);
-    auto cl = MakeCluster(hw, g, t.gpus_per_node, t.inter_node);
+    auto cl = MakeCluster(hw, g, t.gpus_per_node, t.inter_node.empty() ? hw.DefaultFabric(g) : t.inter_node);
     if (!eff.ok() || !cl.ok()) return eff.ok() ? cl.status() : eff.status();
     int n = std::max(t.gpus_per_node, (mg.gpus + t.gpus_per_node - 1) / t.gpus_per_node * t.gpus_per_node);
     std::optional<PlanCandidate> best;
