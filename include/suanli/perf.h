@@ -165,6 +165,7 @@ struct NcclChoice {
   const char* protocol = "";   // LL, LL128, Simple
 };
 NcclChoice NcclCollective(NcclOp op, double bytes, const NcclGroup& g);
+const char* NcclOpName(NcclOp op);  // all-reduce, all-gather, reduce-scatter
 
 // Achievable bus bandwidth (bytes/s) and per-step latency of a collective over `n` ranks that sit
 // `stride` ranks apart (rank order TP, CP, DP, PP from the innermost; TP stride 1, DP stride TP x CP).
@@ -180,6 +181,21 @@ double GroupLatency(const Cluster& c, int n, int stride);
 // The NCCL group of `n` ranks `stride` apart on this cluster, and the time of one collective over it.
 NcclGroup GroupNccl(const Cluster& c, const Efficiency& e, int n, int stride, Collective kind = Collective::kRing);
 double GroupCollectiveTime(const Cluster& c, const Efficiency& e, NcclOp op, double bytes, int n, int stride);
+// One collective as `--explain` reports it: what NCCL's tuning model picks for it on this cluster and the bandwidths
+// it reaches, in nccl-tests' terms. `bytes` is the whole buffer (nccl-tests' size); algbw = bytes / time (latency
+// included) and busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for all-gather and reduce-scatter.
+struct CollectiveCall {
+  std::string what;   // e.g. "TP all-gather (sequence parallel)"
+  NcclOp op = NcclOp::kAllReduce;
+  double bytes = 0;
+  int ranks = 1, nodes = 1;
+  std::string algorithm, protocol;
+  double time_s = 0;
+  double algbw_bytes_per_s = 0, busbw_bytes_per_s = 0;
+  std::string runs;   // how often a step runs it, in words
+};
+CollectiveCall DescribeCollective(const Cluster& c, const Efficiency& e, NcclOp op, double bytes, int n, int stride,
+                                  std::string what, std::string runs);
 // A serving engine's tensor-parallel all-reduce of `bytes` over `n` consecutive ranks: NCCL's, or, where the n GPUs
 // share one node's NVLink (or other GPU link), the engines' one-shot kernel when that is faster (small messages:
 // decode). docs/methodology.md §7.
@@ -444,6 +460,7 @@ struct TrainResult {
   double train_time_s = 0, gpu_hours = 0, cost_usd = 0;
   std::string dominant;                // which term dominates, in words
   std::vector<OpCost> ops;             // per-layer operators of one micro-batch, plus step ops
+  std::vector<CollectiveCall> collectives;  // with detail: one of each NCCL collective the step runs
   // With detail, per pipeline rank (PP > 1): its transformer layers, MTP modules, whether it runs the output layer and loss, and
   // its time per micro-batch (compute, exposed communication and host); the slowest paces the step.
   struct PipelineRank {

@@ -493,7 +493,16 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["efficiency_sources"] = eff->sources;
         j["notes"] = r->notes;
         j["validation_error"] = {{"step_time_s", BandJson(r->error, **gpu)}};
-        if (f->explain) j["ops"] = OpsJson(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype));
+        if (f->explain) {
+          j["ops"] = OpsJson(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype));
+          json calls = json::array();
+          for (const auto& c : r->collectives)
+            calls.push_back({{"what", c.what}, {"op", NcclOpName(c.op)}, {"bytes", c.bytes}, {"ranks", c.ranks},
+                             {"nodes", c.nodes}, {"algorithm", c.algorithm}, {"protocol", c.protocol},
+                             {"time_s", c.time_s}, {"algbw_bytes_per_s", c.algbw_bytes_per_s},
+                             {"busbw_bytes_per_s", c.busbw_bytes_per_s}, {"runs", c.runs}});
+          j["collectives"] = calls;
+        }
         PrintJson(j);
         return r->fits ? kExitOk : kExitNoFit;
       }
@@ -564,6 +573,16 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "
                      "equivalents per step on the critical stage):\n";
         PrintOps(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype), r->step_time_s);
+        if (!r->collectives.empty()) {
+          std::cout << "\ncollectives (one of each; the algorithm and protocol NCCL's tuning model picks, docs/methodology.md "
+                       "section 7):\n";
+          Table ct({"collective", "size", "GPUs", "nodes", "NCCL", "time", "algbw", "busbw", "runs"});
+          for (const auto& c : r->collectives)
+            ct.Row({c.what, FormatBytes(c.bytes), std::to_string(c.ranks), std::to_string(c.nodes),
+                    c.algorithm.empty() ? "-" : c.algorithm + " " + c.protocol, FormatSeconds(c.time_s),
+                    FormatBandwidth(c.algbw_bytes_per_s), FormatBandwidth(c.busbw_bytes_per_s), c.runs});
+          std::cout << ct.Render();
+        }
         std::cout << BusBandwidthWords() << "\n";
         if (!r->pipeline_ranks.empty()) {
           double slowest = 0;

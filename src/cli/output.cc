@@ -60,9 +60,9 @@ std::string InterNodeWords(const NetworkSummary& n, const std::string& default_f
                      FormatBandwidth(n.inter_bytes_per_s_per_gpu), FormatBandwidth(n.inter_busbw_bytes_per_s_per_gpu));
 }
 const char* BusBandwidthWords() {
-  return "bus bandwidth is nccl-tests' busbw: a collective of S bytes per GPU over n GPUs takes its latency + S / algbw, "
-    "with busbw = algbw x 2(n-1)/n for all-reduce and x (n-1)/n for all-gather and reduce-scatter (docs/methodology.md "
-    "section 7)";
+  return "bus bandwidth is nccl-tests' busbw: a collective over n GPUs of an S-byte buffer (nccl-tests' size: the "
+         "all-gather's output, the reduce-scatter's input) takes its latency + S / algbw, with busbw = algbw x 2(n-1)/n "
+         "for all-reduce and x (n-1)/n for all-gather and reduce-scatter (docs/methodology.md section 7)";
 }
 nlohmann::json NetworkJson(const NetworkSummary& n, bool multi_node) {
   nlohmann::json j = {{"intra_node", {{"link", n.intra_name},

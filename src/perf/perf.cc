@@ -555,6 +555,38 @@ NcclGroup GroupNccl(const Cluster& c, const Efficiency& e, int n, int stride, Co
   return g;
 }
 
+const char* NcclOpName(NcclOp op) {
+  switch (op) {
+    case NcclOp::kAllReduce: return "all-reduce";
+    case NcclOp::kAllGather: return "all-gather";
+    case NcclOp::kReduceScatter: return "reduce-scatter";
+  }
+  return "collective";
+}
+
+CollectiveCall DescribeCollective(const Cluster& c, const Efficiency& e, NcclOp op, double bytes, int n, int stride,
+                                  std::string what, std::string runs) {
+  CollectiveCall call;
+  call.what = std::move(what);
+  call.runs = std::move(runs);
+  call.op = op;
+  call.bytes = bytes;
+  call.ranks = std::max(1, n);
+  if (n <= 1 || !(bytes > 0)) return call;
+  const NcclGroup g = GroupNccl(c, e, n, stride, op == NcclOp::kAllReduce ? Collective::kAllReduce : Collective::kRing);
+  const NcclChoice ch = NcclCollective(op, bytes, g);
+  call.nodes = g.nodes;
+  call.algorithm = ch.algorithm;
+  call.protocol = ch.protocol;
+  call.time_s = ch.time_s;
+  if (ch.time_s > 0 && std::isfinite(ch.time_s)) {
+    call.algbw_bytes_per_s = bytes / ch.time_s;
+    const double factor = op == NcclOp::kAllReduce ? 2.0 * (n - 1) / n : double(n - 1) / n;
+    call.busbw_bytes_per_s = call.algbw_bytes_per_s * factor;
+  }
+  return call;
+}
+
 double GroupCollectiveTime(const Cluster& c, const Efficiency& e, NcclOp op, double bytes, int n, int stride) {
   if (n <= 1 || !(bytes > 0)) return 0;
   const auto kind = op == NcclOp::kAllReduce ? Collective::kAllReduce : Collective::kRing;
@@ -709,6 +741,7 @@ using perf_detail::Shape;
 // Accumulates operators of one micro-batch on one GPU.
 struct OpList {
   std::vector<OpCost> ops;
+  std::vector<CollectiveCall> collectives;
   void Add(std::string name, std::string phase, double flops, double bytes, double time, double count, Bound b) {
     ops.push_back(OpCost{std::move(name), std::move(phase), flops, bytes, time, count, b});
   }
@@ -992,8 +1025,20 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     }
     p.tp_comm = (one + moe_side) * 2;
     mlp_side_comm = moe_side;
-    if (ops) ops->Add(c.sp ? "TP all-gather + reduce-scatter (x2)" : "TP all-reduce (x2)", "forward", 0, 2 * bytes,
-                      one + moe_side, 1, Bound::kCommunication);
+    if (ops) {
+      ops->Add(c.sp ? "TP all-gather + reduce-scatter (x2)" : "TP all-reduce (x2)", "forward", 0, 2 * bytes,
+               one + moe_side, 1, Bound::kCommunication);
+      const char* runs = "2 per layer and micro-batch in the forward pass, 2 in the backward";
+      if (c.sp) {
+        ops->collectives.push_back(DescribeCollective(*c.cluster, *c.eff, NcclOp::kAllGather, bytes * ag_share, c.tp,
+                                                      1, "TP all-gather (sequence parallel)", runs));
+        ops->collectives.push_back(DescribeCollective(*c.cluster, *c.eff, NcclOp::kReduceScatter, bytes, c.tp, 1,
+                                                      "TP reduce-scatter (sequence parallel)", runs));
+      } else {
+        ops->collectives.push_back(
+            DescribeCollective(*c.cluster, *c.eff, NcclOp::kAllReduce, bytes, c.tp, 1, "TP all-reduce", runs));
+      }
+    }
   }
   // Context parallelism: ring exchange of K and V blocks (forward; backward exchanges K, V and grads).
   if (c.cp > 1) {
@@ -1664,6 +1709,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     zero3_comm_mb = units * (2 * dp_collective(NcclOp::kAllGather, pbytes / units) +
                              dp_collective(NcclOp::kReduceScatter, pbytes * (cfg.fit.fp32_grads ? 2 : 1) / units));
     zero3_exposed_mb = OverlapCost(stage_compute, zero3_comm_mb, eff.overlap_slowdown);
+    if (opsp) {
+      const std::string runs = fmt::format("per block ({} on the busiest stage) and micro-batch", units);
+      ops.collectives.push_back(DescribeCollective(cl, eff, NcclOp::kAllGather, pbytes / units, dp_group, par.tp,
+                                                   "FSDP parameter all-gather (one block)", "2 " + runs));
+      ops.collectives.push_back(DescribeCollective(cl, eff, NcclOp::kReduceScatter,
+                                                   pbytes * (cfg.fit.fp32_grads ? 2 : 1) / units, dp_group, par.tp,
+                                                   "FSDP gradient reduce-scatter (one block)", "1 " + runs));
+    }
   }
   const double t_mb = stage_compute + stage_comm + p2p + zero3_exposed_mb + stage_host + offload_stall;
   // The bubble: filling and draining the pipeline takes every other rank's time per micro-batch once (a flow shop of
@@ -1685,6 +1738,15 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                                         : dp_bucketed(NcclOp::kReduceScatter, gbytes);
     const double gather = par.zero == 0 ? 0.0 : dp_bucketed(NcclOp::kAllGather, params_gpu * 2);
     dp_comm = reduce + gather;
+    if (opsp) {
+      const std::string runs = fmt::format("{:.0f} per step (one per bucket)", dp_buckets);
+      ops.collectives.push_back(DescribeCollective(
+          cl, eff, par.zero == 0 ? NcclOp::kAllReduce : NcclOp::kReduceScatter, gbytes / dp_buckets, dp_group, par.tp,
+          par.zero == 0 ? "DP gradient all-reduce (one bucket)" : "DP gradient reduce-scatter (one bucket)", runs));
+      if (par.zero > 0)
+        ops.collectives.push_back(DescribeCollective(cl, eff, NcclOp::kAllGather, params_gpu * 2 / dp_buckets,
+                                                     dp_group, par.tp, "DP parameter all-gather (one bucket)", runs));
+    }
     // Overlap windows: the gradients are reduced during the backward pass of the last micro-batch on this stage;
     // the updated parameters are gathered during the forward pass of the next step's first micro-batch (Megatron-Core
     // --overlap-param-gather: each module's forward pre-hook waits for its bucket; FSDP's forward prefetch).
@@ -1850,6 +1912,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // An all-MoE model has no dense layer: its dense rows would all count zero.
   std::erase_if(ops.ops, [](const OpCost& o) { return o.phase == "forward" && o.count == 0; });
   res.ops = std::move(ops.ops);
+  res.collectives = std::move(ops.collectives);
   if (cfg.detail)
     if (auto beyond = ContextBeyondModelNote(m, cfg.fit.seq)) res.notes.push_back(std::move(*beyond));
   if (cfg.detail && cfg.dtype == Precision::kBf16 && !gpu.Supports(Precision::kBf16))

@@ -1042,6 +1042,47 @@ TEST_F(Perf, TheNetworkSummaryIsWhatTheCollectivesUse) {
   EXPECT_DOUBLE_EQ(p.nic_bytes_per_s * 8, 200e9);
 }
 
+// `--explain`'s collectives table reports each collective in nccl-tests' terms, consistently with the time the model
+// charges: time = GroupCollectiveTime, algbw = size / time, busbw = algbw x (n-1)/n (all-gather, reduce-scatter) or
+// x 2(n-1)/n (all-reduce), and a large ring all-gather inside an H100 node approaches the link's 370 GB/s bus bandwidth.
+TEST_F(Perf, CollectivesAreReportedInNcclTestsTerms) {
+  const GpuSpec& h = G("h100-sxm");
+  const Efficiency e = E(h);
+  const Cluster c = C(h);
+  const CollectiveCall ag = DescribeCollective(c, e, NcclOp::kAllGather, 1e9, 8, 1, "ag", "once");
+  EXPECT_DOUBLE_EQ(ag.time_s, GroupCollectiveTime(c, e, NcclOp::kAllGather, 1e9, 8, 1));
+  EXPECT_DOUBLE_EQ(ag.algbw_bytes_per_s, 1e9 / ag.time_s);
+  EXPECT_NEAR(ag.busbw_bytes_per_s, ag.algbw_bytes_per_s * 7 / 8, 1);
+  EXPECT_GT(ag.busbw_bytes_per_s, 0.95 * 450e9 * 0.822);
+  EXPECT_LE(ag.busbw_bytes_per_s, 450e9 * 0.822);
+  EXPECT_EQ(ag.nodes, 1);
+  EXPECT_EQ(ag.algorithm, "ring");
+  const CollectiveCall ar = DescribeCollective(c, e, NcclOp::kAllReduce, 1e9, 8, 1, "ar", "once");
+  EXPECT_NEAR(ar.busbw_bytes_per_s, ar.algbw_bytes_per_s * 2 * 7 / 8, 1);
+  EXPECT_EQ(ar.algorithm, "nvls");  // H100's in-switch reduction
+  // A data-parallel group of 16, one rank per node: 16 nodes, at the NIC's bus bandwidth.
+  const CollectiveCall dp = DescribeCollective(c, e, NcclOp::kReduceScatter, 1e9, 16, 8, "dp", "once");
+  EXPECT_EQ(dp.nodes, 16);
+  EXPECT_LT(dp.busbw_bytes_per_s, 50e9);
+  // A training estimate with detail lists its TP and DP collectives, with the bytes the layer moves.
+  TrainConfig t = Train(64, 8, 1, 64, 4096, 1);
+  t.fit.par.sequence_parallel = true;
+  t.detail = true;
+  auto r = EstimateTraining(M("llama-3.1-70b"), c, t, e);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<std::string> what;
+  for (const auto& call : r->collectives) what.push_back(call.what);
+  ASSERT_EQ(what.size(), 4u) << ::testing::PrintToString(what);
+  EXPECT_EQ(what[0], "TP all-gather (sequence parallel)");
+  EXPECT_DOUBLE_EQ(r->collectives[0].bytes, 4096.0 * 8192 * 2);  // the gathered micro-batch, 16-bit
+  EXPECT_EQ(r->collectives[0].ranks, 8);
+  EXPECT_EQ(what[2], "DP gradient reduce-scatter (one bucket)");
+  EXPECT_EQ(r->collectives[2].ranks, 8);
+  EXPECT_EQ(r->collectives[2].nodes, 8);
+  t.detail = false;
+  EXPECT_TRUE(EstimateTraining(M("llama-3.1-70b"), c, t, e)->collectives.empty());
+}
+
 // On H100/H200 NVSwitch nodes NCCL's all-reduce reduces in the switch (NVLS, about 480 GB/s busbw) while every other
 // collective moves its bytes over the wire (about 370 GB/s); NCCL_NVLS_ENABLE=0 (Cluster::nvls) makes the all-reduce
 // a ring too. Elsewhere (A100) the two are the same.
