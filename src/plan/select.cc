@@ -256,7 +256,8 @@ Result<std::vector<SelectRow>> SelectForTraining(const HardwareCatalog& hw, cons
       rows.push_back(row);
       continue;
     }
-    row.memory_note = fmt::format("needs at least {} GPUs to hold the training state ({})", mg.gpus,
+    row.memory_note = fmt::format("needs at least {} GPU{} to hold the training state ({})", mg.gpus,
+                                  mg.gpus == 1 ? "" : "s",
                                   fmt::format("TP={} PP={} DP={} ZeRO-{}", mg.layout.tp, mg.layout.pp, mg.layout.dp,
                                               mg.layout.zero));
     auto eff = LoadEfficiency(g.id);
