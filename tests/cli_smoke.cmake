@@ -34,8 +34,12 @@ endif()
 run_suanli(0 out perf train --model llama-2-7b --gpus 16 --global-batch 64 --nics-per-node 4)
 expect_contains("${out}" "inter-node: ib-ndr (the default for h100-sxm; --inter-node to change), 4 x 400 Gb/s per 8-GPU node = 25.0 GB/s per GPU per direction"
                 "perf train names the fabric with its rate in bits and per GPU in bytes")
-expect_contains("${out}" "intra-node: nvlink4, 450.0 GB/s per GPU per direction; NCCL bus bandwidth"
+expect_contains("${out}" "intra-node: 8 GPUs per node (the default for h100-sxm); nvlink4, 450.0 GB/s per GPU per direction; NCCL bus bandwidth"
                 "perf train names the GPU link and its bus bandwidth")
+# GB200's node is its NVL72 rack: 64 GPUs share one NVLink domain without --gpus-per-node.
+run_suanli(0 out perf train --model llama-3.1-8b --gpu gb200 --gpus 64 --global-batch 64)
+expect_contains("${out}" "intra-node: 72 GPUs per node (the default for gb200)" "GB200's NVLink domain is the default node")
+expect_contains("${out}" "inter-node: none" "64 GB200s stay inside one NVL72 rack")
 # Without --inter-node the fabric is the GPU's reference system's: DGX A100's 200 Gb/s HDR, not NDR.
 run_suanli(0 out perf train --model llama-2-7b --gpu a100-sxm-80gb --gpus 16 --global-batch 64)
 expect_contains("${out}" "inter-node: ib-hdr (the default for a100-sxm-80gb; --inter-node to change), 8 x 200 Gb/s"

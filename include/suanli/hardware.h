@@ -73,6 +73,11 @@ struct GpuSpec {
   // network, e.g. ib-ndr for DGX H100's eight 400 Gb/s ConnectX-7 NICs), the default of --inter-node; absent for
   // GPUs sold without one (PCIe cards).
   std::optional<Sourced<std::string>> reference_fabric;
+  // The reference system's NVLink domain ([network] nvlink_domain: GPUs that share the GPU link, 72 in a GB200 NVL72
+  // rack) and GPUs per host (gpus_per_host: one OS image, 4 in a GB200 compute tray): the defaults of
+  // --gpus-per-node (the model's node is the NVLink domain) and of the launch files' GPUs per host. Absent: 8.
+  std::optional<Sourced<int>> reference_nvlink_domain;
+  std::optional<Sourced<int>> reference_gpus_per_host;
   std::optional<Sourced<double>> tdp_watts;
 
   // Indicative prices (with dates in the note).
@@ -131,6 +136,10 @@ class HardwareCatalog {
   // The fabric between nodes when the user names none: the GPU's reference system's ([network] fabric), else
   // kDefaultFabric.
   std::string DefaultFabric(const GpuSpec& gpu) const;
+  // GPUs per node (the NVLink domain) when the user gives none: the reference system's, else 8; and GPUs per host
+  // for launch files: the reference system's, else the node's, never more than `gpus_per_node`.
+  static int DefaultGpusPerNode(const GpuSpec& gpu);
+  static int GpusPerHost(const GpuSpec& gpu, int gpus_per_node);
   static constexpr const char* kDefaultFabric = "ib-ndr";
   std::vector<std::vector<std::string>> GpuNames() const;  // per GPU: its id, then its aliases
 

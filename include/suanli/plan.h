@@ -101,7 +101,8 @@ Result<PlanResult> Plan(const PlanRequest& req);
 struct LaunchContext {
   const ModelSpec* model = nullptr;
   const GpuSpec* gpu = nullptr;
-  int gpus_per_node = 8;
+  int gpus_per_node = 8;   // the NVLink domain (the model's node)
+  int gpus_per_host = 8;   // one OS image: the launch files' nodes, processes per node and GPU requests
   int64_t global_batch = 0, seq = 0;
   double train_iters = 0;            // steps for --tokens (0 = unknown)
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // written as --fp8-recipe when the plan runs FP8

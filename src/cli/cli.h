@@ -82,7 +82,8 @@ std::string BandWords(const char* what, const ErrorBand& b, const char* runs, co
 // The links a cluster's collectives run over (suanli/perf.h NetworkSummary) in words, for the `intra-node:` and
 // `inter-node:` lines of perf and plan, the bus-bandwidth convention, and the JSON `network` object; `multi_node`:
 // whether the job spans nodes.
-std::string IntraNodeWords(const NetworkSummary& n);
+// `default_for`: the GPU id when --gpus-per-node was not given.
+std::string IntraNodeWords(const NetworkSummary& n, const std::string& default_for = "");
 // `default_for`: the GPU id when --inter-node was not given (the line then says the fabric is that GPU's default).
 std::string InterNodeWords(const NetworkSummary& n, const std::string& default_for = "");
 const char* BusBandwidthWords();

@@ -66,6 +66,8 @@ json GpuJson(const GpuSpec& g) {
   PutOpt(j, "host_link_bandwidth_per_direction_bytes_per_s", g.host_link_bandwidth_per_direction_bytes_per_s);
   PutOpt(j, "host_memory_per_gpu_bytes", g.host_memory_per_gpu_bytes);
   PutOpt(j, "reference_fabric", g.reference_fabric);
+  PutOpt(j, "reference_nvlink_domain", g.reference_nvlink_domain);
+  PutOpt(j, "reference_gpus_per_host", g.reference_gpus_per_host);
   PutOpt(j, "tdp_watts", g.tdp_watts);
   PutOpt(j, "price_purchase_usd", g.price_purchase_usd);
   PutOpt(j, "price_on_demand_usd_per_hour", g.price_on_demand_usd_per_hour);
@@ -124,6 +126,12 @@ void ShowGpu(const GpuSpec& g) {
   if (g.reference_fabric)
     row("fabric between nodes", g.reference_fabric->value + " (the default of --inter-node)", g.reference_fabric->source,
         g.reference_fabric->note);
+  if (g.reference_nvlink_domain)
+    row("NVLink domain", fmt::format("{} GPUs (the default of --gpus-per-node)", g.reference_nvlink_domain->value),
+        g.reference_nvlink_domain->source, g.reference_nvlink_domain->note);
+  if (g.reference_gpus_per_host)
+    row("GPUs per host", std::to_string(g.reference_gpus_per_host->value), g.reference_gpus_per_host->source,
+        g.reference_gpus_per_host->note);
   if (g.tdp_watts) row("TDP", fmt::format("{:.0f} W", g.tdp_watts->value), g.tdp_watts->source, g.tdp_watts->note);
   if (g.ecc) row("ECC", g.ecc->value ? "yes" : "no", g.ecc->source, g.ecc->note);
   if (g.mig_max_instances)

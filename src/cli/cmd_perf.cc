@@ -20,7 +20,7 @@ using json = nlohmann::json;
 
 struct PerfFlags {
   std::string model = "llama-3.1-8b", gpu = "h100-sxm";
-  int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, zero = 1, interleave = 1, gpus_per_node = 8, nics_per_node = 0,
+  int gpus = 0, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, zero = 1, interleave = 1, gpus_per_node = 0, nics_per_node = 0,
       recompute_layers = 0, offload_layers = 0, mtp_layers = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, recompute_modules, pp_layout, dtype = "bf16", fp8_recipe, inter_node, attention = "flash", convention = "6n",
@@ -100,8 +100,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     a->add_option("--gpu,-g", f->gpu, "GPU id or alias")->capture_default_str();
     a->add_option("--tp", f->tp, "Tensor-parallel degree")->capture_default_str();
     a->add_option("--pp", f->pp, "Pipeline-parallel degree")->capture_default_str();
-    a->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node")->capture_default_str();
-    a->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ... (default: the GPU's reference system's, as `suanli gpus GPU` shows: ib-hdr for A100 SXM, ib-ndr for H100, H200 and B200; else ib-ndr)");
+    a->add_option("--gpus-per-node", f->gpus_per_node,
+                  "GPUs per node: the GPUs that share the GPU link (one NVLink domain); default: the GPU's reference "
+                  "system's, as `suanli gpus GPU` shows (72 for GB200 NVL72), else 8");
+    a->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ... (default: the GPU's reference system's, as `suanli gpus GPU` shows: ib-hdr for A100 SXM, ib-ndr for H100, H200, B200 and GB200; else ib-ndr)");
     a->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)");
     a->add_flag("--explain", f->explain, "Per-operator roofline table");
     a->add_flag("--no-nvls", f->no_nvls,
@@ -531,11 +533,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           model->moe && f->ep > 1 ? fmt::format(", MoE dispatch {}", MoeDispatcherName(cfg.moe_dispatcher)) : "");
       {
         const NetworkSummary net = DescribeNetwork(*cluster, *eff);
-        std::cout << "intra-node: " << IntraNodeWords(net) << "\n";
+        std::cout << "intra-node: " << IntraNodeWords(net, f->gpus_per_node > 0 ? "" : (*gpu)->id) << "\n";
         if (f->gpus > cluster->gpus_per_node)
           std::cout << "inter-node: " << InterNodeWords(net, f->inter_node.empty() ? (*gpu)->id : "") << "\n";
         else
-          std::cout << fmt::format("inter-node: none (the {} GPUs share one node)\n", f->gpus);
+          std::cout << fmt::format("inter-node: none (the {} GPUs share one node's GPU link)\n", f->gpus);
         std::cout << "\n";
       }
       if (!r->fits)
@@ -714,7 +716,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         f->input_len, f->output_len, DecodeAttentionName(cfg.decode_attention));
     if (f->tp * f->pp > 1) {
       const NetworkSummary net = DescribeNetwork(*cluster, *eff);
-      std::cout << "intra-node: " << IntraNodeWords(net)
+      std::cout << "intra-node: " << IntraNodeWords(net, f->gpus_per_node > 0 ? "" : (*gpu)->id)
                 << (net.intra_nvlink ? "; small all-reduces run the engines' one-shot kernel where it is faster" : "")
                 << "\n";
       if (f->tp * f->pp > cluster->gpus_per_node)

@@ -112,7 +112,7 @@ struct PlanFlags {
   std::string cross_entropy = "fused";
   std::string master_dtype, moments_dtype;
   int mtp_layers = 0;
-  int gpus_per_node = 8, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
+  int gpus_per_node = 0, gpus_per_host = 0, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
   int64_t global_batch = 1024, seq = 2048;
   double tokens = 0, price = 0;
   bool no_dp_overlap = false, eager = false, no_nvls = false, tp_overlap = false, ep_overlap = false,
@@ -126,8 +126,13 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--model,-m", f->model, "Model id, alias or HF config.json")->capture_default_str();
   sub->add_option("--gpu,-g", f->gpu, "GPU id or alias")->capture_default_str();
   sub->add_option("--gpus", f->gpus, "GPU count: 512, a list 64,128,256 or a doubling range 64-1024")->capture_default_str();
-  sub->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node")->capture_default_str();
-  sub->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ... (default: the GPU's reference system's, as `suanli gpus GPU` shows: ib-hdr for A100 SXM, ib-ndr for H100, H200 and B200; else ib-ndr)");
+  sub->add_option("--gpus-per-node", f->gpus_per_node,
+                  "GPUs per node: the GPUs that share the GPU link (one NVLink domain); default: the GPU's reference "
+                  "system's, as `suanli gpus GPU` shows (72 for GB200 NVL72), else 8");
+  sub->add_option("--gpus-per-host", f->gpus_per_host,
+                  "With --emit: GPUs per host (one OS image) in the launch files; default: the GPU's reference "
+                  "system's (4 for a GB200 compute tray), else --gpus-per-node");
+  sub->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ... (default: the GPU's reference system's, as `suanli gpus GPU` shows: ib-hdr for A100 SXM, ib-ndr for H100, H200, B200 and GB200; else ib-ndr)");
   sub->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)");
   sub->add_option("--global-batch", f->global_batch, "Sequences per step")->capture_default_str();
   sub->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
@@ -285,10 +290,10 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       return best_count ? kExitOk : kExitNoFit;
     }
     std::cout << fmt::format("{} on {} ({} per node, {}), global batch {} x {} tokens, objective {}\n", model->id,
-                             (*gpu)->id, f->gpus_per_node, cluster->inter_name, f->global_batch, f->seq, f->objective);
+                             (*gpu)->id, cluster->gpus_per_node, cluster->inter_name, f->global_batch, f->seq, f->objective);
     {
       const NetworkSummary net = DescribeNetwork(*cluster, *eff);
-      std::cout << "intra-node: " << IntraNodeWords(net) << "\n";
+      std::cout << "intra-node: " << IntraNodeWords(net, f->gpus_per_node > 0 ? "" : (*gpu)->id) << "\n";
       if (*std::max_element(counts->begin(), counts->end()) > cluster->gpus_per_node)
         std::cout << "inter-node: " << InterNodeWords(net, f->inter_node.empty() ? (*gpu)->id : "") << "\n";
     }
@@ -350,7 +355,9 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       LaunchContext lc;
       lc.model = &*model;
       lc.gpu = *gpu;
-      lc.gpus_per_node = f->gpus_per_node;
+      lc.gpus_per_node = cluster->gpus_per_node;
+      lc.gpus_per_host = f->gpus_per_host > 0 ? std::min(f->gpus_per_host, cluster->gpus_per_node)
+                                              : HardwareCatalog::GpusPerHost(**gpu, cluster->gpus_per_node);
       lc.global_batch = f->global_batch;
       lc.seq = f->seq;
       lc.fp8_recipe = req.fp8_recipe;

@@ -47,7 +47,9 @@ Result<Job> LoadJob(Context* ctx, const std::string& model, const std::string& g
   SUANLI_ASSIGN_OR_RETURN(j.gpu, j.hw->FindGpu(gpu));
   // No --inter-node: the fabric of the GPU's reference system (data/gpus [network] fabric), else ib-ndr.
   const std::string fabric = inter_node.empty() ? j.hw->DefaultFabric(*j.gpu) : inter_node;
-  SUANLI_ASSIGN_OR_RETURN(j.cluster, MakeCluster(*j.hw, *j.gpu, gpus_per_node, fabric, nics_per_node));
+  // No --gpus-per-node: the GPU's reference NVLink domain (72 for GB200 NVL72), else 8.
+  const int per_node = gpus_per_node > 0 ? gpus_per_node : HardwareCatalog::DefaultGpusPerNode(*j.gpu);
+  SUANLI_ASSIGN_OR_RETURN(j.cluster, MakeCluster(*j.hw, *j.gpu, per_node, fabric, nics_per_node));
   SUANLI_ASSIGN_OR_RETURN(j.eff, LoadEfficiency(j.gpu->id));
   return j;
 }

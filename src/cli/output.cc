@@ -43,9 +43,12 @@ nlohmann::json BreakdownJson(const TrainBreakdown& b) {
 // A validation band as JSON (null where none applies) and in words.
 // The links the estimate's collectives ran over (docs/methodology.md §7), with their datasheet rates and the bus
 // bandwidth the efficiency data gives them; bits where the catalog quotes a line rate (NICs), bytes elsewhere.
-std::string IntraNodeWords(const NetworkSummary& n) {
-  std::string words = fmt::format("{}, {} per GPU per direction; NCCL bus bandwidth {}", n.intra_name,
-                                  FormatBandwidth(n.intra_bytes_per_s), FormatBandwidth(n.intra_busbw_bytes_per_s));
+std::string IntraNodeWords(const NetworkSummary& n, const std::string& default_for) {
+  std::string words = fmt::format("{} GPUs per node{}; {}, {} per GPU per direction; NCCL bus bandwidth {}",
+                                  n.gpus_per_node,
+                                  default_for.empty() ? "" : fmt::format(" (the default for {})", default_for),
+                                  n.intra_name, FormatBandwidth(n.intra_bytes_per_s),
+                                  FormatBandwidth(n.intra_busbw_bytes_per_s));
   if (n.intra_nvls_busbw_bytes_per_s > 0)
     words += fmt::format(", {} for an all-reduce reduced in the switch (NVLS)",
                          FormatBandwidth(n.intra_nvls_busbw_bytes_per_s));

@@ -169,7 +169,13 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
   if (const toml::table* nt = r.SubTable("network")) {
     detail::TableReader n(*nt, file, "network", &sources);
     SUANLI_ASSIGN_OR_RETURN(g.reference_fabric, n.OptSourcedString("fabric"));
+    SUANLI_ASSIGN_OR_RETURN(g.reference_nvlink_domain, n.OptSourcedInt("nvlink_domain"));
+    SUANLI_ASSIGN_OR_RETURN(g.reference_gpus_per_host, n.OptSourcedInt("gpus_per_host"));
     SUANLI_RETURN_IF_ERROR(n.CheckNoUnknownKeys());
+    if (g.reference_nvlink_domain && (g.reference_nvlink_domain->value < 1 || g.reference_nvlink_domain->value > 1024))
+      return ParseError(n.Where("nvlink_domain") + fmt::format(": {} GPUs is not 1-1024", g.reference_nvlink_domain->value));
+    if (g.reference_gpus_per_host && (g.reference_gpus_per_host->value < 1 || g.reference_gpus_per_host->value > 64))
+      return ParseError(n.Where("gpus_per_host") + fmt::format(": {} GPUs is not 1-64", g.reference_gpus_per_host->value));
   }
   if (const toml::table* pw = r.SubTable("power")) {
     detail::TableReader p(*pw, file, "power", &sources);
@@ -277,6 +283,15 @@ Result<HardwareCatalog> HardwareCatalog::FromSpecs(std::vector<GpuSpec> gpus, st
 
 std::string HardwareCatalog::DefaultFabric(const GpuSpec& gpu) const {
   return gpu.reference_fabric ? gpu.reference_fabric->value : std::string(kDefaultFabric);
+}
+
+int HardwareCatalog::DefaultGpusPerNode(const GpuSpec& gpu) {
+  return gpu.reference_nvlink_domain ? gpu.reference_nvlink_domain->value : 8;
+}
+
+int HardwareCatalog::GpusPerHost(const GpuSpec& gpu, int gpus_per_node) {
+  const int host = gpu.reference_gpus_per_host ? gpu.reference_gpus_per_host->value : gpus_per_node;
+  return std::max(1, std::min(host, gpus_per_node));
 }
 
 Result<HardwareCatalog> HardwareCatalog::Load(const CatalogOptions& options) {

@@ -244,12 +244,15 @@ std::string LayoutLine(const PlanCandidate& c) {
          (c.tp_overlap ? " tp-overlap=on" : "") + (c.ep_overlap ? " ep-overlap=on" : "");
 }
 
+// The launch files' nodes are hosts (one OS image each): a GB200 NVL72 rack is one NVLink domain of 18 four-GPU hosts.
+int Hosts(const LaunchContext& x) { return std::max(1, std::min(x.gpus_per_host, x.gpus_per_node)); }
+
 int Nodes(const PlanCandidate& c, const LaunchContext& x) {
   const int gpus = c.par.gpus();
-  return std::max(1, (gpus + x.gpus_per_node - 1) / x.gpus_per_node);
+  return std::max(1, (gpus + Hosts(x) - 1) / Hosts(x));
 }
 
-int ProcsPerNode(const PlanCandidate& c, const LaunchContext& x) { return std::min(c.par.gpus(), x.gpus_per_node); }
+int ProcsPerNode(const PlanCandidate& c, const LaunchContext& x) { return std::min(c.par.gpus(), Hosts(x)); }
 
 // Host memory one node pins for CPU activation offloading (0 without it).
 double PinnedHostBytesPerNode(const PlanCandidate& c, const LaunchContext& x) {

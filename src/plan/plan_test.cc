@@ -390,6 +390,23 @@ TEST_F(Planner, CpuOffloadIsOfferedWhenAskedAndWrittenAsMegatronFlags) {
       << k8s;
   EXPECT_EQ(res["limits"]["nvidia.com/gpu"].as<int>(), 8);
   EXPECT_EQ(KubernetesPyTorchJob(plain->counts[0].top[0], Launch(req)).find("requests:"), std::string::npos);
+  // The model's node is the NVLink domain (a GB200 NVL72 rack, 72 GPUs); the launch files' nodes are hosts, four
+  // GPUs per compute tray (the catalog's gpus_per_host): 64 GPUs are 16 hosts of 4 processes, each asking for 4 GPUs.
+  LaunchContext rack = Launch(req);
+  rack.gpus_per_node = HardwareCatalog::DefaultGpusPerNode(*req.cluster.gpu);
+  rack.gpus_per_host = HardwareCatalog::GpusPerHost(*req.cluster.gpu, rack.gpus_per_node);
+  EXPECT_EQ(rack.gpus_per_node, 72);
+  EXPECT_EQ(rack.gpus_per_host, 4);
+  const PlanCandidate& w64 = plain->counts[0].top[0];
+  EXPECT_NE(SlurmScript(w64, rack).find("#SBATCH --nodes=16\n"), std::string::npos) << SlurmScript(w64, rack);
+  EXPECT_NE(TorchrunCommand(w64, rack).find("--nnodes=16 --nproc-per-node=4"), std::string::npos);
+  EXPECT_EQ(YAML::Load(KubernetesPyTorchJob(w64, rack))["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+                ["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+                    .as<int>(),
+            4);
+  // A GPU without a reference host size keeps one host per node, at most the node.
+  EXPECT_EQ(HardwareCatalog::GpusPerHost(**hw_->FindGpu("h100-sxm"), 8), 8);
+  EXPECT_EQ(HardwareCatalog::GpusPerHost(*req.cluster.gpu, 2), 2);
   EXPECT_NE(SlurmScript(*off, Launch(req)).find("pins"), std::string::npos);
 }
 
