@@ -157,7 +157,7 @@ struct ServeTarget {
   int64_t concurrent_users = 1;    // sequences decoding at once, over all replicas
   double requests_per_s = 0;       // if given, concurrency = max(users, rps x end-to-end latency)
   double ttft_slo_s = 0, tpot_slo_s = 0;  // 0 = no objective
-  int gpus_per_node = 8;
+  int gpus_per_node = 0;  // 0: each GPU's reference NVLink domain (HardwareCatalog::DefaultGpusPerNode)
   DecodeAttention decode_attention = DecodeAttention::kGrouped;  // per-head: NVIDIA GPUs only
   double request_overhead_s = 0, step_overhead_s = 0;  // the engine's host time, as InferConfig (0 = none)
   Speculation spec;  // speculative decoding in every replica, as InferConfig (off by default)
@@ -189,7 +189,9 @@ struct TrainTarget {
   int64_t global_batch = 1024, seq = 4096;
   double deadline_s = 0;           // 0 = none
   double budget_usd = 0;           // 0 = none
-  int gpus_per_node = 8;
+  // 0: each GPU's reference NVLink domain (HardwareCatalog::DefaultGpusPerNode), with GPU counts in whole hosts
+  // (HardwareCatalog::GpusPerHost); given: nodes of this many GPUs, counts in whole nodes.
+  int gpus_per_node = 0;
   std::string inter_node;  // empty: each GPU's reference fabric (HardwareCatalog::DefaultFabric)
   int max_gpus = 8192;
 };

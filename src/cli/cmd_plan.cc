@@ -417,7 +417,7 @@ struct SelectFlags {
   int64_t input_len = 1024, output_len = 256, users = 16, global_batch = 1024, seq = 4096;
   double rps = 0, ttft_ms = 0, tpot_ms = 0, tokens = 0, deadline_days = 0, budget = 0;
   double request_overhead_ms = 0, step_overhead_ms = 0;
-  int gpus_per_node = 8;
+  int gpus_per_node = 0;
   std::string emit;  // select serve --emit ENGINE: the launch line of row --rank
   int rank = 1;
   SpeculationFlags spec;  // select serve: speculative decoding in every replica
@@ -463,7 +463,9 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
   auto* train = sub->add_subcommand("train", "Which GPU, how many, for a training job");
   for (CLI::App* a : {serve, train}) {
     a->add_option("--model,-m", f->model, "Model id, alias or HF config.json")->capture_default_str();
-    a->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node")->capture_default_str();
+    a->add_option("--gpus-per-node", f->gpus_per_node,
+                  "GPUs per node (one NVLink domain); default: each GPU's reference system's (72 for GB200 NVL72, "
+                  "counted in 4-GPU hosts), else 8");
   }
   serve->add_option("--weights", f->weights, "Weight format (bf16, fp8, int8, int4, ...)")->capture_default_str();
   serve->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();

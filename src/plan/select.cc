@@ -83,7 +83,8 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
       continue;
     }
     auto eff = LoadEfficiency(g.id);
-    auto cl = MakeCluster(hw, g, t.gpus_per_node, hw.DefaultFabric(g));
+    const int per_node = t.gpus_per_node > 0 ? t.gpus_per_node : HardwareCatalog::DefaultGpusPerNode(g);
+    auto cl = MakeCluster(hw, g, per_node, hw.DefaultFabric(g));
     if (!eff.ok() || !cl.ok()) return eff.ok() ? cl.status() : eff.status();
     FitRequest fr;
     fr.weights = wf;
@@ -102,7 +103,7 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
     // smallest tensor-parallel one inside a node instead (CheckSpeculation excludes the GPU if there is none).
     bool tp_only = false;
     if (t.spec.tokens > 0 && mg.layout.pp > 1) {
-      for (int tp = 2; tp <= t.gpus_per_node; tp *= 2) {
+      for (int tp = 2; tp <= per_node; tp *= 2) {
         FitRequest f = fr;
         f.par.tp = tp;
         f.par.pp = 1;
@@ -261,9 +262,12 @@ Result<std::vector<SelectRow>> SelectForTraining(const HardwareCatalog& hw, cons
                                   fmt::format("TP={} PP={} DP={} ZeRO-{}", mg.layout.tp, mg.layout.pp, mg.layout.dp,
                                               mg.layout.zero));
     auto eff = LoadEfficiency(g.id);
-    auto cl = MakeCluster(hw, g, t.gpus_per_node, t.inter_node.empty() ? hw.DefaultFabric(g) : t.inter_node);
+    const int per_node = t.gpus_per_node > 0 ? t.gpus_per_node : HardwareCatalog::DefaultGpusPerNode(g);
+    auto cl = MakeCluster(hw, g, per_node, t.inter_node.empty() ? hw.DefaultFabric(g) : t.inter_node);
     if (!eff.ok() || !cl.ok()) return eff.ok() ? cl.status() : eff.status();
-    int n = std::max(t.gpus_per_node, (mg.gpus + t.gpus_per_node - 1) / t.gpus_per_node * t.gpus_per_node);
+    // GPU counts in whole hosts (a GB200 compute tray of 4; elsewhere the node), the unit one rents or buys.
+    const int unit = t.gpus_per_node > 0 ? t.gpus_per_node : HardwareCatalog::GpusPerHost(g, per_node);
+    int n = std::max(unit, (mg.gpus + unit - 1) / unit * unit);
     std::optional<PlanCandidate> best;
     for (; n <= t.max_gpus; n *= 2) {
       PlanRequest pr;
