@@ -1178,5 +1178,27 @@ TEST_F(Planner, TrainingSelectionMeetsTheDeadline) {
   EXPECT_GT(eligible, 3);
 }
 
+// Without --gpus-per-node each GPU takes its reference system's node: a GB200 NVL72 rack's NVLink domain, with GPU
+// counts in whole 4-GPU trays (the 8B job fits on 4); an HGX GPU keeps 8-GPU nodes. A given node size applies to all.
+TEST_F(Planner, TrainingSelectionCountsEachGpuInItsOwnHosts) {
+  const ModelSpec m = M("llama-3.1-8b");
+  TrainTarget t;
+  t.model = &m;
+  t.tokens = 1e11;
+  t.global_batch = 512;
+  t.seq = 4096;
+  auto rows = SelectForTraining(*hw_, t);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  const SelectRow* gb = FindRow(*rows, "gb200");
+  const SelectRow* h = FindRow(*rows, "h100-sxm");
+  ASSERT_TRUE(gb && h);
+  EXPECT_EQ(gb->gpus, 4);
+  EXPECT_EQ(h->gpus % 8, 0);
+  t.gpus_per_node = 8;
+  auto eight = SelectForTraining(*hw_, t);
+  ASSERT_TRUE(eight.ok());
+  EXPECT_EQ(FindRow(*eight, "gb200")->gpus % 8, 0);
+}
+
 }  // namespace
 }  // namespace suanli
