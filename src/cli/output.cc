@@ -40,7 +40,6 @@ nlohmann::json BreakdownJson(const TrainBreakdown& b) {
   return j;
 }
 
-// A validation band as JSON (null where none applies) and in words.
 // The links the estimate's collectives ran over (docs/methodology.md §7), with their datasheet rates and the bus
 // bandwidth the efficiency data gives them; bits where the catalog quotes a line rate (NICs), bytes elsewhere.
 std::string IntraNodeWords(const NetworkSummary& n, const std::string& default_for) {
@@ -69,6 +68,7 @@ const char* BusBandwidthWords() {
 }
 nlohmann::json NetworkJson(const NetworkSummary& n, bool multi_node) {
   nlohmann::json j = {{"intra_node", {{"link", n.intra_name},
+                            {"gpus_per_node", n.gpus_per_node},
                             {"bytes_per_s_per_direction", n.intra_bytes_per_s},
                             {"busbw_bytes_per_s", n.intra_busbw_bytes_per_s},
                             {"latency_s", n.intra_latency_s}}}};
@@ -84,6 +84,7 @@ nlohmann::json NetworkJson(const NetworkSummary& n, bool multi_node) {
   return j;
 }
 
+// A validation band as JSON (null where none applies) and in words.
 nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu) {
   if (b.cases == 0) return nullptr;
   return nlohmann::json{{"group", b.group},
