@@ -231,8 +231,9 @@ run_suanli(0 out perf train -m llama-2-70b -g b200 --gpus 8 --global-batch 8 --m
 expect_contains("${out}" "\"base_weights\": \"fp8\"" "LoRA base weights in perf's JSON")
 expect_contains("${out}" "\"activation_func_fp8_input_store\": true" "SwiGLU input store in perf's JSON")
 expect_contains("${out}" "\"fits\": true" "70B LoRA with FP8 weights and SwiGLU input on one B200 fits")
-run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --weights fp8 --dtype fp8)
-expect_contains("${out}" "frozen base weights of --mode lora" "perf --weights without --mode lora")
+run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --weights int8 --dtype fp8)
+expect_contains("${out}" "quantised base weights are for --mode lora" "perf --weights int8 in full training")
+run_suanli(0 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --weights fp8 --dtype fp8)  # FP8 parameters
 run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --mode lora --weights fp8)
 expect_contains("${out}" "needs --dtype fp8" "FP8 base weights with 16-bit GEMMs")
 run_suanli(2 out perf train -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --cross-entropy unfsed)

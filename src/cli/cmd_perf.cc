@@ -176,8 +176,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       ->capture_default_str();
   train->add_option("--lora-rank", f->lora_rank, "With --mode lora: adapter rank")->capture_default_str();
   train->add_option("--weights", f->weights,
-                    "With --mode lora: the frozen base weights' format, bf16 (default), fp16 or fp8 (Transformer "
-                    "Engine's fp8_model_init, NeMo fp8_params; needs --dtype fp8)");
+                    "The weights' storage: bf16 (default), or fp8 with --dtype fp8 (Transformer Engine FP8 parameters: "
+                    "fp8_model_init, NeMo fp8_params, Megatron-Core --fp8-param-gather; 1 B per layer weight in "
+                    "memory and in the parameter all-gathers); with --mode lora the frozen base weights, also fp16");
   train->add_flag("--activation-func-fp8-input-store", f->swiglu_fp8, kSwigluFp8InputHelp);
   train->add_option("--lora-targets", f->lora_targets,
                     "With --mode lora: adapted matrices, q k v o gate up down, or all (default: q k v o)");
@@ -347,9 +348,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       if (cfg.fit.mode != Mode::kLora && (train->count("--lora-rank") > 0 || !f->lora_targets.empty()))
         return PrintError(InvalidArgument("--lora-rank and --lora-targets need --mode lora"));
       if (train->count("--weights") > 0) {
-        if (cfg.fit.mode != Mode::kLora)
-          return PrintError(InvalidArgument("--weights sets the frozen base weights of --mode lora; full training keeps "
-                                            "16-bit weights with its optimizer's copy (--master-dtype)"));
+        // --mode lora: the frozen base weights' format; full training: fp8 for FP8 parameters (checked with --dtype
+        // by EstimateTraining).
         auto wf = ParseWeightFormat(f->weights);
         if (!wf.ok()) return PrintError(wf.status());
         cfg.fit.weights = *wf;
@@ -467,6 +467,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           j["lora_rank"] = cfg.fit.lora_rank;
           j["trainable_params"] = r->memory.trainable_params;
           j["base_weights"] = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;
+        } else {
+          j["weights"] = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;  // fp8: FP8 parameters
         }
         if (cfg.fit.swiglu_input_fp8) j["activation_func_fp8_input_store"] = true;
         if (cfg.packed_doc_tokens > 0) j["packed_doc_tokens"] = cfg.packed_doc_tokens;
@@ -520,7 +522,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                    ? fmt::format(" (packed documents of {})", cfg.packed_doc_tokens)
                                    : "",
                                cfg.dtype == Precision::kFp8
-                                   ? fmt::format("FP8 GEMMs ({} scaling)", Fp8RecipeName(cfg.fp8_recipe))
+                                   ? fmt::format("FP8 GEMMs ({} scaling){}", Fp8RecipeName(cfg.fp8_recipe),
+                                                 cfg.fit.mode != Mode::kLora && cfg.fit.weights.id == "fp8"
+                                                     ? ", FP8 parameters"
+                                                     : "")
                                    : PrecisionKey(cfg.dtype));
       std::cout << fmt::format(
           "micro-batch {} ({} per step per pipeline), recompute {}, attention {}{}{}\n",

@@ -915,15 +915,20 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   // ---- weight storage format ----
   WeightFormat wf = r.weights;
   if (r.mode == Mode::kQlora) wf = *ParseWeightFormat("nf4");
-  if (training && wf.bits_per_weight < 16)
-    return InvalidArgument(fmt::format("full training needs 16- or 32-bit weights, not '{}'; use --mode qlora for "
-                                       "4-bit base weights",
+  // FP8 training can keep the transformer layers' weights as FP8 tensors (Transformer Engine's fp8_model_init,
+  // NeMo fp8_params, Megatron-Core --fp8-param-gather): 1 B each, the optimizer keeping its own copy.
+  const bool fp8_params = training && wf.id == "fp8";
+  if (training && wf.bits_per_weight < 16 && !fp8_params)
+    return InvalidArgument(fmt::format("full training needs 16- or 32-bit weights, or fp8 (FP8 parameters with FP8 "
+                                       "training), not '{}'; use --mode qlora for 4-bit base weights",
                                        wf.id));
   const double lin_bytes = wf.bits_per_weight / 8.0;
   const double emb_bytes = wf.quantizes_embeddings ? lin_bytes : 2.0;
 
   // ---- model states per parameter (unsharded) ----
   double w_b = lin_bytes, g_b = 0, o_b = 0;
+  // The embedding and output layer stay 16-bit under FP8 parameters (they are not Transformer Engine modules).
+  const double nonlayer_w_b = fp8_params ? 2.0 : w_b;
   if (training) {
     const bool fp32 = wf.bits_per_weight >= 32;
     g_b = (fp32 || r.fp32_grads) ? 4 : 2;
@@ -1057,11 +1062,12 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     const double params_here = dense + experts + nonlayer;
     if (training) {
       // ZeRO: 1 shards optimizer states, 2 also gradients, 3 also weights, over the DP x CP group.
-      const ModelStateBytes a = ShardModelStates(dense + nonlayer, w_b, g_b, o_b, p.zero, zero_group);
+      const ModelStateBytes a = ShardModelStates(dense, w_b, g_b, o_b, p.zero, zero_group);
+      const ModelStateBytes n = ShardModelStates(nonlayer, nonlayer_w_b, g_b, o_b, p.zero, zero_group);
       const ModelStateBytes e = ShardModelStates(experts, w_b, g_b, o_b, p.zero, expert_zero_group);
-      b.weights = a.weights + e.weights;
-      b.gradients = a.gradients + e.gradients;
-      b.optimizer = a.optimizer + e.optimizer;
+      b.weights = a.weights + n.weights + e.weights;
+      b.gradients = a.gradients + n.gradients + e.gradients;
+      b.optimizer = a.optimizer + n.optimizer + e.optimizer;
       if (p.zero == 3 && zero_group > 1) {
         // Working set of gathered parameters: the current layer and one prefetched (FSDP/DeepSpeed default). An MoE
         // layer's experts are gathered only where ZeRO shards them (expert DP > 1); with EP over the whole DP group

@@ -1348,9 +1348,14 @@ Status CheckTrainMode(const ModelSpec& m, const TrainConfig& cfg) {
       return InvalidArgument("--weights fp8 keeps the base weights as Transformer Engine FP8 tensors, which its FP8 "
                              "GEMMs read: it needs --dtype fp8");
   } else if (!cfg.fit.weights.id.empty() && cfg.fit.weights.id != "bf16") {
-    return InvalidArgument(fmt::format("--weights {} applies to --mode lora (the frozen base weights); full training "
-                                       "keeps 16-bit weights",
-                                       cfg.fit.weights.id));
+    // Full training: 16-bit weights, or FP8 parameters under FP8 training.
+    if (cfg.fit.weights.id != "fp8")
+      return InvalidArgument(fmt::format("--weights {}: full training keeps 16-bit weights (bf16) or, with --dtype fp8, "
+                                         "FP8 parameters (fp8); quantised base weights are for --mode lora",
+                                         cfg.fit.weights.id));
+    if (cfg.dtype != Precision::kFp8)
+      return InvalidArgument("--weights fp8 keeps the weights as Transformer Engine FP8 tensors (Megatron-Core "
+                             "--fp8-param-gather, NeMo fp8_params), which its FP8 GEMMs read: it needs --dtype fp8");
   }
   if (cfg.packed_doc_tokens != 0) {
     if (cfg.packed_doc_tokens < 1 || cfg.packed_doc_tokens > cfg.fit.seq)
@@ -1689,6 +1694,12 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double params_gpu =
       lora ? res.memory.trainable_params / (double(par.tp) * par.pp) : res.memory.params_per_gpu;
   const int dp_group = par.dp * par.cp;
+  // Bytes per parameter the parameter all-gathers move: the 16-bit weights, or under FP8 parameters (--weights fp8:
+  // Megatron-Core --fp8-param-gather, NeMo fp8_params) one byte for the layers' weights and two for the embedding
+  // and output layer, which stay 16-bit.
+  const ParamCounts& pcount = res.memory.params;
+  const double nonlayer_share = pcount.total > 0 ? pcount.non_layer_total / pcount.total : 0.0;
+  const double gather_b = !lora && cfg.fit.weights.id == "fp8" ? 1.0 + nonlayer_share : 2.0;
   // ZeRO-0 reduces gradients with an all-reduce; ZeRO-1/2 with a reduce-scatter and an all-gather of the updated
   // parameters (the same volume), and ZeRO-3 gathers and reduce-scatters: only the all-reduce can use NVLS.
   const auto dp_collective = [&](NcclOp op, double bytes) {
@@ -1704,17 +1715,18 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     // FSDP (PyTorch FSDP1/2, Megatron FSDP) shards and gathers per wrapped unit, a transformer block: one
     // all-gather per block in the forward, one in the backward and one reduce-scatter of its gradients, each
     // paying the ring's latency.
-    const double pbytes = params_gpu * 2;
+    const double pbytes = params_gpu * gather_b;
     const double units = std::max(1, max_stage_layers);
+    const double gbytes3 = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
     zero3_comm_mb = units * (2 * dp_collective(NcclOp::kAllGather, pbytes / units) +
-                             dp_collective(NcclOp::kReduceScatter, pbytes * (cfg.fit.fp32_grads ? 2 : 1) / units));
+                             dp_collective(NcclOp::kReduceScatter, gbytes3 / units));
     zero3_exposed_mb = OverlapCost(stage_compute, zero3_comm_mb, eff.overlap_slowdown);
     if (opsp) {
       const std::string runs = fmt::format("per block ({} on the busiest stage) and micro-batch", units);
       ops.collectives.push_back(DescribeCollective(cl, eff, NcclOp::kAllGather, pbytes / units, dp_group, par.tp,
                                                    "FSDP parameter all-gather (one block)", "2 " + runs));
       ops.collectives.push_back(DescribeCollective(cl, eff, NcclOp::kReduceScatter,
-                                                   pbytes * (cfg.fit.fp32_grads ? 2 : 1) / units, dp_group, par.tp,
+                                                   gbytes3 / units, dp_group, par.tp,
                                                    "FSDP gradient reduce-scatter (one block)", "1 " + runs));
     }
   }
@@ -1736,7 +1748,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
     const double reduce = par.zero == 0 ? dp_bucketed(NcclOp::kAllReduce, gbytes)
                                         : dp_bucketed(NcclOp::kReduceScatter, gbytes);
-    const double gather = par.zero == 0 ? 0.0 : dp_bucketed(NcclOp::kAllGather, params_gpu * 2);
+    const double gather = par.zero == 0 ? 0.0 : dp_bucketed(NcclOp::kAllGather, params_gpu * gather_b);
     dp_comm = reduce + gather;
     if (opsp) {
       const std::string runs = fmt::format("{:.0f} per step (one per bucket)", dp_buckets);
@@ -1744,7 +1756,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
           cl, eff, par.zero == 0 ? NcclOp::kAllReduce : NcclOp::kReduceScatter, gbytes / dp_buckets, dp_group, par.tp,
           par.zero == 0 ? "DP gradient all-reduce (one bucket)" : "DP gradient reduce-scatter (one bucket)", runs));
       if (par.zero > 0)
-        ops.collectives.push_back(DescribeCollective(cl, eff, NcclOp::kAllGather, params_gpu * 2 / dp_buckets,
+        ops.collectives.push_back(DescribeCollective(cl, eff, NcclOp::kAllGather, params_gpu * gather_b / dp_buckets,
                                                      dp_group, par.tp, "DP parameter all-gather (one bucket)", runs));
     }
     // Overlap windows: the gradients are reduced during the backward pass of the last micro-batch on this stage;
@@ -1791,7 +1803,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       if (par.zero == 0)
         ops.Add("DP gradient all-reduce", "step", 0, gbytes, dp_comm, 1, Bound::kCommunication);
       else
-        ops.Add("DP gradient reduce-scatter + parameter all-gather", "step", 0, gbytes + params_gpu * 2, dp_comm, 1,
+        ops.Add("DP gradient reduce-scatter + parameter all-gather", "step", 0, gbytes + params_gpu * gather_b, dp_comm, 1,
                 Bound::kCommunication);
     }
     if (stage_host > 0) ops.Add("host overhead (eager FSDP)", "step", 0, 0, mb_count * stage_host, 1, Bound::kLatency);

@@ -727,7 +727,8 @@ TEST_F(Perf, LoraRunsTheFrozenMatmulsForwardAndDataGradientOnly) {
   EXPECT_NE(moe_r.status().message().find("mixture-of-experts"), std::string::npos);
   // FP8 base weights (Transformer Engine's fp8_model_init, NeMo's fp8_params): the frozen linear layers take 1 byte
   // per parameter, the embedding and the output head stay 16-bit; the step time does not change (the FP8 GEMMs read
-  // FP8 either way). They need FP8 GEMMs; quantised formats and full training refuse --weights.
+  // FP8 either way). They need FP8 GEMMs; quantised formats are refused, and in full training only FP8 parameters
+  // are taken (Perf.Fp8ParametersHalveTheLayerWeightsAndTheirAllGather).
   TrainConfig fp8 = lora;
   fp8.dtype = Precision::kFp8;
   auto w16 = EstimateTraining(m, C(g), fp8, E(g));
@@ -744,10 +745,10 @@ TEST_F(Perf, LoraRunsTheFrozenMatmulsForwardAndDataGradientOnly) {
   TrainConfig int4 = fp8;
   int4.fit.weights = *ParseWeightFormat("int4");
   err(int4, "not modelled");
-  TrainConfig full_fp8 = full;
-  full_fp8.dtype = Precision::kFp8;
-  full_fp8.fit.weights = *ParseWeightFormat("fp8");
-  err(full_fp8, "applies to --mode lora");
+  TrainConfig full_int8 = full;
+  full_int8.dtype = Precision::kFp8;
+  full_int8.fit.weights = *ParseWeightFormat("int8");
+  err(full_int8, "quantised base weights are for --mode lora");
 }
 
 // Packed sequences: attention works over documents of the given length (causal within each), the rest of the step
@@ -1081,6 +1082,52 @@ TEST_F(Perf, CollectivesAreReportedInNcclTestsTerms) {
   EXPECT_EQ(r->collectives[2].nodes, 8);
   t.detail = false;
   EXPECT_TRUE(EstimateTraining(M("llama-3.1-70b"), c, t, e)->collectives.empty());
+}
+
+// FP8 parameters in full training (--weights fp8 with --dtype fp8: Megatron-Core --fp8-param-gather, NeMo fp8_params):
+// the layers' weights take 1 byte in memory and in the distributed optimizer's parameter all-gather, the embedding
+// and output layer stay 16-bit; gradients and the optimizer's copy do not change. Other formats, and FP8 weights
+// without FP8 GEMMs, are refused with what would do.
+TEST_F(Perf, Fp8ParametersHalveTheLayerWeightsAndTheirAllGather) {
+  const GpuSpec& h = G("h100-sxm");
+  const ModelSpec m = M("llama-3.1-70b");
+  TrainConfig t = Train(64, 4, 2, 256, 4096, 1);
+  t.fit.par.sequence_parallel = true;
+  t.fit.recompute = Recompute::kSelective;
+  t.dtype = Precision::kFp8;
+  t.detail = true;
+  auto bf = EstimateTraining(m, C(h), t, E(h));
+  ASSERT_TRUE(bf.ok()) << bf.status().message();
+  TrainConfig f8 = t;
+  f8.fit.weights = *ParseWeightFormat("fp8");
+  auto fp = EstimateTraining(m, C(h), f8, E(h));
+  ASSERT_TRUE(fp.ok()) << fp.status().message();
+  const ParamCounts pc = CountParams(m);
+  const double layer_params_gpu = (pc.total - pc.non_layer_total) / (4 * 2);
+  // The weights term: 1 byte less per layer weight on this GPU (the embedding or head on a stage stays 2 B).
+  EXPECT_NEAR(bf->memory.per_gpu_peak_bytes - fp->memory.per_gpu_peak_bytes, layer_params_gpu, 0.05 * layer_params_gpu);
+  EXPECT_EQ(fp->memory.grad_bytes_per_param, bf->memory.grad_bytes_per_param);
+  EXPECT_EQ(fp->memory.optimizer_bytes_per_param, bf->memory.optimizer_bytes_per_param);
+  auto gather = [](const TrainResult& r) {
+    for (const auto& c : r.collectives)
+      if (c.what == "DP parameter all-gather (one bucket)") return c.bytes;
+    return 0.0;
+  };
+  ASSERT_GT(gather(*bf), 0);
+  const double ratio = gather(*fp) / gather(*bf);
+  EXPECT_NEAR(ratio, (1 + pc.non_layer_total / pc.total) / 2, 1e-9);
+  EXPECT_LT(fp->step_time_s, bf->step_time_s);
+  // FP8 weights need FP8 GEMMs; quantised formats are for LoRA's frozen base weights.
+  TrainConfig bad = f8;
+  bad.dtype = Precision::kBf16;
+  auto no_fp8 = EstimateTraining(m, C(h), bad, E(h));
+  ASSERT_FALSE(no_fp8.ok());
+  EXPECT_NE(no_fp8.status().message().find("needs --dtype fp8"), std::string::npos);
+  bad = t;
+  bad.fit.weights = *ParseWeightFormat("int4");
+  auto int4 = EstimateTraining(m, C(h), bad, E(h));
+  ASSERT_FALSE(int4.ok());
+  EXPECT_NE(int4.status().message().find("--mode lora"), std::string::npos) << int4.status().message();
 }
 
 // On H100/H200 NVSwitch nodes NCCL's all-reduce reduces in the switch (NVLS, about 480 GB/s busbw) while every other
