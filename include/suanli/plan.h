@@ -29,6 +29,7 @@ struct PlanRequest {
   int64_t seq = 2048;
   Precision dtype = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with dtype fp8
+  bool fp8_params = false;           // FP8 parameters (perf train --weights fp8); written as --fp8-param-gather
   AttentionImpl attention = AttentionImpl::kFlash;
   CrossEntropyImpl cross_entropy = CrossEntropyImpl::kFused;  // the loss; written into the Megatron-LM flags
   int mtp_layers = 0;                // multi-token-prediction modules on the last stage (FitRequest::mtp_layers)
@@ -106,6 +107,7 @@ struct LaunchContext {
   int64_t global_batch = 0, seq = 0;
   double train_iters = 0;            // steps for --tokens (0 = unknown)
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // written as --fp8-recipe when the plan runs FP8
+  bool fp8_params = false;                     // written as --fp8-param-gather
   CudaGraphs cuda_graphs = CudaGraphs::kNone;  // written as --cuda-graph-impl / --cuda-graph-scope
   CrossEntropyImpl cross_entropy = CrossEntropyImpl::kFused;  // written as --cross-entropy-loss-fusion [-impl te]
   int mtp_layers = 0;                // written as --mtp-num-layers

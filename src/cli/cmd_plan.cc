@@ -116,7 +116,7 @@ struct PlanFlags {
   int64_t global_batch = 1024, seq = 2048;
   double tokens = 0, price = 0;
   bool no_dp_overlap = false, eager = false, no_nvls = false, tp_overlap = false, ep_overlap = false,
-       offload = false;
+       offload = false, fp8_params = false;
 };
 
 }  // namespace
@@ -141,6 +141,9 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--objective", f->objective, "time | cost | tokens-per-dollar")->capture_default_str();
   sub->add_option("--top", f->top, "How many configurations to show")->capture_default_str();
   sub->add_option("--threads", f->threads, "Worker threads (default: all cores)");
+  sub->add_flag("--fp8-params", f->fp8_params,
+                "With --dtype fp8: FP8 parameters (Megatron-Core --fp8-param-gather, NeMo fp8_params; perf train --weights "
+                "fp8): 1 B per layer weight in memory and in the parameter all-gathers");
   sub->add_option("--dtype", f->dtype, "bf16 | fp8")->capture_default_str();
   sub->add_option("--fp8-recipe", f->fp8_recipe, kFp8RecipeHelp);
   sub->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
@@ -219,6 +222,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     req.host_memory_per_gpu_bytes = *host;
     if (f->dtype == "fp8") req.dtype = Precision::kFp8;
     else if (f->dtype != "bf16") return PrintError(InvalidArgument("--dtype must be bf16 or fp8"));
+    req.fp8_params = f->fp8_params;
     if (!f->fp8_recipe.empty()) {
       if (req.dtype != Precision::kFp8) return PrintError(InvalidArgument("--fp8-recipe needs --dtype fp8"));
       auto recipe = ParseFp8Recipe(f->fp8_recipe);
@@ -361,6 +365,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       lc.global_batch = f->global_batch;
       lc.seq = f->seq;
       lc.fp8_recipe = req.fp8_recipe;
+      lc.fp8_params = req.fp8_params;
       lc.cuda_graphs = req.cuda_graphs;
       lc.cross_entropy = req.cross_entropy;
       lc.mtp_layers = req.mtp_layers;

@@ -192,6 +192,7 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
     // Megatron-Core's names: tensorwise is Transformer Engine's current scaling; delayed is the default.
     if (x.fp8_recipe == Fp8Recipe::kCurrent) a.push_back({"--fp8-recipe", "tensorwise"});
     if (x.fp8_recipe == Fp8Recipe::kMxfp8) a.push_back({"--fp8-recipe", "mxfp8"});
+    if (x.fp8_params) a.push_back({"--fp8-param-gather", ""});
   }
   a.push_back({"--use-flash-attn", ""});
   if (x.train_iters > 0) a.push_back({"--train-iters", fmt::format("{:.0f}", std::ceil(x.train_iters))});

@@ -197,6 +197,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.fit.host_memory_per_gpu_bytes = req.host_memory_per_gpu_bytes;
               c.dtype = req.dtype;
               c.fp8_recipe = req.fp8_recipe;
+              if (req.fp8_params) c.fit.weights = *ParseWeightFormat("fp8");
               c.attention = req.attention;
               c.cross_entropy = req.cross_entropy;
               c.fit.mtp_layers = req.mtp_layers;
@@ -267,6 +268,8 @@ Result<PlanResult> Plan(const PlanRequest& req) {
   if (req.global_batch < 1) return InvalidArgument("--global-batch must be at least 1");
   if (req.seq < 1) return InvalidArgument("--seq must be at least 1");
   if (req.dtype == Precision::kFp8) SUANLI_RETURN_IF_ERROR(CheckFp8Training(*req.cluster.gpu, req.fp8_recipe));
+  if (req.fp8_params && req.dtype != Precision::kFp8)
+    return InvalidArgument("--fp8-params keeps the weights as FP8 tensors, which FP8 GEMMs read: it needs --dtype fp8");
   if (req.top_k < 1 || req.top_k > 1000) return InvalidArgument("--top must be between 1 and 1000");
   if (req.mtp_layers < 0 || req.mtp_layers > 16)
     return InvalidArgument(fmt::format("--mtp-layers must be between 0 and 16, got {}", req.mtp_layers));
@@ -353,6 +356,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.fit.host_memory_per_gpu_bytes = req.host_memory_per_gpu_bytes;
       tc.dtype = req.dtype;
       tc.fp8_recipe = req.fp8_recipe;
+      if (req.fp8_params) tc.fit.weights = *ParseWeightFormat("fp8");
       tc.attention = req.attention;
       tc.cross_entropy = req.cross_entropy;
       tc.fit.mtp_layers = req.mtp_layers;

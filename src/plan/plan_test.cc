@@ -235,6 +235,24 @@ TEST_F(Planner, Fp8RecipeIsEstimatedAndWrittenInMegatronTerms) {
   auto no8 = Plan(a100);
   ASSERT_FALSE(no8.ok());
   EXPECT_NE(no8.status().message().find("has no FP8 support"), std::string::npos) << no8.status().message();
+
+  // FP8 parameters (--fp8-params): every candidate keeps 1 B per layer weight, the best step is no slower, and the
+  // flags say --fp8-param-gather; without FP8 GEMMs the request is refused.
+  req.fp8_recipe = Fp8Recipe::kDelayed;
+  req.fp8_params = true;
+  auto params = Plan(req);
+  ASSERT_TRUE(params.ok()) << params.status().message();
+  ASSERT_FALSE(params->counts[0].top.empty());
+  EXPECT_EQ(params->counts[0].top[0].result.memory.weight_bytes_per_param, 1);
+  EXPECT_LE(params->counts[0].top[0].result.step_time_s, delayed->counts[0].top[0].result.step_time_s);
+  LaunchContext lc = Launch(req);
+  lc.fp8_params = true;
+  EXPECT_NE(MegatronArgs(params->counts[0].top[0], lc).find("--fp8-param-gather"), std::string::npos);
+  EXPECT_EQ(MegatronArgs(delayed->counts[0].top[0], Launch(req)).find("--fp8-param-gather"), std::string::npos);
+  req.dtype = Precision::kBf16;
+  auto bf = Plan(req);
+  ASSERT_FALSE(bf.ok());
+  EXPECT_NE(bf.status().message().find("needs --dtype fp8"), std::string::npos);
 }
 
 // The optimizer's precision: 16-bit states leave more memory, so the planner's best layout holds no less per GPU than
