@@ -302,7 +302,11 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   // The frozen base weights' format (mode "lora": "fp8" for NeMo's fp8_params) and Megatron-Core's
   // activation_func_fp8_input_store.
   if (auto w = t["weights"].value<std::string>()) {
-    if (c.fit.mode != Mode::kLora) return ParseError("weights (the frozen base weights' format) needs mode = \"lora\"");
+    // Full training: "fp8" for FP8 parameters (MLPerf's FP8_PARAMS, Megatron-Core --fp8-param-gather); EstimateTraining
+    // checks it against the dtype.
+    if (c.fit.mode != Mode::kLora && *w != "fp8")
+      return ParseError("weights: the frozen base weights' format needs mode = \"lora\"; full training takes only "
+                        "\"fp8\" (FP8 parameters)");
     auto wf = ParseWeightFormat(*w);
     if (!wf.ok()) return ParseError("weights: " + std::string(wf.status().message()));
     c.fit.weights = *wf;

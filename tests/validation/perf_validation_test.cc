@@ -202,9 +202,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // their mean 0.189), with the TP-overlap share re-derived from torchtitan's measurements (0.48 -> 0.65): 7.79%
   // (worst 27.6%); with Oracle's two MLPerf GPT-3 rows (1,536 and 3,072 H100s on RoCE: -5% and -20%) 7.84%; with the
   // L40S link fraction fitted on serving rows (twenty-eighth session; MLPerf's two L40S LoRA runs -22% -> -0.5%)
-  // 7.63%. Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
+  // 7.63%; with FP8 parameters (one-byte parameter all-gathers) on the 20 MLPerf rows whose configurations set
+  // FP8_PARAMS (thirtieth session: physics they ran, which moves them 0-2 points further toward too fast) 7.67%.
+  // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0764);
+  EXPECT_LE(mean_dense, 0.0768);
   EXPECT_LE(worst_dense, 0.286);  // 27.6% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
@@ -583,14 +585,19 @@ published = 1
   ASSERT_TRUE(bk.ok()) << bk.status().message();
   EXPECT_NE(bk->cases[0].failure.find("unknown attention kernel 'flash3'"), std::string::npos) << bk->cases[0].failure;
 
-  // The frozen base weights' format is a LoRA key: on a pretraining row it is reported on its case.
+  // The weights' format: a quantised one is a LoRA key, and FP8 parameters need FP8 GEMMs; both are reported on
+  // their case.
   std::string base = bad_kernel;
-  swap_text(base, "attention = \"flash3\"", "weights = \"fp8\"");
+  swap_text(base, "attention = \"flash3\"", "weights = \"int4\"");
   auto bw = RunCases(base);
   ASSERT_TRUE(bw.ok()) << bw.status().message();
-  EXPECT_NE(bw->cases[0].failure.find("weights (the frozen base weights' format) needs mode = \"lora\""),
-            std::string::npos)
+  EXPECT_NE(bw->cases[0].failure.find("full training takes only \"fp8\" (FP8 parameters)"), std::string::npos)
       << bw->cases[0].failure;
+  std::string f8 = bad_kernel;
+  swap_text(f8, "attention = \"flash3\"", "weights = \"fp8\"");
+  auto bw8 = RunCases(f8);
+  ASSERT_TRUE(bw8.ok()) << bw8.status().message();
+  EXPECT_NE(bw8->cases[0].failure.find("needs --dtype fp8"), std::string::npos) << bw8->cases[0].failure;
 
   // An FP8 recipe on a 16-bit run, and an unknown recipe, are reported on their case.
   std::string recipe = bad_kernel;
