@@ -1177,13 +1177,19 @@ TEST_F(Planner, SelectionCountsTheEngineHostOverhead) {
       << d->exclusion;
 }
 
-TEST_F(Planner, TrainingSelectionMeetsTheDeadline) {
-  const ModelSpec m = M("llama-3.1-8b");
+// LLaMA-3.1 8B on 100B tokens, 512 x 4096 tokens per step: the training selections' job.
+TrainTarget EightBOn100BTokens(const ModelSpec& m) {
   TrainTarget t;
   t.model = &m;
   t.tokens = 1e11;
   t.global_batch = 512;
   t.seq = 4096;
+  return t;
+}
+
+TEST_F(Planner, TrainingSelectionMeetsTheDeadline) {
+  const ModelSpec m = M("llama-3.1-8b");
+  TrainTarget t = EightBOn100BTokens(m);
   t.deadline_s = 7 * 86400;
   auto rows = SelectForTraining(*hw_, t);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
@@ -1200,11 +1206,7 @@ TEST_F(Planner, TrainingSelectionMeetsTheDeadline) {
 // counts in whole 4-GPU trays (the 8B job fits on 4); an HGX GPU keeps 8-GPU nodes. A given node size applies to all.
 TEST_F(Planner, TrainingSelectionCountsEachGpuInItsOwnHosts) {
   const ModelSpec m = M("llama-3.1-8b");
-  TrainTarget t;
-  t.model = &m;
-  t.tokens = 1e11;
-  t.global_batch = 512;
-  t.seq = 4096;
+  TrainTarget t = EightBOn100BTokens(m);
   auto rows = SelectForTraining(*hw_, t);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
   const SelectRow* gb = FindRow(*rows, "gb200");
