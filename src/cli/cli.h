@@ -66,8 +66,15 @@ struct Job {
   Cluster cluster;
   Efficiency eff;
 };
+// gpus_per_node 0 and an empty inter_node take the GPU's reference system's (HardwareCatalog::DefaultGpusPerNode,
+// DefaultFabric); the options that set them refuse those values when given (NodeCount, NonEmpty).
 Result<Job> LoadJob(Context* ctx, const std::string& model, const std::string& gpu, int gpus_per_node,
                     const std::string& inter_node, int nics_per_node);
+
+// Validators for options whose unset value means "the default": a count of GPUs given explicitly must be 1..1024,
+// and a name given explicitly must not be empty.
+const CLI::Validator& NodeCount();
+const CLI::Validator& NonEmpty();
 
 // Printing helpers.
 int PrintError(const Status& s);

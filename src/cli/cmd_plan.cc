@@ -128,11 +128,11 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--gpus", f->gpus, "GPU count: 512, a list 64,128,256 or a doubling range 64-1024")->capture_default_str();
   sub->add_option("--gpus-per-node", f->gpus_per_node,
                   "GPUs per node: the GPUs that share the GPU link (one NVLink domain); default: the GPU's reference "
-                  "system's, as `suanli gpus GPU` shows (72 for GB200 NVL72), else 8");
+                  "system's, as `suanli gpus GPU` shows (72 for GB200 NVL72), else 8")->check(NodeCount());
   sub->add_option("--gpus-per-host", f->gpus_per_host,
                   "With --emit: GPUs per host (one OS image) in the launch files; default: the GPU's reference "
-                  "system's (4 for a GB200 compute tray), else --gpus-per-node");
-  sub->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ... (default: the GPU's reference system's, as `suanli gpus GPU` shows: ib-hdr for A100 SXM, ib-ndr for H100, H200, B200 and GB200; else ib-ndr)");
+                  "system's (4 for a GB200 compute tray), else --gpus-per-node")->check(NodeCount());
+  sub->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ... (default: the GPU's reference system's, as `suanli gpus GPU` shows: ib-hdr for A100 SXM, ib-ndr for H100, H200, B200 and GB200; else ib-ndr)")->check(NonEmpty());
   sub->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)");
   sub->add_option("--global-batch", f->global_batch, "Sequences per step")->capture_default_str();
   sub->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
@@ -470,7 +470,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
     a->add_option("--model,-m", f->model, "Model id, alias or HF config.json")->capture_default_str();
     a->add_option("--gpus-per-node", f->gpus_per_node,
                   "GPUs per node (one NVLink domain); default: each GPU's reference system's (72 for GB200 NVL72, "
-                  "counted in 4-GPU hosts), else 8");
+                  "counted in 4-GPU hosts), else 8")->check(NodeCount());
   }
   serve->add_option("--weights", f->weights, "Weight format (bf16, fp8, int8, int4, ...)")->capture_default_str();
   serve->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype")->capture_default_str();
@@ -498,7 +498,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
   train->add_option("--deadline-days", f->deadline_days, "Finish within this many days");
   train->add_option("--budget", f->budget, "USD budget");
-  train->add_option("--inter-node", f->inter_node, "Fabric between nodes (default: each GPU's reference system's, as `suanli gpus GPU` shows; else ib-ndr)");
+  train->add_option("--inter-node", f->inter_node, "Fabric between nodes (default: each GPU's reference system's, as `suanli gpus GPU` shows; else ib-ndr)")->check(NonEmpty());
   return [ctx, f, serve]() -> int {
     auto mc = ctx->models();
     if (!mc.ok()) return PrintError(mc.status());

@@ -48,7 +48,7 @@ Result<Job> LoadJob(Context* ctx, const std::string& model, const std::string& g
   // No --inter-node: the fabric of the GPU's reference system (data/gpus [network] fabric), else ib-ndr.
   const std::string fabric = inter_node.empty() ? j.hw->DefaultFabric(*j.gpu) : inter_node;
   // No --gpus-per-node: the GPU's reference NVLink domain (72 for GB200 NVL72), else 8.
-  const int per_node = gpus_per_node > 0 ? gpus_per_node : HardwareCatalog::DefaultGpusPerNode(*j.gpu);
+  const int per_node = gpus_per_node != 0 ? gpus_per_node : HardwareCatalog::DefaultGpusPerNode(*j.gpu);
   SUANLI_ASSIGN_OR_RETURN(j.cluster, MakeCluster(*j.hw, *j.gpu, per_node, fabric, nics_per_node));
   SUANLI_ASSIGN_OR_RETURN(j.eff, LoadEfficiency(j.gpu->id));
   return j;
@@ -69,6 +69,17 @@ const std::vector<Command>& Commands() {
       {"tco", "Buy versus rent: total cost of ownership, cost per PFLOP-day and per million tokens, break-even", SetupTco},
   };
   return cmds;
+}
+
+const CLI::Validator& NodeCount() {
+  static const CLI::Validator v = CLI::Range(1, 1024);
+  return v;
+}
+const CLI::Validator& NonEmpty() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string { return text.empty() ? "must not be empty (omit it for the default)" : ""; },
+      "", "NONEMPTY");
+  return v;
 }
 
 namespace {

@@ -442,16 +442,17 @@ NetworkSummary DescribeNetwork(const Cluster& c, const Efficiency& e) {
   n.intra_name = c.intra_name;
   n.intra_nvlink = c.intra_nvlink;
   n.intra_bytes_per_s = c.intra_bw_per_dir;
-  n.intra_busbw_bytes_per_s = c.intra_bw_per_dir * e.link;
-  // The in-switch all-reduce where GroupBusBandwidth would use it for a group inside one node.
-  if (c.nvls && e.link_allreduce > e.link) n.intra_nvls_busbw_bytes_per_s = c.intra_bw_per_dir * e.link_allreduce;
+  // What the collectives use: a group of the whole node, and (below) a ring of one rank per node.
+  const NcclGroup node = GroupNccl(c, e, c.gpus_per_node, 1, Collective::kAllReduce);
+  n.intra_busbw_bytes_per_s = node.busbw;
+  n.intra_nvls_busbw_bytes_per_s = node.nvls_busbw;
   n.intra_latency_s = c.intra_latency_s;
   n.fabric = c.inter_id;
   n.nic_bytes_per_s = c.nic_bw_per_dir;
   n.nics_per_node = c.nics_per_node;
   n.gpus_per_node = c.gpus_per_node;
   n.inter_bytes_per_s_per_gpu = c.inter_bw_per_gpu;
-  n.inter_busbw_bytes_per_s_per_gpu = c.inter_bw_per_gpu * e.network;
+  n.inter_busbw_bytes_per_s_per_gpu = GroupBusBandwidth(c, e, 2, c.gpus_per_node, Collective::kRing);
   n.inter_latency_s = c.inter_latency_s;
   return n;
 }

@@ -83,7 +83,7 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
       continue;
     }
     auto eff = LoadEfficiency(g.id);
-    const int per_node = t.gpus_per_node > 0 ? t.gpus_per_node : HardwareCatalog::DefaultGpusPerNode(g);
+    const int per_node = t.gpus_per_node != 0 ? t.gpus_per_node : HardwareCatalog::DefaultGpusPerNode(g);
     auto cl = MakeCluster(hw, g, per_node, hw.DefaultFabric(g));
     if (!eff.ok() || !cl.ok()) return eff.ok() ? cl.status() : eff.status();
     FitRequest fr;
@@ -262,7 +262,7 @@ Result<std::vector<SelectRow>> SelectForTraining(const HardwareCatalog& hw, cons
                                   fmt::format("TP={} PP={} DP={} ZeRO-{}", mg.layout.tp, mg.layout.pp, mg.layout.dp,
                                               mg.layout.zero));
     auto eff = LoadEfficiency(g.id);
-    const int per_node = t.gpus_per_node > 0 ? t.gpus_per_node : HardwareCatalog::DefaultGpusPerNode(g);
+    const int per_node = t.gpus_per_node != 0 ? t.gpus_per_node : HardwareCatalog::DefaultGpusPerNode(g);
     auto cl = MakeCluster(hw, g, per_node, t.inter_node.empty() ? hw.DefaultFabric(g) : t.inter_node);
     if (!eff.ok() || !cl.ok()) return eff.ok() ? cl.status() : eff.status();
     // GPU counts in whole hosts (a GB200 compute tray of 4; elsewhere the node), the unit one rents or buys.
