@@ -104,7 +104,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                   "GPUs per node: the GPUs that share the GPU link (one NVLink domain); default: the GPU's reference "
                   "system's, as `suanli gpus GPU` shows (72 for GB200 NVL72), else 8")->check(NodeCount());
     a->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ... (default: the GPU's reference system's, as `suanli gpus GPU` shows: ib-hdr for A100 SXM, ib-ndr for H100, H200, B200 and GB200; else ib-ndr)")->check(NonEmpty());
-    a->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)");
+    a->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)")->check(NodeCount());
     a->add_flag("--explain", f->explain, "Per-operator roofline table");
     a->add_flag("--no-nvls", f->no_nvls,
                 "All-reduce as a ring, without NVLink SHARP's in-switch reduction (as NCCL_NVLS_ENABLE=0)");

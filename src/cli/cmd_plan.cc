@@ -133,7 +133,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
                   "With --emit: GPUs per host (one OS image) in the launch files; default: the GPU's reference "
                   "system's (4 for a GB200 compute tray), else --gpus-per-node")->check(NodeCount());
   sub->add_option("--inter-node", f->inter_node, "Fabric between nodes: ib-hdr ib-ndr ib-xdr roce-200g eth-100g ... (default: the GPU's reference system's, as `suanli gpus GPU` shows: ib-hdr for A100 SXM, ib-ndr for H100, H200, B200 and GB200; else ib-ndr)")->check(NonEmpty());
-  sub->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)");
+  sub->add_option("--nics-per-node", f->nics_per_node, "NICs per node (default: one per GPU)")->check(NodeCount());
   sub->add_option("--global-batch", f->global_batch, "Sequences per step")->capture_default_str();
   sub->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
   sub->add_option("--tokens", f->tokens, "Tokens to train: time, GPU-hours, cost");
