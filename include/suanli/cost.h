@@ -41,8 +41,22 @@ struct TcoAssumptions {
   Sourced<double> staff_usd_per_gpu_year;    // operations engineers' cost spread over the GPUs they run
   Sourced<double> depreciation_years;
   Sourced<double> utilisation;               // fraction of hours the GPU does useful work
+  // The kinds of machine a GPU sits in (data/tco.toml [hosts.<class>]): what its share of the host costs and draws,
+  // and for desks and laptops no data-centre hosting, cooling or staff. Each class sets some of the keys above by
+  // their data-file names ("server_share", "host_power", "pue", ...); the keys it leaves out are the defaults'.
+  // A later file's [defaults] key replaces the earlier files' class values for that key (the user's default wins).
+  struct HostClass {
+    std::string description;
+    std::map<std::string, Sourced<double>> values;  // by data-file key
+  };
+  std::map<std::string, HostClass> hosts;
   std::string file;
 };
+
+// The host class of a GPU from its data file: "laptop" (form factor laptop), "workstation" (consumer and
+// workstation cards), "superchip" (GB200: the NVL72 rack), "pcie-server" (datacenter PCIe and NVL cards),
+// "baseboard" (SXM and OAM modules on an 8-GPU baseboard: the [defaults]).
+std::string HostClassFor(const GpuSpec& gpu);
 
 // Parses data/tco.toml. With `base`, keys absent from `text` keep base's values (a user file may
 // override only some keys); without it, every key is required. Unknown keys are errors.
@@ -61,6 +75,8 @@ struct CloudPrice {
 // Everything the TCO needs, per GPU. Fill with TcoInputsFor and override fields as needed.
 struct TcoInputs {
   std::string gpu_id;
+  std::string host_class;                // the TcoAssumptions::hosts class the defaults came from ("" if none)
+  std::string host_description;
   double gpu_purchase_usd = 0;
   double server_share_usd = 0;
   double network_share_usd = 0;
@@ -93,7 +109,10 @@ struct TcoInputs {
 // Inputs for a catalog GPU: its [price] and [power] tables, its dense 16-bit peak, and the
 // assumptions. Prices the GPU file does not give are left at 0 / absent, and the purchase price
 // being absent is an error only in ValidateTcoInputs (so a caller can set it first).
+// The host-dependent defaults are those of HostClassFor(gpu)'s class where a.hosts has it, else a's own.
 TcoInputs TcoInputsFor(const GpuSpec& gpu, const TcoAssumptions& a);
+// The same in a named host class (a key of a.hosts); an unknown name is InvalidArgument listing the valid ones.
+Result<TcoInputs> TcoInputsFor(const GpuSpec& gpu, const TcoAssumptions& a, std::string_view host_class);
 
 // Negative amounts, utilisation or MFU outside 0..1, PUE below 1, a zero depreciation period,
 // no purchase price: InvalidArgument naming the field (and the flag that sets it).

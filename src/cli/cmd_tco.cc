@@ -17,6 +17,7 @@ using json = nlohmann::json;
 
 struct TcoFlags {
   std::string gpu = "h100-sxm";
+  std::string host;  // host class; empty: the GPU's (HostClassFor)
   int gpus = 8;
   std::optional<double> gpu_price, server, network, storage, gpu_watts, host_watts, utilisation, pue, usd_per_kwh,
       hosting_kw, hosting_rack, staff, years, on_demand, reserved, spot, mfu, tokens_per_s;
@@ -67,7 +68,7 @@ Result<std::pair<double, std::string>> InferTokensPerS(Context* ctx, const TcoFl
     return Status(ErrorCode::kDoesNotFit, fmt::format("{} at batch {} does not fit on up to 64 {}: {}", m.id,
                                                       layout_req.batch, gpu.id, mg.reason));
   cfg.fit.par = mg.layout;
-  SUANLI_ASSIGN_OR_RETURN(Cluster c, MakeCluster(*hw, gpu, 8, hw->DefaultFabric(gpu)));
+  SUANLI_ASSIGN_OR_RETURN(Cluster c, MakeCluster(*hw, gpu, HardwareCatalog::DefaultGpusPerNode(gpu), hw->DefaultFabric(gpu)));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu.id));
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, c, cfg, eff));
   return std::make_pair(r.output_tokens_per_s_per_gpu,
@@ -115,7 +116,7 @@ Result<TrainRate> TrainTokensPerS(Context* ctx, const TcoFlags& f, const GpuSpec
     return InvalidArgument(fmt::format("--global-batch {} is not divisible by DP = {}", cfg.fit.batch, cfg.fit.par.dp));
   cfg.micro_batch_auto = true;
   cfg.recompute_auto = true;
-  SUANLI_ASSIGN_OR_RETURN(Cluster c, MakeCluster(*hw, gpu, 8, hw->DefaultFabric(gpu)));
+  SUANLI_ASSIGN_OR_RETURN(Cluster c, MakeCluster(*hw, gpu, HardwareCatalog::DefaultGpusPerNode(gpu), hw->DefaultFabric(gpu)));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, LoadEfficiency(gpu.id));
   SUANLI_ASSIGN_OR_RETURN(TrainResult r, EstimateTraining(m, c, cfg, eff));
   if (!r.fits)
@@ -139,6 +140,10 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
       ->capture_default_str();
   sub->add_option("--gpus", f->gpus, "Fleet size for the totals (per-GPU figures do not depend on it)")
       ->capture_default_str();
+  sub->add_option("--host", f->host,
+                  "The kind of machine the GPU sits in, which sets the host's share of cost and power and, for desks "
+                  "and laptops, no hosting, cooling or staff: baseboard | pcie-server | superchip | workstation | "
+                  "laptop (default: from the GPU's form factor and segment; data/tco.toml [hosts])")->check(NonEmpty());
   sub->add_option("--gpu-price-usd", f->gpu_price, "Purchase price per GPU, USD");
   sub->add_option("--server-usd", f->server, "Server share per GPU (chassis, CPUs, memory, baseboard), USD");
   sub->add_option("--network-usd", f->network, "Network share per GPU (NIC, switch ports, optics), USD");
@@ -187,7 +192,10 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
     for (const auto& d : ctx->options().catalog_dirs) co.user_dirs.push_back(d);
     auto assumptions = LoadTcoAssumptions(co);
     if (!assumptions.ok()) return PrintError(assumptions.status());
-    TcoInputs in = TcoInputsFor(**gpu, *assumptions);
+    auto inputs = TcoInputsFor(**gpu, *assumptions, f->host.empty() ? HostClassFor(**gpu) : f->host);
+    if (!inputs.ok() && f->host.empty()) inputs = TcoInputsFor(**gpu, *assumptions);  // a user file without the class
+    if (!inputs.ok()) return PrintError(inputs.status());
+    TcoInputs in = *inputs;
     auto& pv = in.provenance;
     auto set = [&](const std::optional<double>& v, double* field, const char* key, const char* flag) {
       if (!v) return;
@@ -256,6 +264,8 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
       json j = JsonEnvelope("suanli.tco/1");
       j["gpu"] = (*gpu)->id;
       j["gpus"] = in.gpus;
+      j["host_class"] = in.host_class;
+      j["host_description"] = in.host_description;
       j["indicative"] = true;
       j["inputs"] = {{"gpu_purchase_usd", in.gpu_purchase_usd},
                      {"server_share_usd", in.server_share_usd},
@@ -317,6 +327,9 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
 
     std::cout << fmt::format("{}: buy versus rent, per GPU ({} GPUs in the fleet), utilisation {:.0f}%, {} years\n",
                              (*gpu)->name, in.gpus, 100 * in.utilisation, in.depreciation_years);
+    if (!in.host_class.empty())
+      std::cout << fmt::format("host: {}, {}{}\n", in.host_class, in.host_description,
+                               f->host.empty() ? " (the GPU's form factor and segment; --host to change)" : "");
     std::cout << "INDICATIVE: prices and defaults are dated estimates; replace them with your quotes.\n\n";
     Table own({"owning, per GPU", "USD/year", "basis"});
     own.Row({"depreciation", Usd(r->depreciation_usd_per_year),

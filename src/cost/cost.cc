@@ -2,13 +2,16 @@
 #include "suanli/cost.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "core/data_registry.h"
 #include "core/files.h"
 #include "core/toml_reader.h"
+#include "suanli/text.h"
 #include "suanli/units.h"
 
 namespace suanli {
@@ -31,16 +34,62 @@ Result<std::map<std::string, std::string>> ReadSources(detail::TableReader& root
   return sources;
 }
 
-std::string Cite(const Sourced<double>& s, const std::string& file, const char* key) {
-  std::string c = fmt::format("{} [defaults] {}: {}", file, key, s.source);
-  if (!s.note.empty()) c += " (" + s.note + ")";
-  return c;
-}
-
 std::string CiteGpu(const GpuSpec& g, const char* table, const char* key, const Sourced<double>& s) {
   std::string c = fmt::format("{} [{}] {}: {}", g.file, table, key, s.source);
   if (!s.note.empty()) c += " (" + s.note + ")";
   return c;
+}
+
+// The keys of [defaults] and of each [hosts.<class>] table: a quantity with a unit ("6250 USD", "575 W") or a plain
+// number within [lo, hi] (units in the key name).
+struct TcoKey {
+  const char* key;
+  std::optional<Dimension> dim;  // a quantity; nullopt: a plain number
+  double lo, hi;
+  Sourced<double> TcoAssumptions::*field;
+  double TcoInputs::*input;
+  const char* input_name;  // TcoInputs' field name, the provenance key
+};
+constexpr double kInf = std::numeric_limits<double>::infinity();
+const std::vector<TcoKey>& TcoKeys() {
+  static const std::vector<TcoKey> keys = {
+#define SUANLI_TCO_KEY(key, dim, lo, hi, name) \
+  {key, dim, lo, hi, &TcoAssumptions::name, &TcoInputs::name, #name}
+      SUANLI_TCO_KEY("server_share", Dimension::kUsd, 0, kInf, server_share_usd),
+      SUANLI_TCO_KEY("network_share", Dimension::kUsd, 0, kInf, network_share_usd),
+      SUANLI_TCO_KEY("storage_share", Dimension::kUsd, 0, kInf, storage_share_usd),
+      SUANLI_TCO_KEY("host_power", Dimension::kWatts, 0, kInf, host_power_watts),
+      SUANLI_TCO_KEY("pue", std::nullopt, 1, 5, pue),
+      SUANLI_TCO_KEY("electricity_usd_per_kwh", std::nullopt, 0, 10, electricity_usd_per_kwh),
+      SUANLI_TCO_KEY("hosting_usd_per_kw_month", std::nullopt, 0, 100000, hosting_usd_per_kw_month),
+      SUANLI_TCO_KEY("staff_usd_per_gpu_year", std::nullopt, 0, 1e7, staff_usd_per_gpu_year),
+      SUANLI_TCO_KEY("depreciation_years", std::nullopt, 0.1, 30, depreciation_years),
+      SUANLI_TCO_KEY("utilisation", std::nullopt, 0, 1, utilisation),
+#undef SUANLI_TCO_KEY
+  };
+  return keys;
+}
+
+// The keys a table sets, each with its citation ("<file> [<table>] <key>: <source> (<note>)").
+Result<std::map<std::string, Sourced<double>>> ReadTcoKeys(detail::TableReader& d, const std::string& file,
+                                                          const std::string& table) {
+  std::map<std::string, Sourced<double>> out;
+  for (const TcoKey& k : TcoKeys()) {
+    std::optional<Sourced<double>> q;
+    if (k.dim) {
+      SUANLI_ASSIGN_OR_RETURN(q, d.OptQuantity(k.key, *k.dim));
+    } else {
+      SUANLI_ASSIGN_OR_RETURN(q, d.OptSourcedNumber(k.key));
+    }
+    if (!q) continue;
+    if (!(q->value >= k.lo && q->value <= k.hi))
+      return ParseError(fmt::format("{}: value {} is outside {}..{}", d.Where(k.key), q->value, k.lo, k.hi));
+    std::string c = fmt::format("{} [{}] {}: {}", file, table, k.key, q->source);
+    if (!q->note.empty()) c += " (" + q->note + ")";
+    q->source = std::move(c);
+    out.emplace(k.key, *q);
+  }
+  return out;
 }
 
 }  // namespace
@@ -53,45 +102,42 @@ Result<TcoAssumptions> ParseTcoToml(std::string_view text, std::string_view file
   detail::TableReader r(doc, file, "", &sources);
   r.SubTable("sources");
   const toml::table* dt = r.SubTable("defaults");
+  const toml::table* ht = r.SubTable("hosts");
   SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
-  if (!dt) return ParseError(file + ": missing [defaults] table");
-  detail::TableReader d(*dt, file, "defaults", &sources);
+  if (!dt && !base) return ParseError(file + ": missing [defaults] table");
   TcoAssumptions a = base ? *base : TcoAssumptions{};
   a.file = base ? (base->file + " + " + file) : file;
-  // A quantity with a unit ("6250 USD", "575 W") or a plain number (units in the key name).
-  auto quantity = [&](const char* key, Dimension dim, Sourced<double>* out) -> Status {
-    SUANLI_ASSIGN_OR_RETURN(auto q, d.OptQuantity(key, dim));
-    if (q) {
-      *out = *q;
-      out->source = Cite(*q, file, key);
-    } else if (!base) {
-      return ParseError(d.Where(key) + " is required but missing");
+  if (dt) {
+    detail::TableReader d(*dt, file, "defaults", &sources);
+    SUANLI_ASSIGN_OR_RETURN(auto set, ReadTcoKeys(d, file, "defaults"));
+    SUANLI_RETURN_IF_ERROR(d.CheckNoUnknownKeys());
+    for (const TcoKey& k : TcoKeys()) {
+      auto it = set.find(k.key);
+      if (it == set.end()) {
+        if (!base) return ParseError(d.Where(k.key) + " is required but missing");
+        continue;
+      }
+      a.*k.field = it->second;
+      // This file's default replaces what earlier files' host classes set for the key.
+      for (auto& [name, hc] : a.hosts) hc.values.erase(k.key);
     }
-    return Status::Ok();
-  };
-  auto number = [&](const char* key, double lo, double hi, Sourced<double>* out) -> Status {
-    SUANLI_ASSIGN_OR_RETURN(auto q, d.OptSourcedNumber(key));
-    if (q) {
-      if (q->value < lo || q->value > hi)
-        return ParseError(fmt::format("{}: value {} is outside {}..{}", d.Where(key), q->value, lo, hi));
-      *out = *q;
-      out->source = Cite(*q, file, key);
-    } else if (!base) {
-      return ParseError(d.Where(key) + " is required but missing");
+  }
+  if (ht) {
+    for (const auto& [name, node] : *ht) {
+      const std::string where = fmt::format("hosts.{}", name.str());
+      const toml::table* t = node.as_table();
+      if (!t) return ParseError(fmt::format("{}: '{}' must be a table ([{}])", file, where, where));
+      detail::TableReader h(*t, file, where, &sources);
+      TcoAssumptions::HostClass& hc = a.hosts[std::string(name.str())];
+      SUANLI_ASSIGN_OR_RETURN(auto desc, h.OptString("description"));
+      if (desc) hc.description = *desc;
+      SUANLI_ASSIGN_OR_RETURN(auto set, ReadTcoKeys(h, file, where));
+      SUANLI_RETURN_IF_ERROR(h.CheckNoUnknownKeys());
+      for (auto& [k, v] : set) hc.values[k] = std::move(v);
+      if (hc.description.empty())
+        return ParseError(fmt::format("{}: [{}] needs a description (what kind of machine the class is)", file, where));
     }
-    return Status::Ok();
-  };
-  SUANLI_RETURN_IF_ERROR(quantity("server_share", Dimension::kUsd, &a.server_share_usd));
-  SUANLI_RETURN_IF_ERROR(quantity("network_share", Dimension::kUsd, &a.network_share_usd));
-  SUANLI_RETURN_IF_ERROR(quantity("storage_share", Dimension::kUsd, &a.storage_share_usd));
-  SUANLI_RETURN_IF_ERROR(quantity("host_power", Dimension::kWatts, &a.host_power_watts));
-  SUANLI_RETURN_IF_ERROR(number("pue", 1, 5, &a.pue));
-  SUANLI_RETURN_IF_ERROR(number("electricity_usd_per_kwh", 0, 10, &a.electricity_usd_per_kwh));
-  SUANLI_RETURN_IF_ERROR(number("hosting_usd_per_kw_month", 0, 100000, &a.hosting_usd_per_kw_month));
-  SUANLI_RETURN_IF_ERROR(number("staff_usd_per_gpu_year", 0, 1e7, &a.staff_usd_per_gpu_year));
-  SUANLI_RETURN_IF_ERROR(number("depreciation_years", 0.1, 30, &a.depreciation_years));
-  SUANLI_RETURN_IF_ERROR(number("utilisation", 0, 1, &a.utilisation));
-  SUANLI_RETURN_IF_ERROR(d.CheckNoUnknownKeys());
+  }
   return a;
 }
 
@@ -114,9 +160,38 @@ Result<TcoAssumptions> LoadTcoAssumptions(const CatalogOptions& options) {
   return *a;
 }
 
+std::string HostClassFor(const GpuSpec& gpu) {
+  if (gpu.form_factor == "laptop") return "laptop";
+  if (gpu.segment == "consumer" || gpu.segment == "workstation") return "workstation";
+  if (gpu.form_factor == "superchip") return "superchip";
+  if (gpu.form_factor == "pcie" || gpu.form_factor == "nvl" || gpu.form_factor == "pcie-consumer") return "pcie-server";
+  return "baseboard";
+}
+
 TcoInputs TcoInputsFor(const GpuSpec& gpu, const TcoAssumptions& a) {
+  const std::string cls = HostClassFor(gpu);
+  auto in = TcoInputsFor(gpu, a, a.hosts.count(cls) ? cls : std::string());
+  return *in;  // the class is a.hosts' or none: never an error
+}
+
+Result<TcoInputs> TcoInputsFor(const GpuSpec& gpu, const TcoAssumptions& a, std::string_view host_class) {
+  const TcoAssumptions::HostClass* hc = nullptr;
+  if (!host_class.empty()) {
+    auto it = a.hosts.find(std::string(host_class));
+    if (it == a.hosts.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, c] : a.hosts) names.push_back(n);
+      return InvalidArgument(fmt::format("unknown host class '{}'{}; the classes in {} are: {}", host_class,
+                                         DidYouMean(host_class, names), a.file, fmt::join(names, ", ")));
+    }
+    hc = &it->second;
+  }
   TcoInputs in;
   in.gpu_id = gpu.id;
+  if (hc) {
+    in.host_class = std::string(host_class);
+    in.host_description = hc->description;
+  }
   auto& pv = in.provenance;
   if (gpu.price_purchase_usd) {
     in.gpu_purchase_usd = gpu.price_purchase_usd->value;
@@ -126,21 +201,17 @@ TcoInputs TcoInputsFor(const GpuSpec& gpu, const TcoAssumptions& a) {
     in.gpu_power_watts = gpu.tdp_watts->value;
     pv["gpu_power_watts"] = CiteGpu(gpu, "power", "tdp", *gpu.tdp_watts);
   }
-  // Each assumption's value and where it came from (data file, user file or flag).
-#define SUANLI_TAKE(field) \
-  in.field = a.field.value;  \
-  pv[#field] = a.field.source
-  SUANLI_TAKE(server_share_usd);
-  SUANLI_TAKE(network_share_usd);
-  SUANLI_TAKE(storage_share_usd);
-  SUANLI_TAKE(host_power_watts);
-  SUANLI_TAKE(pue);
-  SUANLI_TAKE(electricity_usd_per_kwh);
-  SUANLI_TAKE(hosting_usd_per_kw_month);
-  SUANLI_TAKE(staff_usd_per_gpu_year);
-  SUANLI_TAKE(depreciation_years);
-  SUANLI_TAKE(utilisation);
-#undef SUANLI_TAKE
+  // Each assumption's value and where it came from (data file, user file or flag): the host class's where it sets
+  // the key, else the defaults'.
+  for (const TcoKey& k : TcoKeys()) {
+    const Sourced<double>* v = &(a.*k.field);
+    if (hc) {
+      auto it = hc->values.find(k.key);
+      if (it != hc->values.end()) v = &it->second;
+    }
+    in.*k.input = v->value;
+    pv[k.input_name] = v->source;
+  }
   auto cloud = [&](const char* kind, const char* key, const std::optional<Sourced<double>>& p) {
     if (!p) return;
     in.cloud.push_back(CloudPrice{kind, p->value, CiteGpu(gpu, "price", key, *p)});

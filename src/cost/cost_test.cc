@@ -213,5 +213,98 @@ TEST(TcoData, UserFileOverridesSomeKeys) {
   fs::remove_all(dir);
 }
 
+// Each GPU's host class follows from its data file: an RTX 4090 sits in a desktop, not an 8-GPU HGX server.
+TEST(TcoHosts, ClassFollowsFormFactorAndSegment) {
+  EXPECT_EQ(HostClassFor(Gpu("h100-sxm")), "baseboard");
+  EXPECT_EQ(HostClassFor(Gpu("mi300x")), "baseboard");
+  EXPECT_EQ(HostClassFor(Gpu("l40s")), "pcie-server");
+  EXPECT_EQ(HostClassFor(Gpu("h100-nvl")), "pcie-server");
+  EXPECT_EQ(HostClassFor(Gpu("gb200")), "superchip");
+  EXPECT_EQ(HostClassFor(Gpu("rtx-4090")), "workstation");
+  EXPECT_EQ(HostClassFor(Gpu("rtx-6000-ada")), "workstation");
+  EXPECT_EQ(HostClassFor(Gpu("rtx-4060-laptop")), "laptop");
+  // Every class a catalog GPU maps to is in the bundled data, with a description.
+  const TcoAssumptions a = Defaults();
+  for (const char* c : {"baseboard", "pcie-server", "superchip", "workstation", "laptop"}) {
+    ASSERT_TRUE(a.hosts.count(c)) << c;
+    EXPECT_FALSE(a.hosts.at(c).description.empty()) << c;
+  }
+}
+
+TEST(TcoHosts, ClassValuesReplaceTheDefaultsTheyName) {
+  const TcoAssumptions a = Defaults();
+  // The baseboard class is the defaults: an 8 x H100 server still draws about 10 kW (test above).
+  const TcoInputs h100 = TcoInputsFor(Gpu("h100-sxm"), a);
+  EXPECT_EQ(h100.host_class, "baseboard");
+  EXPECT_DOUBLE_EQ(h100.server_share_usd, a.server_share_usd.value);
+  EXPECT_DOUBLE_EQ(h100.pue, a.pue.value);
+  // A desktop: its own non-GPU parts, no colocation, no data-centre cooling, no staff; the keys it does not set
+  // (electricity, depreciation) are the defaults'.
+  const TcoInputs desk = TcoInputsFor(Gpu("rtx-4090"), a);
+  EXPECT_EQ(desk.host_class, "workstation");
+  EXPECT_LT(desk.server_share_usd, h100.server_share_usd);
+  EXPECT_DOUBLE_EQ(desk.network_share_usd, 0);
+  EXPECT_DOUBLE_EQ(desk.hosting_usd_per_kw_month, 0);
+  EXPECT_DOUBLE_EQ(desk.staff_usd_per_gpu_year, 0);
+  EXPECT_DOUBLE_EQ(desk.pue, 1.0);
+  EXPECT_DOUBLE_EQ(desk.electricity_usd_per_kwh, a.electricity_usd_per_kwh.value);
+  EXPECT_DOUBLE_EQ(desk.depreciation_years, a.depreciation_years.value);
+  EXPECT_NE(desk.provenance.at("server_share_usd").find("[hosts.workstation] server_share"), std::string::npos)
+      << desk.provenance.at("server_share_usd");
+  EXPECT_NE(desk.provenance.at("electricity_usd_per_kwh").find("[defaults]"), std::string::npos);
+  // Owning the card costs far less than the baseboard class made it (GPU + 6250 + 3000 + 1000 USD of capex).
+  auto r = ComputeTco(desk);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->capex_usd, desk.gpu_purchase_usd + desk.server_share_usd);
+  // GB200 NVL72: about 120 kW per rack of 72 GPUs at 1200 W each.
+  const TcoInputs gb = TcoInputsFor(Gpu("gb200"), a);
+  EXPECT_EQ(gb.host_class, "superchip");
+  EXPECT_NEAR(72 * (gb.gpu_power_watts + gb.host_power_watts), 120000, 100);
+}
+
+TEST(TcoHosts, NamedClassAndUnknownName) {
+  const TcoAssumptions a = Defaults();
+  // A PCIe card in an HGX-priced server when the user says so.
+  auto in = TcoInputsFor(Gpu("l40s"), a, "baseboard");
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_DOUBLE_EQ(in->server_share_usd, a.server_share_usd.value);
+  EXPECT_DOUBLE_EQ(in->host_power_watts, a.host_power_watts.value);
+  auto bad = TcoInputsFor(Gpu("l40s"), a, "workstaton");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("did you mean 'workstation'"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("pcie-server"), std::string::npos) << bad.status().message();
+}
+
+// A user's [defaults] key is their answer for every host class; their [hosts.X] keys change one class.
+TEST(TcoHosts, UserDefaultsWinOverBundledClassValues) {
+  const TcoAssumptions base = Defaults();
+  auto a = ParseTcoToml(
+      "[sources]\nq = \"our quote\"\n[defaults]\nserver_share = { value = \"5000 USD\", source = \"q\" }\n"
+      "[hosts.workstation]\nhost_power = { value = \"100 W\", source = \"q\" }\n",
+      "user/tco.toml", &base);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  const TcoInputs desk = TcoInputsFor(Gpu("rtx-4090"), *a);
+  EXPECT_DOUBLE_EQ(desk.server_share_usd, 5000);
+  EXPECT_DOUBLE_EQ(desk.host_power_watts, 100);
+  EXPECT_DOUBLE_EQ(desk.pue, 1.0);  // the bundled class value the user did not touch
+  EXPECT_DOUBLE_EQ(TcoInputsFor(Gpu("l40s"), *a).server_share_usd, 5000);
+  EXPECT_DOUBLE_EQ(TcoInputsFor(Gpu("l40s"), *a).host_power_watts, base.hosts.at("pcie-server").values.at("host_power").value);
+  // Unknown keys in a class table and a class without a description are errors naming the file and table.
+  auto typo = ParseTcoToml("[sources]\nq = \"x\"\n[hosts.workstation]\nhost_powr = { value = \"1 W\", source = \"q\" }\n",
+                           "user/tco.toml", &base);
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("hosts.workstation.host_powr"), std::string::npos) << typo.status().message();
+  auto nodesc = ParseTcoToml("[sources]\nq = \"x\"\n[hosts.rack]\npue = { value = 1.1, source = \"q\" }\n",
+                             "user/tco.toml", &base);
+  ASSERT_FALSE(nodesc.ok());
+  EXPECT_NE(nodesc.status().message().find("[hosts.rack] needs a description"), std::string::npos)
+      << nodesc.status().message();
+  auto range = ParseTcoToml("[sources]\nq = \"x\"\n[hosts.workstation]\npue = { value = 0.5, source = \"q\" }\n",
+                            "user/tco.toml", &base);
+  ASSERT_FALSE(range.ok());
+  EXPECT_NE(range.status().message().find("outside 1..5"), std::string::npos) << range.status().message();
+}
+
 }  // namespace
 }  // namespace suanli
