@@ -139,6 +139,8 @@ expect_contains("${out}" "\"validated_end_to_end\": false" "MoE select rows are 
 expect_not_contains("${out}" "\"validated_end_to_end\": true" "no MoE select row is validated")
 run_suanli(1 out perf train --model llama-2-7b --gpus 8 --global-batch 64 --micro-batch -1)
 expect_contains("${out}" "--micro-batch: must be a whole number of at least 1, got '-1'" "negative micro-batch")
+run_suanli(1 out perf train --model llama-2-7b --gpus 8 --global-batch 64 --dp-bucket-mb -1)
+expect_contains("${out}" "--dp-bucket-mb: Value -1 not in range" "negative DP bucket")
 run_suanli(1 out perf train --model llama-2-7b --gpus 8 --global-batch 64 --nics-per-node -2)
 expect_contains("${out}" "--nics-per-node: Value -2 not in range 1 to 1024" "negative NIC count")
 run_suanli(1 out plan --model llama-3.1-8b --gpu h100 --gpus 64 --nics-per-node 0)

@@ -27,6 +27,7 @@ struct PerfFlags {
       moe_dispatcher, cuda_graphs, cross_entropy = "fused";
   std::string decode_attention = "grouped", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false, tp_only_amax_red = false;
+  double dp_bucket_mb = 0;  // 0: Megatron-Core's bucket rule
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false, swiglu_fp8 = false;
   std::string train_mode = "train";
   std::string master_dtype, moments_dtype, optimizer;
@@ -155,6 +156,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--cross-entropy", f->cross_entropy, kCrossEntropyHelp)->capture_default_str();
   train->add_option("--flops", f->convention, "MFU convention: 6n (PaLM) | megatron")->capture_default_str();
   train->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward instead of overlapped");
+  train->add_option("--dp-bucket-mb", f->dp_bucket_mb,
+                    "Data-parallel gradient buckets of this many MB (2^20 bytes) of gradients, one collective each: Apex "
+                    "DistributedFusedAdam's bucket_cap_mb (NeMo 1.x, BUCKET_CAP_MB) or PyTorch DDP's; default: "
+                    "Megatron-Core DDP's max(40M, 1M x DP) parameters")
+      ->check(CLI::Range(0.0, 1e6));
   train->add_flag("--tp-overlap", f->tp_overlap, "Overlap tensor-parallel communication with GEMMs");
   train->add_flag("--ep-overlap", f->ep_overlap,
                   "Overlap the MoE all-to-all with another micro-batch's compute (Megatron-Core "
@@ -322,6 +328,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         return PrintError(InvalidArgument("--recompute-layers recomputes whole layers: it needs --recompute full"));
       cfg.fit.recompute_layers = f->recompute_layers;
       cfg.dp_overlap = !f->no_dp_overlap;
+      cfg.dp_bucket_bytes = f->dp_bucket_mb * kMiB;
       cfg.tp_overlap = f->tp_overlap;
       cfg.ep_overlap = f->ep_overlap;
       if (!f->moe_dispatcher.empty()) {

@@ -1385,6 +1385,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                                      const Efficiency& eff) {
   if (!cl.gpu) return InvalidArgument("no GPU given");
   // Written so that NaN fails too: a NaN factor would otherwise reach every MoE term as a silent NaN time.
+  if (!(cfg_in.dp_bucket_bytes >= 0 && cfg_in.dp_bucket_bytes <= 1e12))
+    return InvalidArgument(fmt::format("--dp-bucket-mb {} is outside 0..1e6 MB (0: Megatron-Core's rule)",
+                                       cfg_in.dp_bucket_bytes / kMiB));
   if (!(cfg_in.moe_imbalance >= 1.0 && cfg_in.moe_imbalance <= 64.0))
     return InvalidArgument(fmt::format("--moe-imbalance {} is outside 1..64 (the busiest expert's tokens / the mean)",
                                        cfg_in.moe_imbalance));
@@ -1707,9 +1710,15 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     return GroupCollectiveTime(cl, eff, op, bytes, dp_group, par.tp);
   };
   // Megatron-Core's DDP reduces and gathers in buckets of max(40M, 1M x DP) parameters when it overlaps them
-  // (distributed_data_parallel.py: the default bucket_size), one collective per bucket, each paying the ring's latency.
+  // (distributed_data_parallel.py: the default bucket_size), one collective per bucket, each paying the ring's latency;
+  // Apex's DistributedFusedAdam (NeMo 1.x) and PyTorch DDP in buckets of a fixed number of gradient bytes
+  // (--dp-bucket-mb: apex/contrib/optimizers/distributed_fused_adam.py sizes a bucket as bucket_cap_mb x 2^20 bytes
+  // of its grad_sync_dtype).
+  const double grad_width = cfg.fit.fp32_grads ? 4 : 2;
+  const double bucket_params =
+      cfg.dp_bucket_bytes > 0 ? cfg.dp_bucket_bytes / grad_width : std::max(40e6, 1e6 * dp_group);
   const double dp_buckets =
-      cfg.dp_overlap && par.zero < 3 ? std::max(1.0, std::ceil(params_gpu / std::max(40e6, 1e6 * dp_group))) : 1.0;
+      cfg.dp_overlap && par.zero < 3 ? std::max(1.0, std::ceil(params_gpu / bucket_params)) : 1.0;
   const auto dp_bucketed = [&](NcclOp op, double bytes) { return dp_buckets * dp_collective(op, bytes / dp_buckets); };
   double zero3_exposed_mb = 0, zero3_comm_mb = 0;
   if (par.zero == 3 && dp_group > 1) {

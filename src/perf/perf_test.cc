@@ -1,4 +1,5 @@
 #include "suanli/perf.h"
+#include "suanli/units.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -551,6 +552,55 @@ TEST_F(Perf, DataParallelTrafficMovesInMegatronCoresBuckets) {
     EXPECT_GT(dp_comm, single) << dp;  // each bucket pays the latency again
     EXPECT_NEAR(r->communication_total_s - one->communication_total_s, dp_comm - single, 1e-9) << dp;
   }
+}
+
+// Apex's DistributedFusedAdam (NeMo 1.x) and PyTorch DDP bucket a fixed number of gradient bytes
+// (bucket_cap_mb x 2^20 bytes of the gradient sync dtype): --dp-bucket-mb. At DP 512 a 100 MB bucket holds 52M
+// parameters, ten times fewer than Megatron-Core's 512M, so the step pays ten times the rings' latencies; at DP 4 it
+// holds more than Megatron-Core's 40M. A bucket as large as the whole gradient is one collective.
+TEST_F(Perf, FixedDataParallelBucketsAreBytesOfGradients) {
+  const ModelSpec m = M("llama-3.1-70b");
+  const GpuSpec& g = G("h100-sxm");
+  const Cluster cl = C(g);
+  const Efficiency e = E(g);
+  for (int dp : {4, 512})
+    for (bool fp32 : {false, true}) {
+      TrainConfig c = Train(8 * dp, 8, 1, 4 * dp, 4096, 1);
+      c.fit.par.sequence_parallel = true;
+      c.fit.fp32_grads = fp32;
+      auto mcore = EstimateTraining(m, cl, c, e);
+      c.dp_bucket_bytes = 100 * kMiB;
+      auto fixed = EstimateTraining(m, cl, c, e);
+      c.dp_bucket_bytes = 1e12;  // larger than every gradient here: one bucket
+      auto whole = EstimateTraining(m, cl, c, e);
+      ASSERT_TRUE(mcore.ok() && fixed.ok() && whole.ok());
+      const double p = fixed->memory.params_per_gpu;
+      const double width = fp32 ? 4 : 2;
+      auto dp_comm = [&](double buckets) {
+        return buckets * (GroupCollectiveTime(cl, e, NcclOp::kReduceScatter, width * p / buckets, dp, 8) +
+                          GroupCollectiveTime(cl, e, NcclOp::kAllGather, 2 * p / buckets, dp, 8));
+      };
+      const double n_fixed = std::ceil(p * width / (100 * kMiB));
+      const double n_mcore = std::ceil(p / std::max(40e6, 1e6 * dp));
+      EXPECT_NEAR(fixed->communication_total_s - mcore->communication_total_s, dp_comm(n_fixed) - dp_comm(n_mcore),
+                  1e-9) << dp << " fp32 " << fp32;
+      EXPECT_NEAR(whole->communication_total_s - mcore->communication_total_s, dp_comm(1) - dp_comm(n_mcore), 1e-9)
+          << dp << " fp32 " << fp32;
+      // More buckets than Megatron-Core's where 100 MB holds fewer parameters than its max(40M, 1M x DP) (DP 512; DP 4
+      // with 4-byte gradients), fewer where it holds more (DP 4, 2-byte); the step follows.
+      if (100 * kMiB / width < std::max(40e6, 1e6 * dp)) {
+        EXPECT_GT(n_fixed, n_mcore) << dp << " fp32 " << fp32;
+        EXPECT_GT(fixed->step_time_s, mcore->step_time_s) << dp << " fp32 " << fp32;
+      } else {
+        EXPECT_LT(n_fixed, n_mcore) << dp << " fp32 " << fp32;
+        EXPECT_LE(fixed->step_time_s, mcore->step_time_s) << dp << " fp32 " << fp32;
+      }
+    }
+  TrainConfig bad = Train(32, 8, 1, 16, 4096, 1);
+  bad.dp_bucket_bytes = -1;
+  auto r = EstimateTraining(m, cl, bad, e);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("--dp-bucket-mb"), std::string::npos) << r.status().message();
 }
 
 // Megatron-Core DDP passes over the whole local gradient buffer every step (core_v0.8.0 param_and_grad_buffer.py):

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "suanli/units.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -56,6 +58,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"cross_entropy", KeyType::kString},
               {"dropout", KeyType::kBool},
               {"dp_overlap", KeyType::kBool},
+              {"dp_bucket_mb", KeyType::kNumber},
               {"cp", KeyType::kInteger},
               {"interleave", KeyType::kInteger},
               {"interleave_auto", KeyType::kBool},
@@ -242,6 +245,10 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
     c.cross_entropy = *v;
   }
   c.dp_overlap = t["dp_overlap"].value_or(true);
+  if (auto mb = t["dp_bucket_mb"].value<double>()) {
+    if (!(*mb > 0 && *mb <= 1e6)) return ParseError(fmt::format("dp_bucket_mb {} is outside (0, 1e6] MB", *mb));
+    c.dp_bucket_bytes = *mb * kMiB;
+  }
   c.tp_overlap = t["tp_overlap"].value_or(false);
   c.ep_overlap = t["ep_overlap"].value_or(false);
   if (auto d = t["moe_dispatcher"].value<std::string>()) {

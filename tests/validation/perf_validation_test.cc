@@ -108,8 +108,8 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.082, 0.279}}};
-  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 10.3% mean,
-  // 127.1% worst; gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth
+  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 10.0% mean,
+  // 110.3% worst; gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth
   // session; max_throughput: TensorRT-LLM 1.0 and 0.13 with its Mixtral rows, first predictions 22.4% / 299.2%, 19.8%
   // since the L40S link fraction was fitted on v0.9's L40S throughput rows (twenty-eighth session; TTFT 14.1%,
   // static-batch throughput 12.4%);
@@ -120,7 +120,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.113, 1.281}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
+      {"training", {0.110, 1.113}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.162, 0.668}}, {"latency", {0.143, 0.162}},
       {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
@@ -203,10 +203,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // (worst 27.6%); with Oracle's two MLPerf GPT-3 rows (1,536 and 3,072 H100s on RoCE: -5% and -20%) 7.84%; with the
   // L40S link fraction fitted on serving rows (twenty-eighth session; MLPerf's two L40S LoRA runs -22% -> -0.5%)
   // 7.63%; with FP8 parameters (one-byte parameter all-gathers) on the 20 MLPerf rows whose configurations set
-  // FP8_PARAMS (thirtieth session: physics they ran, which moves them 0-2 points further toward too fast) 7.67%.
+  // FP8_PARAMS (thirtieth session: physics they ran, which moves them 0-2 points further toward too fast) 7.67%;
+  // with the fixed data-parallel buckets of Apex's DistributedFusedAdam on the 16 MLPerf GPT-3 rows whose
+  // configurations set them (100 MB in v3.1, BUCKET_CAP_MB=200 from v4.0; thirty-first session: at DP 128-484 the
+  // buckets are 2-7x as many as Megatron-Core's, each paying the ring's latency) 7.52%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0768);
+  EXPECT_LE(mean_dense, 0.0752);
   EXPECT_LE(worst_dense, 0.286);  // 27.6% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
@@ -726,6 +729,18 @@ TEST(PerfValidation, TrainCasesTakeTheOptimizerPrecision) {
   EXPECT_NE(bad.find("moments_dtype: unknown Adam moments dtype 'int4' (valid: fp32, bf16, fp16, fp8)"),
             std::string::npos)
       << bad;
+}
+
+// dp_bucket_mb: a fixed data-parallel bucket (Apex DistributedFusedAdam's bucket_cap_mb). 1 MB buckets make an 8B
+// model's 16 GB of gradients thousands of collectives, each paying its latency: slower than Megatron-Core's rule.
+TEST(PerfValidation, TrainCasesTakeTheDataParallelBucket) {
+  const std::string row = EightGpuRow("bucket row", "llama-3.1-8b", 8, "", 10000);
+  const double plain = EvaluatedCase(row).predicted;
+  std::string tiny = row;
+  tiny.replace(tiny.find("micro_batch"), 0, "dp_bucket_mb = 1\n");
+  EXPECT_LT(EvaluatedCase(tiny).predicted, plain);
+  const std::string negative = FailureWith(row, "micro_batch", "dp_bucket_mb = -5\nmicro_batch");
+  EXPECT_NE(negative.find("dp_bucket_mb -5 is outside (0, 1e6] MB"), std::string::npos) << negative;
 }
 
 // Fine-tuning keys: mode "lora" with its rank and comma-separated targets, packed_doc_tokens; a LoRA row is faster
