@@ -206,10 +206,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // FP8_PARAMS (thirtieth session: physics they ran, which moves them 0-2 points further toward too fast) 7.67%;
   // with the fixed data-parallel buckets of Apex's DistributedFusedAdam on the 16 MLPerf GPT-3 rows whose
   // configurations set them (100 MB in v3.1, BUCKET_CAP_MB=200 from v4.0; thirty-first session: at DP 128-484 the
-  // buckets are 2-7x as many as Megatron-Core's, each paying the ring's latency) 7.52%.
+  // buckets are 2-7x as many as Megatron-Core's, each paying the ring's latency) 7.52%, and on the 40 dgxc-benchmarking
+  // NeMo 1.x rows whose recipes set bucket_cap_mb (50-220 MB) 7.48%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0752);
+  EXPECT_LE(mean_dense, 0.0749);
   EXPECT_LE(worst_dense, 0.286);  // 27.6% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
