@@ -38,6 +38,7 @@ struct PlanRequest {
   MasterCopy master = MasterCopy::kFp32;
   MomentsDtype moments = MomentsDtype::kFp32;
   bool dp_overlap = true;
+  double dp_bucket_bytes = 0;        // TrainConfig::dp_bucket_bytes (0: Megatron-Core's rule); written as --ddp-bucket-size
   // Overlaps the stack runs (Megatron-Core --tp-comm-overlap, --overlap-moe-expert-parallel-comm): applied to the
   // layouts that can use them (TP overlap with sequence parallelism; EP overlap with EP > 1, an interleaved
   // schedule under PP, no full recompute) and written into the emitted launch flags.
@@ -111,6 +112,7 @@ struct LaunchContext {
   CudaGraphs cuda_graphs = CudaGraphs::kNone;  // written as --cuda-graph-impl / --cuda-graph-scope
   CrossEntropyImpl cross_entropy = CrossEntropyImpl::kFused;  // written as --cross-entropy-loss-fusion [-impl te]
   int mtp_layers = 0;                // written as --mtp-num-layers
+  double dp_bucket_bytes = 0;        // PlanRequest::dp_bucket_bytes, written as --ddp-bucket-size (parameters)
   // Written as --use-precision-aware-optimizer with --main-params-dtype / --exp-avg(-sq)-dtype; what Megatron-Core
   // cannot express (a bf16 copy, no copy) is refused by CheckMegatronOptimizer before anything is written.
   MasterCopy master = MasterCopy::kFp32;

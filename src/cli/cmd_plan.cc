@@ -115,6 +115,7 @@ struct PlanFlags {
   int gpus_per_node = 0, gpus_per_host = 0, nics_per_node = 0, top = 5, threads = 0, tp = 0, pp = 0, cp = 0, ep = 0, zero = -1;
   int64_t global_batch = 1024, seq = 2048;
   double tokens = 0, price = 0;
+  double dp_bucket_mb = 0;  // 0: Megatron-Core's bucket rule
   bool no_dp_overlap = false, eager = false, no_nvls = false, tp_overlap = false, ep_overlap = false,
        offload = false, fp8_params = false;
 };
@@ -159,6 +160,10 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--ep", f->ep, "Fix EP (default: search)");
   sub->add_option("--zero", f->zero, "Fix the ZeRO stage (default: search)");
   sub->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward (Megatron before Core)");
+  sub->add_option("--dp-bucket-mb", f->dp_bucket_mb,
+                  "Data-parallel buckets of this many MB of gradients, as perf train (default: Megatron-Core's "
+                  "max(40M, 1M x DP) parameters); --emit megatron writes --ddp-bucket-size")
+      ->check(CLI::Range(0.0, 1e6));
   sub->add_flag("--tp-overlap", f->tp_overlap,
                 "Overlap TP communication with GEMMs on sequence-parallel layouts (emits --tp-comm-overlap)");
   sub->add_flag("--ep-overlap", f->ep_overlap,
@@ -199,6 +204,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     req.top_k = f->top;
     req.threads = f->threads;
     req.dp_overlap = !f->no_dp_overlap;
+    req.dp_bucket_bytes = f->dp_bucket_mb * kMiB;
     req.tp_overlap = f->tp_overlap;
     req.ep_overlap = f->ep_overlap;
     if (!f->moe_dispatcher.empty()) {
@@ -369,6 +375,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       lc.cuda_graphs = req.cuda_graphs;
       lc.cross_entropy = req.cross_entropy;
       lc.mtp_layers = req.mtp_layers;
+      lc.dp_bucket_bytes = req.dp_bucket_bytes;
       lc.master = req.master;
       lc.moments = req.moments;
       if (f->tokens > 0) lc.train_iters = f->tokens / (double(f->global_batch) * f->seq);

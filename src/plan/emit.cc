@@ -148,6 +148,10 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   if (c.dp_overlap && p.dp * p.cp > 1 && p.zero < 3) {  // gradients are reduced over DP x CP
     a.push_back({"--overlap-grad-reduce", ""});
     if (p.zero >= 1) a.push_back({"--overlap-param-gather", ""});
+    // A fixed bucket the estimate assumed (plan --dp-bucket-mb): Megatron-LM counts it in parameters, of the 2-byte
+    // gradients --grad-reduce-in-bf16 reduces.
+    if (x.dp_bucket_bytes > 0)
+      a.push_back({"--ddp-bucket-size", std::to_string(static_cast<int64_t>(std::llround(x.dp_bucket_bytes / 2)))});
   }
   if (p.zero == 3) a.push_back({"--use-torch-fsdp2", ""});
   // The loss the estimate assumed (docs/methodology.md §6.4): without the flag Megatron-LM runs its unfused FP32 path,

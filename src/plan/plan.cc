@@ -205,6 +205,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.fit.master = req.master;
               c.fit.moments = req.moments;
               c.dp_overlap = req.dp_overlap;
+              c.dp_bucket_bytes = req.dp_bucket_bytes;
               c.tp_overlap = req.tp_overlap && sp;
               c.ep_overlap = req.ep_overlap && CheckEpOverlap(m, c.fit.par, rc).ok();
               c.moe_dispatcher = req.moe_dispatcher;
@@ -364,6 +365,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.fit.master = req.master;
       tc.fit.moments = req.moments;
       tc.dp_overlap = req.dp_overlap;
+      tc.dp_bucket_bytes = req.dp_bucket_bytes;
       tc.tp_overlap = c.tp_overlap;
       tc.ep_overlap = c.ep_overlap;
       tc.moe_dispatcher = c.moe_dispatcher;

@@ -48,6 +48,7 @@ class Planner : public testing::CatalogTest {
     lc.cross_entropy = req.cross_entropy;
     lc.master = req.master;
     lc.moments = req.moments;
+    lc.dp_bucket_bytes = req.dp_bucket_bytes;
     return lc;
   }
 };
@@ -975,6 +976,31 @@ TEST_F(Planner, DataParallelOverlapIsWrittenAsMegatronFlags) {
   const std::string args = MegatronArgs(off->counts[0].top[0], Launch(req));
   EXPECT_EQ(args.find("--overlap-grad-reduce"), std::string::npos) << args;
   EXPECT_EQ(args.find("--overlap-param-gather"), std::string::npos) << args;
+}
+
+// A fixed data-parallel bucket (plan --dp-bucket-mb) is estimated as perf train estimates it and written as
+// Megatron-LM's --ddp-bucket-size, in parameters of the 2-byte gradients; without it no bucket size is written.
+TEST_F(Planner, FixedDataParallelBucketIsEstimatedAndWritten) {
+  const ModelSpec m = M("llama-3.1-8b");
+  PlanRequest req = Req(m, "h100-sxm", {512}, 1024, 4096, "ib-ndr");
+  req.fixed_zero = 1;
+  req.fixed_tp = 1;
+  req.fixed_pp = 1;
+  auto plain = Plan(req);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  const PlanCandidate& p0 = plain->counts[0].top[0];
+  EXPECT_EQ(MegatronArgs(p0, Launch(req)).find("--ddp-bucket-size"), std::string::npos);
+  req.dp_bucket_bytes = 100 * 1048576.0;
+  auto fixed = Plan(req);
+  ASSERT_TRUE(fixed.ok()) << fixed.status().message();
+  const PlanCandidate& p1 = fixed->counts[0].top[0];
+  const std::string args = MegatronArgs(p1, Launch(req));
+  EXPECT_NE(args.find("--ddp-bucket-size 52428800\n"), std::string::npos) << args;
+  // At DP 512 a 100 MB bucket is ten times Megatron-Core's count of collectives: the same layout is slower.
+  ASSERT_EQ(p1.par.dp, 512);
+  ASSERT_EQ(p0.micro_batch, p1.micro_batch);
+  ASSERT_EQ(p0.recompute, p1.recompute);
+  EXPECT_GT(p1.result.step_time_s, p0.result.step_time_s);
 }
 
 // The loss the plan assumed reaches the Megatron flags (Megatron-LM's default is the unfused FP32 path), and the
