@@ -59,6 +59,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"dropout", KeyType::kBool},
               {"dp_overlap", KeyType::kBool},
               {"dp_bucket_mb", KeyType::kNumber},
+              {"dp_bucket_params", KeyType::kNumber},
               {"cp", KeyType::kInteger},
               {"interleave", KeyType::kInteger},
               {"interleave_auto", KeyType::kBool},
@@ -248,6 +249,12 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   if (auto mb = t["dp_bucket_mb"].value<double>()) {
     if (!(*mb > 0 && *mb <= 1e6)) return ParseError(fmt::format("dp_bucket_mb {} is outside (0, 1e6] MB", *mb));
     c.dp_bucket_bytes = *mb * kMiB;
+  }
+  // Megatron-Core's DDP bucket_size (--ddp-bucket-size), in parameters of the gradients it reduces.
+  if (auto n = t["dp_bucket_params"].value<double>()) {
+    if (t["dp_bucket_mb"]) return ParseError("dp_bucket_mb and dp_bucket_params both set: give the bucket once");
+    if (!(*n >= 1 && *n <= 1e12)) return ParseError(fmt::format("dp_bucket_params {} is outside 1..1e12", *n));
+    c.dp_bucket_bytes = *n * (t["fp32_grads"].value_or(false) ? 4.0 : 2.0);
   }
   c.tp_overlap = t["tp_overlap"].value_or(false);
   c.ep_overlap = t["ep_overlap"].value_or(false);

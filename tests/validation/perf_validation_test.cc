@@ -207,11 +207,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // with the fixed data-parallel buckets of Apex's DistributedFusedAdam on the 16 MLPerf GPT-3 rows whose
   // configurations set them (100 MB in v3.1, BUCKET_CAP_MB=200 from v4.0; thirty-first session: at DP 128-484 the
   // buckets are 2-7x as many as Megatron-Core's, each paying the ring's latency) 7.52%, and on the 40 dgxc-benchmarking
-  // NeMo 1.x rows whose recipes set bucket_cap_mb (50-220 MB) 7.48%.
+  // NeMo 1.x rows whose recipes set bucket_cap_mb (50-220 MB) 7.48%; with MLPerf v5.1's two LLaMA-3.1 8B rows taking
+  // what their files set (FP8_PARAM_GATHER, BUCKET_SIZE=768000000: fewer collectives, one-byte gathers), which makes
+  // them 9 and 6 points faster (-1.9% -> -11.0%, -27.6% -> -33.8%), 7.55%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0749);
-  EXPECT_LE(worst_dense, 0.286);  // 27.6% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
+  EXPECT_LE(mean_dense, 0.0756);
+  EXPECT_LE(worst_dense, 0.349);  // 33.8% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
   // point-to-point, 2.6% over before the twenty-second session's TP-overlap share: more exposed TP time per
@@ -742,6 +744,12 @@ TEST(PerfValidation, TrainCasesTakeTheDataParallelBucket) {
   EXPECT_LT(EvaluatedCase(tiny).predicted, plain);
   const std::string negative = FailureWith(row, "micro_batch", "dp_bucket_mb = -5\nmicro_batch");
   EXPECT_NE(negative.find("dp_bucket_mb -5 is outside (0, 1e6] MB"), std::string::npos) << negative;
+  // Megatron-Core's bucket_size, in parameters of 2-byte gradients: 524288 parameters are the same 1 MB bucket.
+  std::string params = row;
+  params.replace(params.find("micro_batch"), 0, "dp_bucket_params = 524288\n");
+  EXPECT_DOUBLE_EQ(EvaluatedCase(params).predicted, EvaluatedCase(tiny).predicted);
+  const std::string both = FailureWith(row, "micro_batch", "dp_bucket_mb = 1\ndp_bucket_params = 524288\nmicro_batch");
+  EXPECT_NE(both.find("dp_bucket_mb and dp_bucket_params both set"), std::string::npos) << both;
 }
 
 // Fine-tuning keys: mode "lora" with its rank and comma-separated targets, packed_doc_tokens; a LoRA row is faster
