@@ -363,8 +363,10 @@ struct TrainConfig {
   bool dp_overlap = true;     // overlap gradient reduction with backward (DDP buckets, FSDP, Megatron-Core)
   // The data-parallel gradient bucket, in bytes of gradients: 0 = Megatron-Core DDP's max(40M, 1M x DP) parameters;
   // otherwise a fixed size, as Apex's DistributedFusedAdam (NeMo 1.x's distributed optimizer: bucket_cap_mb x 2^20
-  // bytes of its gradient sync dtype) and PyTorch DDP (bucket_cap_mb) use. One reduce-scatter (or all-reduce) and
-  // one parameter all-gather per bucket, each paying the collective's latency.
+  // bytes of its gradient sync dtype) uses. One reduce-scatter (or all-reduce) and one parameter all-gather per bucket,
+  // each paying the collective's latency; the count is the gradient bytes over the bucket, as Apex splits tensors
+  // across buckets. Megatron-Core and PyTorch DDP never split a tensor, so for a bucket smaller than the largest
+  // tensors this over-counts them (they make at most one bucket per tensor).
   double dp_bucket_bytes = 0;
   bool tp_overlap = false;    // overlap tensor-parallel communication with GEMMs (Megatron --tp-comm-overlap)
   // Overlap the MoE dispatch/combine all-to-all of one micro-batch with the compute of another (Megatron-Core

@@ -157,8 +157,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--flops", f->convention, "MFU convention: 6n (PaLM) | megatron")->capture_default_str();
   train->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward instead of overlapped");
   train->add_option("--dp-bucket-mb", f->dp_bucket_mb,
-                    "Data-parallel gradient buckets of this many MB (2^20 bytes) of gradients, one collective each: Apex "
-                    "DistributedFusedAdam's bucket_cap_mb (NeMo 1.x, BUCKET_CAP_MB) or PyTorch DDP's; default: "
+                    "Data-parallel gradient buckets of this many MB (2^20 bytes) of gradients, one collective each, "
+                    "tensors split across them: Apex DistributedFusedAdam's bucket_cap_mb (NeMo 1.x, BUCKET_CAP_MB); "
+                    "PyTorch DDP's bucket_cap_mb where it exceeds the largest tensor (DDP never splits one); default: "
                     "Megatron-Core DDP's max(40M, 1M x DP) parameters")
       ->check(CLI::Range(0.0, 1e6));
   train->add_flag("--tp-overlap", f->tp_overlap, "Overlap tensor-parallel communication with GEMMs");

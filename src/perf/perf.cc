@@ -1711,9 +1711,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   };
   // Megatron-Core's DDP reduces and gathers in buckets of max(40M, 1M x DP) parameters when it overlaps them
   // (distributed_data_parallel.py: the default bucket_size), one collective per bucket, each paying the ring's latency;
-  // Apex's DistributedFusedAdam (NeMo 1.x) and PyTorch DDP in buckets of a fixed number of gradient bytes
-  // (--dp-bucket-mb: apex/contrib/optimizers/distributed_fused_adam.py sizes a bucket as bucket_cap_mb x 2^20 bytes
-  // of its grad_sync_dtype).
+  // Apex's DistributedFusedAdam (NeMo 1.x) in buckets of a fixed number of gradient bytes, splitting tensors across
+  // them (--dp-bucket-mb: apex/contrib/optimizers/distributed_fused_adam.py sizes a bucket as bucket_cap_mb x 2^20
+  // bytes of its grad_sync_dtype); a Megatron-Core bucket_size given in parameters is taken the same way.
   const double grad_width = cfg.fit.fp32_grads ? 4 : 2;
   const double bucket_params =
       cfg.dp_bucket_bytes > 0 ? cfg.dp_bucket_bytes / grad_width : std::max(40e6, 1e6 * dp_group);
