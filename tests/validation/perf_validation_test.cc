@@ -209,10 +209,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // buckets are 2-7x as many as Megatron-Core's, each paying the ring's latency) 7.52%, and on the 40 dgxc-benchmarking
   // NeMo 1.x rows whose recipes set bucket_cap_mb (50-220 MB) 7.48%; with MLPerf v5.1's two LLaMA-3.1 8B rows taking
   // what their files set (FP8_PARAM_GATHER, BUCKET_SIZE=768000000: fewer collectives, one-byte gathers), which makes
-  // them 9 and 6 points faster (-1.9% -> -11.0%, -27.6% -> -33.8%), 7.55%.
+  // them 9 and 6 points faster (-1.9% -> -11.0%, -27.6% -> -33.8%), 7.55%; with NeMo 24.07's 12 pretraining rows
+  // taking their launcher yamls' bucket_cap_mb (50-400 MB: at DP <= 64 fewer collectives, 0-2 points faster) 7.57%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0756);
+  EXPECT_LE(mean_dense, 0.0757);
   EXPECT_LE(worst_dense, 0.349);  // 33.8% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
