@@ -75,6 +75,8 @@ Result<Job> LoadJob(Context* ctx, const std::string& model, const std::string& g
 // and a name given explicitly must not be empty.
 const CLI::Validator& NodeCount();
 const CLI::Validator& NonEmpty();
+// --dp-bucket-mb: above 0 and at most 1e6 MB; 0 would silently mean the default bucket rule, so it is refused.
+const CLI::Validator& BucketMb();
 
 // Printing helpers.
 int PrintError(const Status& s);

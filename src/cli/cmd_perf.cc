@@ -161,7 +161,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                     "tensors split across them: Apex DistributedFusedAdam's bucket_cap_mb (NeMo 1.x, BUCKET_CAP_MB); "
                     "PyTorch DDP's bucket_cap_mb where it exceeds the largest tensor (DDP never splits one); default: "
                     "Megatron-Core DDP's max(40M, 1M x DP) parameters")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(BucketMb());
   train->add_flag("--tp-overlap", f->tp_overlap, "Overlap tensor-parallel communication with GEMMs");
   train->add_flag("--ep-overlap", f->ep_overlap,
                   "Overlap the MoE all-to-all with another micro-batch's compute (Megatron-Core "

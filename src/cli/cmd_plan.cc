@@ -163,7 +163,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--dp-bucket-mb", f->dp_bucket_mb,
                   "Data-parallel buckets of this many MB of gradients, as perf train (default: Megatron-Core's "
                   "max(40M, 1M x DP) parameters); --emit megatron writes --ddp-bucket-size")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(BucketMb());
   sub->add_flag("--tp-overlap", f->tp_overlap,
                 "Overlap TP communication with GEMMs on sequence-parallel layouts (emits --tp-comm-overlap)");
   sub->add_flag("--ep-overlap", f->ep_overlap,

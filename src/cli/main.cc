@@ -75,6 +75,24 @@ const CLI::Validator& NodeCount() {
   static const CLI::Validator v = CLI::Range(1, 1024);
   return v;
 }
+const CLI::Validator& BucketMb() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        double mb = 0;
+        try {
+          size_t used = 0;
+          mb = std::stod(text, &used);
+          if (used != text.size()) return "must be a number of MB, got '" + text + "'";
+        } catch (const std::exception&) {
+          return "must be a number of MB, got '" + text + "'";
+        }
+        if (!(mb > 0 && mb <= 1e6))
+          return "must be above 0 and at most 1e6 MB, got " + text + " (omit it for Megatron-Core's buckets)";
+        return "";
+      },
+      "MB in (0, 1e6]", "BUCKETMB");
+  return v;
+}
 const CLI::Validator& NonEmpty() {
   static const CLI::Validator v(
       [](std::string& text) -> std::string { return text.empty() ? "must not be empty (omit it for the default)" : ""; },
