@@ -351,9 +351,14 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
              fmt::format("{:.2f} USD per GPU-hour owned, {:.2f} per hour used", r->usd_per_gpu_hour,
                          r->usd_per_used_gpu_hour)});
     std::cout << own.Render();
-    std::cout << fmt::format("fleet: {} USD capex, {} USD a year, {:.1f} kW IT at full load ({:.1f} kW per 8 GPUs)\n",
+    // Full-load power per machine: a node of the GPU's NVLink domain (an 8-GPU server, a 72-GPU NVL72 rack), or one
+    // GPU in a desktop or laptop.
+    const bool single = in.host_class == "workstation" || in.host_class == "laptop";
+    const int per_node = single ? 1 : HardwareCatalog::DefaultGpusPerNode(**gpu);
+    std::cout << fmt::format("fleet: {} USD capex, {} USD a year, {:.1f} kW IT at full load ({:.1f} kW per {})\n",
                              Usd(r->fleet_capex_usd), Usd(r->fleet_total_usd_per_year),
-                             r->it_power_watts * in.gpus / 1000, r->it_power_watts * 8 / 1000);
+                             r->it_power_watts * in.gpus / 1000, r->it_power_watts * per_node / 1000,
+                             single ? "GPU" : fmt::format("{}-GPU node", per_node));
     std::cout << fmt::format("compute: {:.1f} {}s per GPU-year at {} (dense 16-bit peak {}{}); owning: {} USD per {}\n",
                              r->pflop_days_per_year, flops_label, fmt::format("{:.0f}% utilisation", 100 * in.utilisation),
                              FormatFlops(in.peak_flops), in.mfu ? fmt::format(" x MFU {:.2f}", *in.mfu) : "",
