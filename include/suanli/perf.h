@@ -346,6 +346,10 @@ inline constexpr const char* kCudaGraphsHelp =
     "none (default) | partial (attention/router/preprocess scopes) | full (full_iteration); sets the calibrated "
     "MoE-layer overhead";
 
+// The largest data-parallel bucket TrainConfig::dp_bucket_bytes takes, in MiB (the CLI's --dp-bucket-mb range;
+// the error messages spell it 1e6).
+inline constexpr double kMaxDpBucketMb = 1e6;
+
 struct TrainConfig {
   // Model-state options; fit.par is the layout, fit.batch the global batch. fit.mode is Mode::kTrain (pretraining
   // and full fine-tuning) or Mode::kLora (LoRA fine-tuning of frozen base weights: fit.lora_rank adapters on
@@ -367,7 +371,7 @@ struct TrainConfig {
   // each paying the collective's latency; the count is the gradient bytes over the bucket, as Apex splits tensors
   // across buckets. Megatron-Core and PyTorch DDP never split a tensor, so for a bucket smaller than the largest
   // tensors this over-counts them (they make at most one bucket per tensor).
-  double dp_bucket_bytes = 0;
+  double dp_bucket_bytes = 0;  // at most kMaxDpBucketMb MiB
   bool tp_overlap = false;    // overlap tensor-parallel communication with GEMMs (Megatron --tp-comm-overlap)
   // Overlap the MoE dispatch/combine all-to-all of one micro-batch with the compute of another (Megatron-Core
   // --overlap-moe-expert-parallel-comm with --delay-wgrad-compute: forward and backward of two micro-batches

@@ -192,8 +192,9 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
     for (const auto& d : ctx->options().catalog_dirs) co.user_dirs.push_back(d);
     auto assumptions = LoadTcoAssumptions(co);
     if (!assumptions.ok()) return PrintError(assumptions.status());
-    auto inputs = TcoInputsFor(**gpu, *assumptions, f->host.empty() ? HostClassFor(**gpu) : f->host);
-    if (!inputs.ok() && f->host.empty()) inputs = TcoInputsFor(**gpu, *assumptions);  // a user file without the class
+    // The GPU's own host class (or none, where a user file dropped it), or the one --host names.
+    auto inputs = f->host.empty() ? Result<TcoInputs>(TcoInputsFor(**gpu, *assumptions))
+                                  : TcoInputsFor(**gpu, *assumptions, f->host);
     if (!inputs.ok()) return PrintError(inputs.status());
     TcoInputs in = *inputs;
     auto& pv = in.provenance;

@@ -86,7 +86,7 @@ const CLI::Validator& BucketMb() {
         } catch (const std::exception&) {
           return "must be a number of MB, got '" + text + "'";
         }
-        if (!(mb > 0 && mb <= 1e6))
+        if (!(mb > 0 && mb <= kMaxDpBucketMb))
           return "must be above 0 and at most 1e6 MB, got " + text + " (omit it for Megatron-Core's buckets)";
         return "";
       },

@@ -1385,7 +1385,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                                      const Efficiency& eff) {
   if (!cl.gpu) return InvalidArgument("no GPU given");
   // Written so that NaN fails too: a NaN factor would otherwise reach every MoE term as a silent NaN time.
-  if (!(cfg_in.dp_bucket_bytes >= 0 && cfg_in.dp_bucket_bytes <= 1e12))
+  if (!(cfg_in.dp_bucket_bytes >= 0 && cfg_in.dp_bucket_bytes <= kMaxDpBucketMb * kMiB))
     return InvalidArgument(fmt::format("--dp-bucket-mb {} is outside 0..1e6 MB (0: Megatron-Core's rule)",
                                        cfg_in.dp_bucket_bytes / kMiB));
   if (!(cfg_in.moe_imbalance >= 1.0 && cfg_in.moe_imbalance <= 64.0))
@@ -1698,6 +1698,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double params_gpu =
       lora ? res.memory.trainable_params / (double(par.tp) * par.pp) : res.memory.params_per_gpu;
   const int dp_group = par.dp * par.cp;
+  const double grad_width = cfg.fit.fp32_grads ? 4 : 2;  // bytes per gradient the reductions move
   // Bytes per parameter the parameter all-gathers move: the 16-bit weights, or under FP8 parameters (--weights fp8:
   // Megatron-Core --fp8-param-gather, NeMo fp8_params) one byte for the layers' weights and two for the embedding
   // and output layer, which stay 16-bit.
@@ -1714,7 +1715,6 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // Apex's DistributedFusedAdam (NeMo 1.x) in buckets of a fixed number of gradient bytes, splitting tensors across
   // them (--dp-bucket-mb: apex/contrib/optimizers/distributed_fused_adam.py sizes a bucket as bucket_cap_mb x 2^20
   // bytes of its grad_sync_dtype); a Megatron-Core bucket_size given in parameters is taken the same way.
-  const double grad_width = cfg.fit.fp32_grads ? 4 : 2;
   const double bucket_params =
       cfg.dp_bucket_bytes > 0 ? cfg.dp_bucket_bytes / grad_width : std::max(40e6, 1e6 * dp_group);
   const double dp_buckets =
@@ -1727,7 +1727,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     // paying the ring's latency.
     const double pbytes = params_gpu * gather_b;
     const double units = std::max(1, max_stage_layers);
-    const double gbytes3 = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
+    const double gbytes3 = params_gpu * grad_width;
     zero3_comm_mb = units * (2 * dp_collective(NcclOp::kAllGather, pbytes / units) +
                              dp_collective(NcclOp::kReduceScatter, gbytes3 / units));
     zero3_exposed_mb = OverlapCost(stage_compute, zero3_comm_mb, eff.overlap_slowdown);
@@ -1755,7 +1755,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   if (dp_group > 1 && par.zero < 3) {
     // Gradients move at their own width (4 B with --fp32-grads); the all-gather after the sharded optimizer step
     // moves the updated 16-bit parameters (Megatron's distributed optimizer gathers the model's bf16/fp16 copy).
-    const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
+    const double gbytes = params_gpu * grad_width;
     const double reduce = par.zero == 0 ? dp_bucketed(NcclOp::kAllReduce, gbytes)
                                         : dp_bucketed(NcclOp::kReduceScatter, gbytes);
     const double gather = par.zero == 0 ? 0.0 : dp_bucketed(NcclOp::kAllGather, params_gpu * gather_b);
@@ -1792,7 +1792,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double grad_buffer_bytes =
       cfg.eager || par.zero >= 3
           ? 0.0
-          : params_gpu * (cfg.fit.fp32_grads ? 4 : 2) *
+          : params_gpu * grad_width *
                 (kGradBufferZeroWidths + (dp_group > 1 ? kGradBufferScaleWidths : 0));
   const double t_grad_buffer = grad_buffer_bytes > 0 ? grad_buffer_bytes / achievable_bw + eff.kernel_launch_s : 0.0;
   const double t_opt = t_adam + t_grad_buffer;
@@ -1809,7 +1809,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
             "step", 0, opt_bytes, t_adam, 1, Bound::kMemory);
     if (t_grad_buffer > 0) ops.Add(kGradBufferOpName, "step", 0, grad_buffer_bytes, t_grad_buffer, 1, Bound::kMemory);
     if (dp_comm > 0) {
-      const double gbytes = params_gpu * (cfg.fit.fp32_grads ? 4 : 2);
+      const double gbytes = params_gpu * grad_width;
       if (par.zero == 0)
         ops.Add("DP gradient all-reduce", "step", 0, gbytes, dp_comm, 1, Bound::kCommunication);
       else

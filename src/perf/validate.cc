@@ -247,14 +247,18 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   }
   c.dp_overlap = t["dp_overlap"].value_or(true);
   if (auto mb = t["dp_bucket_mb"].value<double>()) {
-    if (!(*mb > 0 && *mb <= 1e6)) return ParseError(fmt::format("dp_bucket_mb {} is outside (0, 1e6] MB", *mb));
+    if (!(*mb > 0 && *mb <= kMaxDpBucketMb))
+      return ParseError(fmt::format("dp_bucket_mb {} is outside (0, 1e6] MB", *mb));
     c.dp_bucket_bytes = *mb * kMiB;
   }
   // Megatron-Core's DDP bucket_size (--ddp-bucket-size), in parameters of the gradients it reduces.
   if (auto n = t["dp_bucket_params"].value<double>()) {
     if (t["dp_bucket_mb"]) return ParseError("dp_bucket_mb and dp_bucket_params both set: give the bucket once");
-    if (!(*n >= 1 && *n <= 1e12)) return ParseError(fmt::format("dp_bucket_params {} is outside 1..1e12", *n));
-    c.dp_bucket_bytes = *n * (t["fp32_grads"].value_or(false) ? 4.0 : 2.0);
+    const double width = c.fit.fp32_grads ? 4.0 : 2.0;
+    const double most = kMaxDpBucketMb * kMiB / width;
+    if (!(*n >= 1 && *n <= most))
+      return ParseError(fmt::format("dp_bucket_params {} is outside 1..{:.4g} (1e6 MB of gradients)", *n, most));
+    c.dp_bucket_bytes = *n * width;
   }
   c.tp_overlap = t["tp_overlap"].value_or(false);
   c.ep_overlap = t["ep_overlap"].value_or(false);
