@@ -54,6 +54,20 @@ void BM_EstimateTrainingNoDetail(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateTrainingNoDetail);
 
+// The same layout in FP8 on H100s, without the table: Arg(0) prices the gradient GEMMs at the forward's rate
+// (gemm_fp8_precise = 1), Arg(1) at the bundled FP32-accumulation rate, which times each FP8 GEMM twice.
+void BM_EstimateTrainingFp8H100NoDetail(benchmark::State& state) {
+  auto& f = F();
+  const suanli::GpuSpec* h100 = *f.hw.FindGpu("h100-sxm");
+  const suanli::Cluster cluster = *suanli::MakeCluster(f.hw, *h100, 8, "ib-ndr");
+  suanli::Efficiency eff = *suanli::LoadEfficiency(h100->id);
+  if (state.range(0) == 0) eff.gemm_fp8_precise = 1;
+  suanli::TrainConfig c = Gpt3Layout(false);
+  c.dtype = suanli::Precision::kFp8;
+  for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateTraining(f.gpt3, cluster, c, eff));
+}
+BENCHMARK(BM_EstimateTrainingFp8H100NoDetail)->Arg(0)->Arg(1);
+
 void BM_EstimateMemory(benchmark::State& state) {
   auto& f = F();
   suanli::FitRequest r;

@@ -585,8 +585,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       for (const auto& n : r->notes) std::cout << "note: " << n << "\n";
       if (!f->efficiency.empty()) std::cout << "note: " << WhatIfNote(*f) << "\n";
       if (f->explain) {
-        std::cout << "\nper-operator roofline (forward, one layer, one micro-batch; 'x' = forward + recompute + backward "
-                     "equivalents per step on the critical stage):\n";
+        std::cout << "\nper-operator roofline (one layer, one micro-batch, in the phase shown; 'x' = forward + recompute + "
+                     "backward equivalents per step on the critical stage):\n";
         PrintOps(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype), r->step_time_s);
         if (!r->collectives.empty()) {
           std::cout << "\ncollectives (one of each; the algorithm and protocol NCCL's tuning model picks, docs/methodology.md "

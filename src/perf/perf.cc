@@ -30,6 +30,8 @@ constexpr double kFlashBackwardFactor = 2.5;
 // FP8 training: bytes per element of a fused cast-transpose (read 16-bit, write FP8 and FP8 transpose).
 constexpr double kFp8CastBytesPerElement = 4;
 constexpr const char* kFp8CastOpName = "FP8 cast + transpose";
+// FP8 training: the gradient GEMMs' time beyond the forward GEMMs' rate (FP32 accumulation; Efficiency::gemm_fp8_precise).
+constexpr const char* kFp8PreciseOpName = "FP8 gradient GEMMs: FP32 accumulation beyond the forward rate";
 // Eager PyTorch element-wise work beyond fused kernels.
 constexpr const char* kEagerOpName = "eager element-wise (unfused)";
 constexpr const char* kCrossEntropyOpName = "cross-entropy";
@@ -279,6 +281,8 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     SUANLI_RETURN_IF_ERROR(frac("gemm", &e.gemm, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("gemm_fp8", &e.gemm_fp8, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("gemm_fp4", &e.gemm_fp4, 0.05, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("gemm_fp8_precise", &e.gemm_fp8_precise, 0.3, 1.0,
+                                " (the FP32-accumulation rate over the fast-accumulation rate of the same GEMM)"));
     SUANLI_RETURN_IF_ERROR(frac("memory", &e.memory, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("attention", &e.attention, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("link", &e.link, 0.05, 1.0,
@@ -729,6 +733,8 @@ GemmTime EstimateGemm(double m, double n, double k, double batch, double elem_by
   }
   const double t_memory = g.bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory);
   g.bound = t_compute >= t_memory ? Bound::kCompute : Bound::kMemory;
+  g.compute_s = t_compute;
+  g.memory_s = t_memory;
   g.time_s = RooflineTime(t_compute, t_memory) + eff.kernel_launch_s;
   if (eff.kernel_launch_s > std::max(t_compute, t_memory)) g.bound = Bound::kLatency;
   return g;
@@ -760,6 +766,9 @@ struct PassTimes {
   double ep_comm = 0, cp_comm = 0;
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
   double fp8_cast_fwd = 0, fp8_cast_bwd = 0;  // FP8 training: cast + transpose of GEMM inputs / output grads
+  // FP8 training: what one gradient pass over the layer's FP8 GEMMs takes beyond the forward's time, the gradient
+  // GEMMs accumulating in FP32 (Efficiency::gemm_fp8_precise); charged once per gradient GEMM pass.
+  double fp8_precise_extra = 0;
   double moe_permute = 0;                     // MoE token permutation and unpermutation, one pass
   double eager_fwd = 0, eager_bwd = 0;        // eager PyTorch element-wise work beyond the fused kernels
 };
@@ -790,6 +799,8 @@ struct LayerContext {
   double lora_rank = 0;
   std::vector<std::pair<double, double>> adapters;
   RecomputeModules recompute_modules;  // selective recompute: the modules given (none: core_attn)
+  // FP8 training: the gradient GEMMs' rate over the forward's (Efficiency::gemm_fp8_precise); 1 otherwise.
+  double grad_gemm_rate = 1;
 };
 
 // Groups of the layer's collectives: TP (stride 1), CP (stride TP), EP (inside the DP x CP ranks, stride TP).
@@ -804,11 +815,16 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   const LayerShape sh = Shape(m);
   const double T = c.tokens, h = double(m.hidden), t = c.tp;
   PassTimes p;
-  auto gemm = [&](const char* name, double M, double N, double K, double batch = 1) {
+  // `fp8_linear`: a linear layer Transformer Engine runs in FP8 (not the router, which stays in 16-bit or FP32); its
+  // data- and weight-gradient GEMMs accumulate in FP32 at c.grad_gemm_rate of the forward's rate.
+  auto gemm = [&](const char* name, double M, double N, double K, double batch = 1, bool fp8_linear = true) {
     const GemmTime g = EstimateGemm(M, N, K, batch, c.elem_bytes, c.peak, c.gemm_eff, *c.gpu, *c.eff);
     if (ops) ops->Add(name, "forward", g.flops, g.bytes, g.time_s, 1, g.bound);
     p.fwd += g.time_s;
     p.fwd_flops += g.flops;
+    // The same GEMM with its compute term at the lower rate (the tiles and waves do not change).
+    if (fp8_linear && c.grad_gemm_rate < 1)
+      p.fp8_precise_extra += RooflineTime(g.compute_s / c.grad_gemm_rate, g.memory_s) + c.eff->kernel_launch_s - g.time_s;
     return g;
   };
   gemm("qkv projection", T, sh.attn_proj_params / h / t, h);
@@ -867,7 +883,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   double a2a_pass = 0;
   if (c.moe_layer && m.moe) {
     const auto& e = *m.moe;
-    add_to(mlp_part, gemm("router", T, e.num_experts, h));
+    add_to(mlp_part, gemm("router", T, e.num_experts, h, 1, false));
     const double local_experts = double(e.num_experts) / c.ep;
     // Tokens a rank's experts see: its share of the micro-batch (T / TP) gathered over the expert-TP group, then
     // exchanged over EP. With ETP = TP that is the whole micro-batch of the TP group; the expert FLOPs per rank
@@ -1057,7 +1073,11 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   const double attn_bwd = flash ? attn_time * kFlashBackwardFactor : 2 * attn_time;
   // LoRA: the frozen linears need the data gradient only, not the weight gradient.
   const double gemm_passes = c.frozen ? 1 : 2;
-  p.bwd = gemm_passes * gemm_fwd + attn_bwd + 2 * ew_time + p.fp8_cast_bwd + p.eager_bwd + p.moe_permute;
+  p.bwd = gemm_passes * (gemm_fwd + p.fp8_precise_extra) + attn_bwd + 2 * ew_time + p.fp8_cast_bwd + p.eager_bwd +
+          p.moe_permute;
+  // Listed with its time per gradient pass; the step's table counts it once per gradient GEMM pass.
+  if (ops && p.fp8_precise_extra > 0)
+    ops->Add(kFp8PreciseOpName, "backward", 0, 0, p.fp8_precise_extra, 1, Bound::kCompute);
   p.bwd_flops = gemm_passes * gemm_fwd_flops + attn_flops * (flash ? kFlashBackwardFactor : 2);
   // LoRA adapters, unfused as PEFT and NeMo run them: x A (rank r), then B, in 16-bit, and the product added to
   // the frozen layer's output (read both, write the sum). Backward: data and weight gradients, twice the forward.
@@ -1529,6 +1549,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                   cfg.eager, cfg.fp8_recipe, rc_share, cfg.moe_dispatcher};
   lc.attn_seq = cfg.packed_doc_tokens > 0 ? double(cfg.packed_doc_tokens) : 0.0;
   lc.recompute_modules = cfg.fit.recompute_modules;
+  if (cfg.dtype == Precision::kFp8) lc.grad_gemm_rate = eff.gemm_fp8_precise;
   if (lora) {
     SUANLI_ASSIGN_OR_RETURN(lc.adapters, LoraTargetShapes(m, cfg.fit.lora_targets, par.tp));
     lc.frozen = true;
@@ -1907,6 +1928,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // `count` folds all of that in so that time x count is the operator's share of the step.
   const double passes_rc = rc_share;
   for (auto& o : ops.ops) {
+    if (o.name.find(kFp8PreciseOpName) != std::string::npos) {  // once per gradient GEMM pass of each layer
+      const bool moe_op = o.name.rfind("[moe]", 0) == 0;
+      o.count = mb_count * double(max_stage_layers) * (lora ? 1.0 : 2.0) * (moe_op ? moe_frac : 1 - moe_frac);
+      continue;
+    }
     if (o.phase != "forward") continue;
     const bool head_op = o.name == "logits (output head)" || o.name == kCrossEntropyOpName;
     const bool comm = o.bound == Bound::kCommunication;
@@ -1932,7 +1958,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     else if (!head_op) o.count *= 1 - moe_frac;
   }
   // An all-MoE model has no dense layer: its dense rows would all count zero.
-  std::erase_if(ops.ops, [](const OpCost& o) { return o.phase == "forward" && o.count == 0; });
+  std::erase_if(ops.ops, [](const OpCost& o) { return o.phase != "step" && o.count == 0; });
   res.ops = std::move(ops.ops);
   res.collectives = std::move(ops.collectives);
   if (cfg.detail)

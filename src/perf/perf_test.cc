@@ -1779,6 +1779,59 @@ TEST_F(Perf, Fp8TrainingPaysCastTransposeTrafficAndKeepsTheHeadIn16Bit) {
   EXPECT_FALSE(quotes(*bf16));
 }
 
+// FP8 training runs its forward GEMMs with fast accumulation and its data- and weight-gradient GEMMs with the
+// accumulator promoted to FP32 (Transformer Engine's split accumulator, torchao's use_fast_accum=False), which on
+// Hopper reaches gemm_fp8_precise of the fast rate: each gradient pass over the four linears takes what those GEMMs
+// take at that rate. 16-bit training, Blackwell (no such mode) and a rate of 1 are unchanged; LoRA's frozen linears
+// pay it once (data gradient only).
+TEST_F(Perf, Fp8GradientGemmsAccumulateInFp32AtTheMeasuredRate) {
+  const ModelSpec m = M("llama-2-7b");  // h 4096, 32 heads x 128, 32 KV heads, ffn 11008 (gated), 32 layers
+  const GpuSpec& g = G("h100-sxm");
+  TrainConfig c = Train(8, 1, 1, 16, 4096);  // DP 8: two micro-batches of one 4096-token sequence per rank
+  c.fit.recompute = Recompute::kNone;
+  c.dtype = Precision::kFp8;
+  const Efficiency precise = E(g);
+  ASSERT_LT(precise.gemm_fp8_precise, 1.0);
+  Efficiency fast = precise;
+  fast.gemm_fp8_precise = 1;
+  auto slow = EstimateTraining(m, C(g), c, precise);
+  auto quick = EstimateTraining(m, C(g), c, fast);
+  ASSERT_TRUE(slow.ok() && quick.ok());
+  const double T = 4096, peak = perf_detail::PeakFor(g, Precision::kFp8);
+  double extra = 0;  // one gradient pass over qkv, output projection, up/gate and down
+  for (auto [n, k] : {std::pair{3 * 4096.0, 4096.0}, {4096.0, 4096.0}, {2 * 11008.0, 4096.0}, {4096.0, 11008.0}})
+    extra += EstimateGemm(T, n, k, 1, 1, peak, precise.gemm_fp8 * precise.gemm_fp8_precise, g, precise).time_s -
+             EstimateGemm(T, n, k, 1, 1, peak, precise.gemm_fp8, g, precise).time_s;
+  ASSERT_GT(extra, 0);
+  const double passes = 2 * 32 * 2;  // data and weight gradients, 32 layers, 2 micro-batches
+  EXPECT_NEAR(slow->breakdown_s.compute - quick->breakdown_s.compute, passes * extra, 1e-9);
+  const OpCost* row = FindOp(slow->ops, "FP8 gradient GEMMs: FP32 accumulation beyond the forward rate");
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->phase, "backward");
+  EXPECT_NEAR(row->time_s, extra, 1e-12);
+  EXPECT_DOUBLE_EQ(row->count, passes);
+  EXPECT_EQ(FindOp(quick->ops, "FP8 gradient GEMMs: FP32 accumulation beyond the forward rate"), nullptr);
+  // LoRA: the frozen linears' data gradient only.
+  TrainConfig lora = c;
+  lora.fit.mode = Mode::kLora;
+  lora.fit.lora_rank = 16;
+  auto ls = EstimateTraining(m, C(g), lora, precise);
+  auto lq = EstimateTraining(m, C(g), lora, fast);
+  ASSERT_TRUE(ls.ok() && lq.ok());
+  EXPECT_NEAR(ls->breakdown_s.compute - lq->breakdown_s.compute, passes / 2 * extra, 1e-9);
+  // 16-bit training does not read it.
+  TrainConfig bf16 = c;
+  bf16.dtype = Precision::kBf16;
+  auto b1 = EstimateTraining(m, C(g), bf16, precise);
+  auto b2 = EstimateTraining(m, C(g), bf16, fast);
+  ASSERT_TRUE(b1.ok() && b2.ok());
+  EXPECT_DOUBLE_EQ(b1->step_time_s, b2->step_time_s);
+  // Blackwell has no fast-accumulation mode: the bundled rate there is 1.
+  for (const char* id : {"b200", "gb200", "a100-sxm-80gb"}) EXPECT_DOUBLE_EQ(E(G(id)).gemm_fp8_precise, 1.0) << id;
+  for (const char* id : {"h100-sxm", "h100-pcie", "h100-nvl", "h200-sxm", "h200-nvl"})
+    EXPECT_LT(E(G(id)).gemm_fp8_precise, 1.0) << id;
+}
+
 // FP8 recipes (Transformer Engine): current scaling reads every tensor no norm kernel produced once more for its
 // amax (2 B per element) and runs an amax and a scale kernel per cast (a scale kernel only after a norm); MXFP8
 // writes one E8M0 scale per 32 values in each of two layouts; delayed scaling is the cast-transpose alone.
