@@ -22,6 +22,16 @@ inline void RecordSource(std::vector<std::string>& sources, std::string_view key
   sources.push_back(std::move(line));
 }
 
+// Bytes per weight-gradient element the weight-gradient GEMM moves, averaged over a step of `micro_batches`
+// micro-batches. Fused stacks (Megatron-Core's --gradient-accumulation-fusion, NeMo's gradient_accumulation_fusion:
+// Transformer Engine's fuse_wgrad_accumulation) write the GEMM's output into the gradient buffer at its width
+// (`grad_width`: 4 with FP32 gradients): the step's first micro-batch overwrites it (accumulate=False), every later
+// one reads and rewrites it (beta = 1). Eager PyTorch's autograd writes a 16-bit gradient.
+inline double WeightGradOutputBytes(bool eager, double grad_width, double micro_batches) {
+  if (eager) return 2;
+  return grad_width * (2 - 1 / std::max(1.0, micro_batches));
+}
+
 struct LayerShape {
   double attn_proj_params;  // everything in attention except the output projection
   double out_proj_in;       // input dim of the output projection (heads x v head dim)

@@ -30,8 +30,9 @@ constexpr double kFlashBackwardFactor = 2.5;
 // FP8 training: bytes per element of a fused cast-transpose (read 16-bit, write FP8 and FP8 transpose).
 constexpr double kFp8CastBytesPerElement = 4;
 constexpr const char* kFp8CastOpName = "FP8 cast + transpose";
-// FP8 training: the gradient GEMMs' time beyond the forward GEMMs' rate (FP32 accumulation; Efficiency::gemm_fp8_precise).
-constexpr const char* kFp8PreciseOpName = "FP8 gradient GEMMs: FP32 accumulation beyond the forward rate";
+// The gradient GEMMs' time beyond twice the forward GEMMs' (their own bytes, the weight gradient's buffer, FP8's FP32
+// accumulation): one row per layer kind, once per gradient pass.
+constexpr const char* kGradGemmOpName = "gradient GEMMs beyond 2x forward (weight-gradient buffer, FP8 accumulation)";
 // Eager PyTorch element-wise work beyond fused kernels.
 constexpr const char* kEagerOpName = "eager element-wise (unfused)";
 constexpr const char* kCrossEntropyOpName = "cross-entropy";
@@ -766,9 +767,9 @@ struct PassTimes {
   double ep_comm = 0, cp_comm = 0;
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
   double fp8_cast_fwd = 0, fp8_cast_bwd = 0;  // FP8 training: cast + transpose of GEMM inputs / output grads
-  // FP8 training: what one gradient pass over the layer's FP8 GEMMs takes beyond the forward's time, the gradient
-  // GEMMs accumulating in FP32 (Efficiency::gemm_fp8_precise); charged once per gradient GEMM pass.
-  double fp8_precise_extra = 0;
+  // The layer's linears: their forward GEMMs, and their data- and weight-gradient GEMMs (the data gradient alone where
+  // they are frozen).
+  double gemm_fwd = 0, gemm_bwd = 0;
   double moe_permute = 0;                     // MoE token permutation and unpermutation, one pass
   double eager_fwd = 0, eager_bwd = 0;        // eager PyTorch element-wise work beyond the fused kernels
 };
@@ -801,6 +802,9 @@ struct LayerContext {
   RecomputeModules recompute_modules;  // selective recompute: the modules given (none: core_attn)
   // FP8 training: the gradient GEMMs' rate over the forward's (Efficiency::gemm_fp8_precise); 1 otherwise.
   double grad_gemm_rate = 1;
+  // Bytes per weight-gradient element the weight-gradient GEMM moves: it writes its output, and where the stack fuses
+  // gradient accumulation (Megatron-Core, NeMo) reads and rewrites the gradient buffer instead (LinearGradBytes).
+  double wgrad_out_bytes = 2;
 };
 
 // Groups of the layer's collectives: TP (stride 1), CP (stride TP), EP (inside the DP x CP ranks, stride TP).
@@ -815,16 +819,24 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   const LayerShape sh = Shape(m);
   const double T = c.tokens, h = double(m.hidden), t = c.tp;
   PassTimes p;
-  // `fp8_linear`: a linear layer Transformer Engine runs in FP8 (not the router, which stays in 16-bit or FP32); its
-  // data- and weight-gradient GEMMs accumulate in FP32 at c.grad_gemm_rate of the forward's rate.
+  // Y (M x N) = X (M x K) W (K x N), and its gradients: dX = dY W^T (M x K) and dW = X^T dY (K x N, summed over the M
+  // tokens), each the forward's FLOPs at the forward's compute term (its tiles and waves), over its own bytes. The weight
+  // gradient's output is the gradient buffer (c.wgrad_out_bytes per element). `fp8_linear`: a linear Transformer
+  // Engine runs in FP8 (not the router), whose gradient GEMMs accumulate in FP32 at c.grad_gemm_rate of the rate.
   auto gemm = [&](const char* name, double M, double N, double K, double batch = 1, bool fp8_linear = true) {
     const GemmTime g = EstimateGemm(M, N, K, batch, c.elem_bytes, c.peak, c.gemm_eff, *c.gpu, *c.eff);
     if (ops) ops->Add(name, "forward", g.flops, g.bytes, g.time_s, 1, g.bound);
     p.fwd += g.time_s;
     p.fwd_flops += g.flops;
-    // The same GEMM with its compute term at the lower rate (the tiles and waves do not change).
-    if (fp8_linear && c.grad_gemm_rate < 1)
-      p.fp8_precise_extra += RooflineTime(g.compute_s / c.grad_gemm_rate, g.memory_s) + c.eff->kernel_launch_s - g.time_s;
+    p.gemm_fwd += g.time_s;
+    const double t_c = g.compute_s / (fp8_linear ? c.grad_gemm_rate : 1.0);
+    const double bw = c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory, a = c.elem_bytes;
+    const double dgrad_bytes = (M * N * a + K * N * a + M * K * 2) * batch;
+    p.gemm_bwd += RooflineTime(t_c, dgrad_bytes / bw) + c.eff->kernel_launch_s;
+    if (!c.frozen) {
+      const double wgrad_bytes = (M * K * a + M * N * a + K * N * c.wgrad_out_bytes) * batch;
+      p.gemm_bwd += RooflineTime(t_c, wgrad_bytes / bw) + c.eff->kernel_launch_s;
+    }
     return g;
   };
   gemm("qkv projection", T, sh.attn_proj_params / h / t, h);
@@ -1065,19 +1077,19 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     if (ops) ops->Add(kCpRingOpName, "forward", 0, (c.cp - 1) * kv_bytes, ring, 1, Bound::kCommunication);
   }
 
-  // Backward: GEMMs twice the forward (data and weight gradients), attention per its kernel,
+  // Backward: the linears' data and weight gradients (p.gemm_bwd, in `gemm` above), attention per its kernel,
   // element-wise about twice the traffic.
-  const double gemm_fwd = p.fwd - attn_time - ew_time - p.fp8_cast_fwd - p.eager_fwd - p.moe_permute;
   const double gemm_fwd_flops = p.fwd_flops - attn_flops;
   const bool flash = c.attention != AttentionImpl::kUnfused;
   const double attn_bwd = flash ? attn_time * kFlashBackwardFactor : 2 * attn_time;
   // LoRA: the frozen linears need the data gradient only, not the weight gradient.
   const double gemm_passes = c.frozen ? 1 : 2;
-  p.bwd = gemm_passes * (gemm_fwd + p.fp8_precise_extra) + attn_bwd + 2 * ew_time + p.fp8_cast_bwd + p.eager_bwd +
-          p.moe_permute;
-  // Listed with its time per gradient pass; the step's table counts it once per gradient GEMM pass.
-  if (ops && p.fp8_precise_extra > 0)
-    ops->Add(kFp8PreciseOpName, "backward", 0, 0, p.fp8_precise_extra, 1, Bound::kCompute);
+  p.bwd = p.gemm_bwd + attn_bwd + 2 * ew_time + p.fp8_cast_bwd + p.eager_bwd + p.moe_permute;
+  // The forward GEMMs' rows count their gradients as gemm_passes forward-equivalents; this row carries the rest, per
+  // gradient pass (signed: a gradient GEMM can move fewer bytes than its forward).
+  const double grad_gemm_extra = (p.gemm_bwd - gemm_passes * p.gemm_fwd) / gemm_passes;
+  if (ops && std::abs(grad_gemm_extra) > 1e-12)
+    ops->Add(kGradGemmOpName, "backward", 0, 0, grad_gemm_extra, 1, Bound::kCompute);
   p.bwd_flops = gemm_passes * gemm_fwd_flops + attn_flops * (flash ? kFlashBackwardFactor : 2);
   // LoRA adapters, unfused as PEFT and NeMo run them: x A (rank r), then B, in 16-bit, and the product added to
   // the frozen layer's output (read both, write the sum). Backward: data and weight gradients, twice the forward.
@@ -1550,6 +1562,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   lc.attn_seq = cfg.packed_doc_tokens > 0 ? double(cfg.packed_doc_tokens) : 0.0;
   lc.recompute_modules = cfg.fit.recompute_modules;
   if (cfg.dtype == Precision::kFp8) lc.grad_gemm_rate = eff.gemm_fp8_precise;
+  lc.wgrad_out_bytes = perf_detail::WeightGradOutputBytes(cfg.eager, cfg.fit.fp32_grads ? 4 : 2,
+                                                          cfg.fit.batch / (par.dp * cfg.fit.micro_batch));
   if (lora) {
     SUANLI_ASSIGN_OR_RETURN(lc.adapters, LoraTargetShapes(m, cfg.fit.lora_targets, par.tp));
     lc.frozen = true;
@@ -1928,7 +1942,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // `count` folds all of that in so that time x count is the operator's share of the step.
   const double passes_rc = rc_share;
   for (auto& o : ops.ops) {
-    if (o.name.find(kFp8PreciseOpName) != std::string::npos) {  // once per gradient GEMM pass of each layer
+    if (o.name.find(kGradGemmOpName) != std::string::npos) {  // once per gradient GEMM pass of each layer
       const bool moe_op = o.name.rfind("[moe]", 0) == 0;
       o.count = mb_count * double(max_stage_layers) * (lora ? 1.0 : 2.0) * (moe_op ? moe_frac : 1 - moe_frac);
       continue;
