@@ -682,7 +682,10 @@ double RooflineTime(double t_compute, double t_memory) {
   // reach roughly 2^(-1/p) of the ideal roofline (docs/methodology.md §6.2).
   const double hi = std::max(t_compute, t_memory), lo = std::min(t_compute, t_memory);
   if (hi <= 0) return 0;
-  return hi * std::pow(1.0 + std::pow(lo / hi, kRooflineP), 1.0 / kRooflineP);
+  // p = 1.5 without pow(): r^1.5 = r sqrt(r) and x^(2/3) = cbrt(x)^2 (the model calls this for every operator).
+  static_assert(kRooflineP == 1.5);
+  const double r = lo / hi, c = std::cbrt(1.0 + r * std::sqrt(r));
+  return hi * c * c;
 }
 
 bool BandCoversGpu(const ErrorBand& band, std::string_view gpu_id) {
