@@ -32,7 +32,7 @@ constexpr double kFp8CastBytesPerElement = 4;
 constexpr const char* kFp8CastOpName = "FP8 cast + transpose";
 // The gradient GEMMs' time beyond twice the forward GEMMs' (their own bytes, the weight gradient's buffer, FP8's FP32
 // accumulation): one row per layer kind, once per gradient pass.
-constexpr const char* kGradGemmOpName = "gradient GEMMs beyond 2x forward (weight-gradient buffer, FP8 accumulation)";
+constexpr const char* kGradGemmOpName = "gradient GEMMs beyond 2x forward (gradient buffer; FP32 accumulation in FP8)";
 // Eager PyTorch element-wise work beyond fused kernels.
 constexpr const char* kEagerOpName = "eager element-wise (unfused)";
 constexpr const char* kCrossEntropyOpName = "cross-entropy";

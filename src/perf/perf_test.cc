@@ -1802,12 +1802,15 @@ TEST_F(Perf, GradientGemmsMoveTheirOwnBytesAndAccumulateInFp32UnderFp8) {
       const GemmTime f = EstimateGemm(T, n, k, 1, a, peak, eff, g, e);
       fwd += f.time_s;
       bwd += RooflineTime(f.compute_s / rate, (T * n * a + k * n * a + T * k * 2) / bw) + e.kernel_launch_s;
-      if (!frozen) bwd += RooflineTime(f.compute_s / rate, (T * k * a + T * n * a + k * n * wgrad_out) / bw) + e.kernel_launch_s;
+      if (!frozen)
+        bwd += RooflineTime(f.compute_s / rate, (T * k * a + T * n * a + k * n * wgrad_out) / bw) + e.kernel_launch_s;
     }
     const double passes = frozen ? 1 : 2;
     return (bwd - passes * fwd) / passes;
   };
-  auto row = [&](const TrainResult& r) { return FindOp(r.ops, "gradient GEMMs beyond 2x forward (weight-gradient buffer, FP8 accumulation)"); };
+  auto row = [&](const TrainResult& r) {
+    return FindOp(r.ops, "gradient GEMMs beyond 2x forward (gradient buffer; FP32 accumulation in FP8)");
+  };
   TrainConfig c = Train(8, 1, 1, 16, 4096);  // DP 8: two micro-batches of one 4096-token sequence per rank
   c.fit.recompute = Recompute::kNone;
   const double layers_x_mb = 32 * 2;
@@ -1855,7 +1858,8 @@ TEST_F(Perf, GradientGemmsMoveTheirOwnBytesAndAccumulateInFp32UnderFp8) {
   EXPECT_DOUBLE_EQ(perf_detail::WeightGradOutputBytes(false, 4, 8), 4 * 1.875);
   EXPECT_DOUBLE_EQ(perf_detail::WeightGradOutputBytes(true, 4, 8), 2);
   // Blackwell has no fast-accumulation mode: the bundled rate there is 1; every Hopper entry has one below 1.
-  for (const char* id : {"b200", "gb200", "a100-sxm-80gb", "l40s"}) EXPECT_DOUBLE_EQ(E(G(id)).gemm_fp8_precise, 1.0) << id;
+  for (const char* id : {"b200", "gb200", "a100-sxm-80gb", "l40s"})
+    EXPECT_DOUBLE_EQ(E(G(id)).gemm_fp8_precise, 1.0) << id;
   for (const char* id : {"h100-sxm", "h100-pcie", "h100-nvl", "h200-sxm", "h200-nvl"})
     EXPECT_LT(E(G(id)).gemm_fp8_precise, 1.0) << id;
 }
