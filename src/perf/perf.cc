@@ -1985,6 +1985,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "{} has no BF16 tensor cores: the step is priced at its FP16 rate, what a run in FP16 with loss scaling "
         "(--dtype fp16) gets; in BF16 its matmuls would not run on tensor cores",
         gpu.id));
+  // FP8 training's gradient GEMMs run without fast accumulation (methodology §6.3); where its cost was not measured for
+  // this GPU's tensor cores (Ada: the same limited-precision FP8 accumulator as Hopper) the rate is 1, and says so.
+  if (cfg.detail && cfg.dtype == Precision::kFp8 && gpu.architecture == "ada" && eff.gemm_fp8_precise >= 1)
+    res.notes.push_back(fmt::format(
+        "uncertain: FP8 training runs its gradient GEMMs with FP32 accumulation (no cuBLASLt fast accumulation), which "
+        "costs Hopper about a tenth of their rate (gemm_fp8_precise in data/efficiency.toml); no measurement exists for "
+        "{}'s Ada tensor cores, so none is charged and the step may be longer (docs/methodology.md section 6.3)",
+        gpu.id));
   if (res.shortfall_bytes > 0)
     res.notes.push_back(fmt::format("does not fit: needs {} more per GPU", FormatBytes(res.shortfall_bytes)));
   if (res.host_shortfall_bytes > 0)
