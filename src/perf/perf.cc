@@ -745,6 +745,18 @@ GemmTime EstimateGemm(double m, double n, double k, double batch, double elem_by
 }
 
 namespace {
+// The two gradient GEMMs of Y (M x N) = X (M x K) W (K x N), given its forward `fwd` (docs/methodology.md §8): dX = dY
+// W^T and dW = X^T dY, each at the forward's compute term (its tiles and waves) divided by `rate` (FP8's FP32
+// accumulation), over its own bytes: dX reads dY and W and writes 16-bit dX; dW reads X and dY and moves
+// `wgrad_out_bytes` per weight element (the gradient buffer). `frozen`: the data gradient alone.
+double GradientGemmsTime(const GemmTime& fwd, double M, double N, double K, double batch, double elem_bytes,
+                         double rate, double wgrad_out_bytes, bool frozen, const GpuSpec& gpu, const Efficiency& eff) {
+  const double t_c = fwd.compute_s / rate, bw = gpu.memory_bandwidth_bytes_per_s.value * eff.memory, a = elem_bytes;
+  double t = RooflineTime(t_c, (M * N * a + K * N * a + M * K * 2) * batch / bw) + eff.kernel_launch_s;
+  if (!frozen) t += RooflineTime(t_c, (M * K * a + M * N * a + K * N * wgrad_out_bytes) * batch / bw) + eff.kernel_launch_s;
+  return t;
+}
+
 using perf_detail::LayerShape;
 using perf_detail::PeakFor;
 using perf_detail::Shape;
@@ -822,24 +834,17 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   const LayerShape sh = Shape(m);
   const double T = c.tokens, h = double(m.hidden), t = c.tp;
   PassTimes p;
-  // Y (M x N) = X (M x K) W (K x N), and its gradients: dX = dY W^T (M x K) and dW = X^T dY (K x N, summed over the M
-  // tokens), each the forward's FLOPs at the forward's compute term (its tiles and waves), over its own bytes. The weight
-  // gradient's output is the gradient buffer (c.wgrad_out_bytes per element). `fp8_linear`: a linear Transformer
-  // Engine runs in FP8 (not the router), whose gradient GEMMs accumulate in FP32 at c.grad_gemm_rate of the rate.
+  // Y (M x N) = X (M x K) W (K x N) and its two gradient GEMMs (GradientGemmsTime), the weight gradient's output the
+  // gradient buffer (c.wgrad_out_bytes per element). `fp8_linear`: a linear Transformer Engine runs in FP8 (not the
+  // router), whose gradient GEMMs accumulate in FP32 at c.grad_gemm_rate of the forward's rate.
   auto gemm = [&](const char* name, double M, double N, double K, double batch = 1, bool fp8_linear = true) {
     const GemmTime g = EstimateGemm(M, N, K, batch, c.elem_bytes, c.peak, c.gemm_eff, *c.gpu, *c.eff);
     if (ops) ops->Add(name, "forward", g.flops, g.bytes, g.time_s, 1, g.bound);
     p.fwd += g.time_s;
     p.fwd_flops += g.flops;
     p.gemm_fwd += g.time_s;
-    const double t_c = g.compute_s / (fp8_linear ? c.grad_gemm_rate : 1.0);
-    const double bw = c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory, a = c.elem_bytes;
-    const double dgrad_bytes = (M * N * a + K * N * a + M * K * 2) * batch;
-    p.gemm_bwd += RooflineTime(t_c, dgrad_bytes / bw) + c.eff->kernel_launch_s;
-    if (!c.frozen) {
-      const double wgrad_bytes = (M * K * a + M * N * a + K * N * c.wgrad_out_bytes) * batch;
-      p.gemm_bwd += RooflineTime(t_c, wgrad_bytes / bw) + c.eff->kernel_launch_s;
-    }
+    p.gemm_bwd += GradientGemmsTime(g, M, N, K, batch, c.elem_bytes, fp8_linear ? c.grad_gemm_rate : 1.0,
+                                    c.wgrad_out_bytes, c.frozen, *c.gpu, *c.eff);
     return g;
   };
   gemm("qkv projection", T, sh.attn_proj_params / h / t, h);
@@ -1615,9 +1620,13 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // The output layer stays in 16-bit under FP8 training: Transformer Engine's FP8 covers the transformer
   // layers' linears, and Megatron's output layer is not one of them.
   const double peak16 = PeakFor(gpu, Precision::kBf16);
+  const double head_elem = cfg.dtype == Precision::kFp8 ? 2.0 : elem;
   const GemmTime head = cfg.dtype == Precision::kFp8
                             ? EstimateGemm(T, double(m.vocab) / par.tp, double(m.hidden), 1, 2, peak16, eff.gemm, gpu, eff)
                             : EstimateGemm(T, double(m.vocab) / par.tp, double(m.hidden), 1, elem, peak, gemm_eff, gpu, eff);
+  // Its gradients as every linear's (a frozen head, LoRA: the data gradient alone); 16-bit, so at the forward's rate.
+  const double head_grads = GradientGemmsTime(head, T, double(m.vocab) / par.tp, double(m.hidden), 1, head_elem, 1.0,
+                                              lc.wgrad_out_bytes, lora, gpu, eff);
   const double logits_here = T * double(m.vocab) / par.tp;
   const LossTraffic lt = LossTrafficOf(cfg.cross_entropy);
   const double hbm = gpu.memory_bandwidth_bytes_per_s.value * eff.memory;
@@ -1627,8 +1636,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     ops.Add("logits (output head)", "forward", head.flops, head.bytes, head.time_s, 1, head.bound);
     ops.Add(kCrossEntropyOpName, "forward", 0, logits_here * lt.fwd_bytes, loss_fwd_t, 1, Bound::kMemory);
   }
-  // Forward + data and weight gradients; a frozen head (LoRA) has no weight gradient.
-  const double head_time = ((lora ? 2 : 3) * head.time_s + loss_fwd_t + loss_bwd_t) * lag;
+  const double head_time = (head.time_s + head_grads + loss_fwd_t + loss_bwd_t) * lag;
 
   // Eager PyTorch FSDP: host-side time per layer per micro-batch that the GPU waits for (forward and backward;
   // a recomputed forward adds half the backward's share again, i.e. passes / 3 of forward + backward + forward).
@@ -1656,7 +1664,10 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   double mtp_time = 0;
   if (cfg.fit.mtp_layers > 0) {
     const GemmTime proj = EstimateGemm(T, double(m.hidden) / par.tp, 2.0 * m.hidden, 1, elem, peak, gemm_eff, gpu, eff);
-    mtp_time = mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute + 3 * proj.time_s * lag + head_time;
+    const double proj_grads = GradientGemmsTime(proj, T, double(m.hidden) / par.tp, 2.0 * m.hidden, 1, elem,
+                                                cfg.dtype == Precision::kFp8 ? eff.gemm_fp8_precise : 1.0,
+                                                lc.wgrad_out_bytes, false, gpu, eff);
+    mtp_time = mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute + (proj.time_s + proj_grads) * lag + head_time;
     if (opsp) ops.Add("MTP projection (2h to h)", "forward", proj.flops, proj.bytes, proj.time_s, 1, proj.bound);
   }
   // FP8 delayed scaling (Transformer Engine): at the exit of each model chunk's fp8_autocast, after its forward and
@@ -1956,6 +1967,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const bool flash_op = o.name == "attention (flash)" || o.name == "attention (flash1)";
     double bwd = flash_op ? kFlashBackwardFactor : 2.0;
     if (o.name == kCrossEntropyOpName && o.time_s > 0) bwd = loss_bwd_t / o.time_s;
+    if (o.name == "logits (output head)" && o.time_s > 0) bwd = head_grads / o.time_s;
     const bool moe_op = o.name.rfind("[moe]", 0) == 0;
     const PassTimes& pt = moe_op ? moe : dense;
     if (o.name.find(kFp8CastOpName) != std::string::npos && pt.fp8_cast_fwd > 0) bwd = pt.fp8_cast_bwd / pt.fp8_cast_fwd;
@@ -1963,7 +1975,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     if (o.name.find(kMoePermuteOpName) != std::string::npos) bwd = 1.0;
     // LoRA: the frozen matmuls run their data gradient only.
     if (lora && (o.name == "qkv projection" || o.name == "output projection" || o.name == "mlp up/gate" ||
-                 o.name == "mlp down" || o.name == "logits (output head)"))
+                 o.name == "mlp down"))
       bwd = 1.0;
     const double layers_here = head_op ? 1.0 : double(max_stage_layers);
     // Collectives: once forward and once backward (the CP ring twice: K and V, then their gradients), and again

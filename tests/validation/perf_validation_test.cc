@@ -109,7 +109,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.082, 0.279}}};
   // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 9.73% mean,
-  // 109.4% worst since the thirty-second session; gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth
+  // 109.3% worst since the thirty-second session; gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth
   // session; max_throughput: TensorRT-LLM 1.0 and 0.13 with its Mixtral rows, first predictions 22.4% / 299.2%, 19.8%
   // since the L40S link fraction was fitted on v0.9's L40S throughput rows (twenty-eighth session; TTFT 14.1%,
   // static-batch throughput 12.4%);
@@ -215,10 +215,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // fast-accumulation rate, from float8_experimental PR #144's layer speed-ups; Transformer Engine and torchao run
   // dgrad and wgrad that way) 7.32%; with each linear's gradient GEMMs timed over their own bytes, the weight
   // gradient's being the gradient buffer that fused stacks read and rewrite on every micro-batch after the step's
-  // first (Transformer Engine's fuse_wgrad_accumulation; 4 B per parameter with FP32 gradients) 7.08%.
+  // first (Transformer Engine's fuse_wgrad_accumulation; 4 B per parameter with FP32 gradients; the output layer's
+  // and MTP projection's gradients too) 7.07%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0708);
+  EXPECT_LE(mean_dense, 0.0708);  // 7.071%
   EXPECT_LE(worst_dense, 0.349);  // 33.8% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
