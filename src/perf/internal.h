@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,15 @@ inline void RecordSource(std::vector<std::string>& sources, std::string_view key
   const std::string prefix = std::string(key) + " = ";
   std::erase_if(sources, [&](const std::string& s) { return s.starts_with(prefix); });
   sources.push_back(std::move(line));
+}
+
+// The GPU's FP8 GEMMs take operands in any layout (Transformer Engine's is_non_tn_fp8_gemm_supported: compute
+// capability 10.x and 13 or newer), so a tensor-scaled FP8 cast writes no transposed copy for the weight gradient;
+// Hopper's and Ada's FP8 GEMMs take only the TN layout. An unknown capability counts as TN-only.
+inline bool NonTnFp8Gemms(const GpuSpec& gpu) {
+  if (!gpu.compute_capability) return false;
+  const double cc = std::atof(gpu.compute_capability->value.c_str());
+  return (cc >= 10.0 && cc < 12.0) || cc >= 13.0;
 }
 
 // Bytes per weight-gradient element the weight-gradient GEMM moves, averaged over a step of `micro_batches`

@@ -818,7 +818,7 @@ struct LayerContext {
   // FP8 training: the gradient GEMMs' rate over the forward's (Efficiency::gemm_fp8_precise); 1 otherwise.
   double grad_gemm_rate = 1;
   // Bytes per weight-gradient element the weight-gradient GEMM moves: it writes its output, and where the stack fuses
-  // gradient accumulation (Megatron-Core, NeMo) reads and rewrites the gradient buffer instead (LinearGradBytes).
+  // gradient accumulation (Megatron-Core, NeMo) reads and rewrites the gradient buffer instead (WeightGradOutputBytes).
   double wgrad_out_bytes = 2;
 };
 
@@ -987,8 +987,10 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     double amax_reduce = 0;  // per pass: two amax all-reduces (column-parallel inputs fwd, row-parallel grads bwd)
     if (c.fp8_recipe == Fp8Recipe::kCurrent && c.sp && c.tp > 1)
       amax_reduce = 2 * GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kAllReduce, 4, c.tp, 1);
-    // The transposed FP8 copy feeds the weight gradient: frozen weights (LoRA) need only the plain cast.
-    const double cast_bytes = kFp8CastBytesPerElement - (c.frozen ? 1 : 0);
+    // The transposed FP8 copy feeds the weight gradient: frozen weights (LoRA) need only the plain cast, and so do
+    // tensor-scaled recipes on GPUs whose FP8 GEMMs take any layout (Blackwell); MXFP8 writes both layouts anyway.
+    const bool one_layout = c.frozen || (c.fp8_recipe != Fp8Recipe::kMxfp8 && perf_detail::NonTnFp8Gemms(*c.gpu));
+    const double cast_bytes = kFp8CastBytesPerElement - (one_layout ? 1 : 0);
     const double fwd_bytes = in_elems * cast_bytes + cc.fwd_bytes;
     const double bwd_bytes = grad_elems * cast_bytes + cc.bwd_bytes;
     p.fp8_cast_fwd = fwd_bytes / bw + (4 + cc.fwd_kernels) * c.eff->kernel_launch_s + amax_reduce;

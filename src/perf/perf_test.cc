@@ -1883,6 +1883,35 @@ TEST_F(Perf, GradientGemmsMoveTheirOwnBytesAndAccumulateInFp32UnderFp8) {
   EXPECT_FALSE(ada_note(*slow_r));
 }
 
+// Blackwell's FP8 GEMMs take operands in any layout, so Transformer Engine's tensor-scaled casts write no transposed
+// copy there (is_non_tn_fp8_gemm_supported: compute capability 10.x and 13+): 3 bytes per element against Hopper's 4;
+// MXFP8 writes both layouts on every GPU.
+TEST_F(Perf, TensorScaledFp8CastsWriteNoTransposeWhereGemmsTakeAnyLayout) {
+  const ModelSpec m = M("llama-2-7b");
+  TrainConfig c = Train(8, 1, 1, 8, 4096);
+  c.fit.recompute = Recompute::kNone;
+  c.dtype = Precision::kFp8;
+  const double T = 4096, inputs = 4096 + 4096 + 4096 + 11008;  // qkv, out-proj, up/gate, down inputs
+  auto cast_bytes = [&](const char* gpu, Fp8Recipe recipe) {
+    TrainConfig cc = c;
+    cc.fp8_recipe = recipe;
+    const GpuSpec& g = G(gpu);
+    auto r = EstimateTraining(m, C(g), cc, E(g));
+    EXPECT_TRUE(r.ok()) << gpu << ": " << r.status().message();
+    const OpCost* o = r.ok() ? FindOp(r->ops, "FP8 cast + transpose") : nullptr;
+    return o ? o->bytes : -1.0;
+  };
+  EXPECT_DOUBLE_EQ(cast_bytes("h100-sxm", Fp8Recipe::kDelayed), 4 * T * inputs);
+  EXPECT_DOUBLE_EQ(cast_bytes("b200", Fp8Recipe::kDelayed), 3 * T * inputs);
+  EXPECT_DOUBLE_EQ(cast_bytes("gb200", Fp8Recipe::kDelayed), 3 * T * inputs);
+  EXPECT_GT(cast_bytes("b200", Fp8Recipe::kMxfp8), 4 * T * inputs);  // both layouts, and their E8M0 scales
+  EXPECT_FALSE(perf_detail::NonTnFp8Gemms(G("h100-sxm")));
+  EXPECT_FALSE(perf_detail::NonTnFp8Gemms(G("l40s")));
+  EXPECT_FALSE(perf_detail::NonTnFp8Gemms(G("rtx-5090")));  // consumer Blackwell, 12.0: TN only
+  EXPECT_TRUE(perf_detail::NonTnFp8Gemms(G("b200")));
+  EXPECT_TRUE(perf_detail::NonTnFp8Gemms(G("gb200")));
+}
+
 // FP8 recipes (Transformer Engine): current scaling reads every tensor no norm kernel produced once more for its
 // amax (2 B per element) and runs an amax and a scale kernel per cast (a scale kernel only after a norm); MXFP8
 // writes one E8M0 scale per 32 values in each of two layouts; delayed scaling is the cast-transpose alone.
