@@ -742,8 +742,8 @@ inline constexpr ValidationEvidence kLoraFinetuning{23, 0.040, -0.119, 0.193};
 // points, 177B on 96 and 4608 GPUs), the Llama 3 paper's two 405B runs (8K and 16K GPUs) and NeMo AutoModel's
 // compiled FSDP2 LLaMA 3.1 70B on 64 GPUs (twenty-first session), and the 29 H100 BF16 runs of NVIDIA's DGX Cloud
 // recipes (dgxc-benchmarking, NeMo 24.05-25.04.01: LLaMA 3.1 8B, 70B, 405B, GPT-3 175B, Nemotron-4 15B and 340B;
-// twenty-second session). The model was optimistic on 40 of the 43 (39 since the thirty-second session's gradient GEMMs); GEMM micro-benchmarks on H100 do not show the
-// gap (docs/validation.md §5). Signed on speed (a step time's error negated).
+// twenty-second session). The model was optimistic on 40 of the 43 (39 since the thirty-second session's gradient
+// GEMMs); GEMM micro-benchmarks on H100 do not show the gap (docs/validation.md §5). Signed on speed (a step time's error negated).
 inline constexpr ValidationEvidence kH100Bf16FusedTraining{43, 0.070, -0.136, 0.221};
 // The GPUs it is quoted for: every H100 variant in the catalog (h100-sxm, h100-pcie, h100-nvl).
 inline bool IsH100Gpu(std::string_view gpu_id) { return gpu_id.substr(0, 4) == "h100"; }
@@ -768,7 +768,8 @@ inline bool IsBlackwellTrainingGpu(std::string_view gpu_id) {
 // smallest and largest GPU count with the same work per GPU (8 -> 128 up to 576 -> 2,304 H100s, 128 -> 512 GB200s:
 // 4-32x the GPUs). Over those 34 pairs the published step time grew -0.2% to 9.5% (mean 2.2%) more than the model's,
 // a cost of scale the model does not have (2.7% mean at the twenty-third session; 2.4% before the thirty-first's fixed
-// Apex buckets on the recipes that set them; 2.1% after them, 2.2% since the thirty-second's gradient GEMMs). Signed: > 0 means the model's growth fell short.
+// Apex buckets on the recipes that set them; 2.1% after them, 2.2% since the thirty-second's gradient GEMMs).
+// Signed: > 0 means the model's growth fell short.
 inline constexpr ValidationEvidence kWeakScalingShortfall{34, 0.0216, -0.0016, 0.0947};
 // Mixture-of-experts pretraining with Megatron-Core (Qwen3 30B-A3B and 235B-A22B, GPT-OSS 120B; H100, B200, GB200),
 // with the MoE-layer overhead (Efficiency::moe_layer_time_*) fitted on Megatron-LM's recipe runs (the 9

@@ -1667,8 +1667,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   if (cfg.fit.mtp_layers > 0) {
     const GemmTime proj = EstimateGemm(T, double(m.hidden) / par.tp, 2.0 * m.hidden, 1, elem, peak, gemm_eff, gpu, eff);
     const double proj_grads = GradientGemmsTime(proj, T, double(m.hidden) / par.tp, 2.0 * m.hidden, 1, elem,
-                                                cfg.dtype == Precision::kFp8 ? eff.gemm_fp8_precise : 1.0,
-                                                lc.wgrad_out_bytes, false, gpu, eff);
+                                                lc.grad_gemm_rate, lc.wgrad_out_bytes, false, gpu, eff);
     mtp_time = mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute + (proj.time_s + proj_grads) * lag + head_time;
     if (opsp) ops.Add("MTP projection (2h to h)", "forward", proj.flops, proj.bytes, proj.time_s, 1, proj.bound);
   }
