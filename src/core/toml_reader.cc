@@ -1,3 +1,4 @@
+#include <cmath>
 #include "core/toml_reader.h"
 
 #include <fmt/format.h>
@@ -179,6 +180,7 @@ Result<std::optional<Sourced<double>>> TableReader::OptSourcedNumber(std::string
   if (v->is_integer()) out.value = static_cast<double>(v->as_integer()->get());
   else if (v->is_floating_point()) out.value = v->as_floating_point()->get();
   else return ParseError(Where(key) + ": value must be a number");
+  if (std::isnan(out.value)) return ParseError(Where(key) + ": value must be a number, not nan");
   if (!(out.value >= 0)) return ParseError(Where(key) + ": value must be non-negative");
   return std::optional<Sourced<double>>(out);
 }

@@ -272,7 +272,7 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     auto frac = [&](const char* key, double* out, double lo, double hi, const char* hint = "") -> Status {
       SUANLI_ASSIGN_OR_RETURN(auto v, r.OptSourcedNumber(key));
       if (v) {
-        if (v->value < lo || v->value > hi)
+        if (!(v->value >= lo && v->value <= hi))  // NaN too
           return ParseError(fmt::format("{}: {} is outside {}..{}{}", r.Where(key), v->value, lo, hi, hint));
         *out = v->value;
         perf_detail::RecordSource(e.sources, key, fmt::format("{} = {:.3g}: {}{}", key, v->value, v->source, Note(*v)));

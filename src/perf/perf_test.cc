@@ -2578,6 +2578,27 @@ TEST(EfficiencyData, LinkAboveTheWireRateBelongsToTheAllReduceFigure) {
   EXPECT_DOUBLE_EQ(nvls->link_allreduce, 1.064);
 }
 
+// A fraction outside its range is refused with the range, and nan as not a number, naming the key; the FP8
+// FP32-accumulation rate is one of them.
+TEST(EfficiencyData, FractionsOutsideTheirRangeOrNotANumberAreErrors) {
+  const char* head = "[sources]\nx = \"a source\"\n[gpu.h100-sxm]\n";
+  auto high = ParseEfficiencyToml(std::string(head) + "gemm_fp8_precise = { value = 1.2, source = \"x\" }\n", "e.toml",
+                                  "h100-sxm");
+  ASSERT_FALSE(high.ok());
+  EXPECT_NE(high.status().message().find("gemm_fp8_precise"), std::string::npos) << high.status().message();
+  EXPECT_NE(high.status().message().find("is outside 0.3..1"), std::string::npos) << high.status().message();
+  for (const char* key : {"gemm_fp8_precise", "gemm"}) {
+    auto e = ParseEfficiencyToml(std::string(head) + key + " = { value = nan, source = \"x\" }\n", "e.toml", "h100-sxm");
+    ASSERT_FALSE(e.ok()) << key;
+    EXPECT_NE(e.status().message().find(std::string(key) + "': value must be a number, not nan"), std::string::npos)
+        << e.status().message();
+  }
+  auto ok = ParseEfficiencyToml(std::string(head) + "gemm_fp8_precise = { value = 0.9, source = \"x\" }\n", "e.toml",
+                                "h100-sxm");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_DOUBLE_EQ(ok->gemm_fp8_precise, 0.9);
+}
+
 // A GPU's entry replaces the default's value and its source line: `sources` lists the values in use, once each.
 TEST(EfficiencyData, SourcesListOnlyTheValuesInUse) {
   const char* toml = "[sources]\nd = \"default source\"\ng = \"gpu source\"\n"
