@@ -218,6 +218,11 @@ struct FitRequest {
   bool dropout = false;           // store dropout masks (Korthikanti's GPT setting)
   bool fp8_activations = false;   // FP8 training (Transformer Engine): GEMM inputs saved for backward in FP8
   bool swiglu_input_fp8 = false;  // Megatron-Core activation_func_fp8_input_store (SavedForBackward)
+  // Bytes per transformer-layer weight parameter of the FP8 copies Transformer Engine keeps between micro-batches
+  // (FP8 training with Megatron-Core's default disable_parameter_transpose_cache=False: each TE linear's
+  // get_weight_workspace caches its quantised weight for the step). It depends on the GPU's FP8 layouts, so the
+  // performance model sets it (perf_detail::Fp8WeightCacheBytesPerParam); 0: none. Not held under ZeRO-3 sharding.
+  double fp8_weight_cache_bytes_per_param = 0;
   // Bytes per logit the loss holds on the last stage: 16-bit logits and their FP32 softmax (6; Megatron's fused and
   // unfused losses), or 4 for single-pass kernels, which keep no FP32 copy: the 16-bit logits and their 16-bit
   // gradient (TrainConfig::cross_entropy = online; docs/methodology.md §6.4; a kernel that writes the gradient in
@@ -238,8 +243,11 @@ struct MemoryBreakdown {
   double activations = 0;          // stored activations (training) or the forward workspace (inference)
   double logits = 0;               // FP32 logits and their gradient on the last pipeline stage
   double kv_cache = 0;
+  double fp8_weight_cache = 0;     // FP8 training: Transformer Engine's cached FP8 copies of the layer weights
   double overhead = 0;             // CUDA context, NCCL buffers, allocator fragmentation
-  double Total() const { return weights + gradients + optimizer + activations + logits + kv_cache + overhead; }
+  double Total() const {
+    return weights + gradients + optimizer + activations + logits + kv_cache + fp8_weight_cache + overhead;
+  }
 };
 
 struct FitResult {

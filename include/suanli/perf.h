@@ -391,6 +391,10 @@ struct TrainConfig {
   // ZeRO-3/FSDP, Efficiency::eager_fsdp_host_per_layer_s per layer per micro-batch. Default: fused kernels and no
   // host cost (Megatron, Transformer Engine).
   bool eager = false;
+  // FP8 training with Transformer Engine (not eager): keep each layer weight's FP8 copy for the step, as
+  // Megatron-Core does by default (disable_parameter_transpose_cache=False); its memory is
+  // FitRequest::fp8_weight_cache_bytes_per_param. false: disable_parameter_transpose_cache=True.
+  bool fp8_weight_cache = true;
   double moe_imbalance = 1.1; // busiest expert's load / mean load
   double tokens = 0;          // train on this many tokens (0 = not asked)
   double price_per_gpu_hour = 0;

@@ -84,6 +84,8 @@ void PrintJson(const nlohmann::json& j);
 nlohmann::json JsonEnvelope(const char* schema);  // {"schema": "suanli.<x>/<n>", "suanli_version": ...}
 // A training step's breakdown as JSON (breakdown_s): one key per kBreakdownTerms entry, in seconds.
 nlohmann::json BreakdownJson(const TrainBreakdown& b);
+// A memory estimate's bytes per GPU by term (the GPU holding the peak).
+nlohmann::json BreakdownJson(const MemoryBreakdown& b);
 // A validation band (suanli/perf.h ErrorBand) as JSON (null where none applies), and in words: "<what> 6.2% mean
 // error, 9 in 10 within 12% (150 <runs>)", naming the band's GPUs when `gpu` is not among them.
 nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu);

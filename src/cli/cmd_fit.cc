@@ -126,12 +126,6 @@ json LayoutJson(const Parallelism& p) {
           {"sequence_parallel", p.sequence_parallel}, {"gpus", p.gpus()}};
 }
 
-json BreakdownJson(const MemoryBreakdown& b) {
-  return {{"weights", b.weights},         {"gradients", b.gradients}, {"optimizer", b.optimizer},
-          {"activations", b.activations}, {"logits", b.logits},       {"kv_cache", b.kv_cache},
-          {"overhead", b.overhead}};
-}
-
 }  // namespace
 
 Action SetupFit(CLI::App* sub, Context* ctx) {
@@ -329,6 +323,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     row(req->mode == Mode::kInfer ? "activations (workspace)" : "activations", b.activations);
     row("logits", b.logits);
     row("KV cache", b.kv_cache);
+    row("FP8 weight cache", b.fp8_weight_cache);
     row("overhead", b.overhead);
     t.Row({"peak", fmt::format("{:.2f}", est->per_gpu_peak_bytes / 1e9), fmt::format("{:.2f}", est->per_gpu_peak_bytes / kGiB)});
     std::cout << t.Render();

@@ -26,7 +26,7 @@ struct PerfFlags {
   std::string recompute, recompute_modules, pp_layout, dtype = "bf16", fp8_recipe, inter_node, attention = "flash", convention = "6n",
       moe_dispatcher, cuda_graphs, cross_entropy = "fused";
   std::string decode_attention = "grouped", host_memory, efficiency;
-  bool no_nvls = false, embedding_loss_in_split = false, tp_only_amax_red = false;
+  bool no_nvls = false, embedding_loss_in_split = false, tp_only_amax_red = false, no_fp8_weight_cache = false;
   double dp_bucket_mb = 0;  // 0: Megatron-Core's bucket rule
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false, swiglu_fp8 = false;
   std::string train_mode = "train";
@@ -172,6 +172,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_flag("--tp-only-amax-red", f->tp_only_amax_red,
                   "FP8 delayed scaling: reduce amaxes over TP x CP only (Megatron-Core --tp-only-amax-red; its behaviour "
                   "up to core_r0.8.0); default TP x DP x CP");
+  train->add_flag("--no-fp8-weight-cache", f->no_fp8_weight_cache,
+                  "FP8 training: Transformer Engine keeps no FP8 copy of the weights between micro-batches "
+                  "(Megatron-Core disable_parameter_transpose_cache=True); default: it does, 2 B per layer weight on "
+                  "Hopper, 1 B on Blackwell");
   train->add_option("--optimizer", f->optimizer, "adam (default) | adam8bit | sgd: the states it keeps and its step's bytes");
   AddOptimizerPrecisionOptions(train, &f->master_dtype, &f->moments_dtype);
   train->add_flag("--dropout", f->dropout, "Dropout on (stores masks; unfused attention also streams them)");
@@ -347,6 +351,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         cfg.cuda_graphs = *g;
       }
       cfg.eager = f->eager;
+      cfg.fp8_weight_cache = !f->no_fp8_weight_cache;
       if (f->train_mode == "lora") {
         cfg.fit.mode = Mode::kLora;
       } else if (f->train_mode != "train") {
@@ -493,6 +498,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           j["model_state_bytes_per_param"] = r->memory.bytes_per_param_states;
         }
         j["per_gpu_peak_bytes"] = r->memory.per_gpu_peak_bytes;
+        j["memory_breakdown_bytes"] = BreakdownJson(r->memory.breakdown);
         j["breakdown_s"] = BreakdownJson(r->breakdown_s);
         j["communication_total_s"] = r->communication_total_s;
         j["dominant"] = r->dominant;
@@ -569,7 +575,12 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       t.Row({"tokens/s", fmt::format("{:.0f} ({:.0f} per GPU)", r->tokens_per_s, r->tokens_per_s_per_gpu)});
       t.Row({"model TFLOP/s per GPU", fmt::format("{:.1f}", r->model_tflops_per_gpu)});
       t.Row({"MFU / HFU", fmt::format("{:.1f}% / {:.1f}%", 100 * r->mfu, 100 * r->hfu)});
-      t.Row({"memory per GPU", FormatBytes(r->memory.per_gpu_peak_bytes)});
+      const double weight_cache = r->memory.breakdown.fp8_weight_cache;
+      t.Row({"memory per GPU",
+             FormatBytes(r->memory.per_gpu_peak_bytes) +
+                 (weight_cache > 0 ? fmt::format(" (of which {} Transformer Engine's FP8 weight cache)",
+                                                 FormatBytes(weight_cache))
+                                   : "")});
       if (f->tokens > 0) {
         t.Row({"time to train", FormatSeconds(r->train_time_s)});
         t.Row({"GPU-hours", fmt::format("{:.0f}", r->gpu_hours)});

@@ -40,6 +40,12 @@ nlohmann::json BreakdownJson(const TrainBreakdown& b) {
   return j;
 }
 
+nlohmann::json BreakdownJson(const MemoryBreakdown& b) {
+  return {{"weights", b.weights},         {"gradients", b.gradients}, {"optimizer", b.optimizer},
+          {"activations", b.activations}, {"logits", b.logits},       {"kv_cache", b.kv_cache},
+          {"fp8_weight_cache", b.fp8_weight_cache}, {"overhead", b.overhead}};
+}
+
 // The links the estimate's collectives ran over (docs/methodology.md §7), with their datasheet rates and the bus
 // bandwidth the efficiency data gives them; bits where the catalog quotes a line rate (NICs), bytes elsewhere.
 std::string IntraNodeWords(const NetworkSummary& n, const std::string& default_for) {

@@ -349,6 +349,14 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
                                        m.id));
   if (!(r.host_memory_per_gpu_bytes >= 0) || !std::isfinite(r.host_memory_per_gpu_bytes))
     return InvalidArgument("--host-memory must be a positive size per GPU, e.g. 240GB");
+  // Set by the performance model from the GPU (FitRequest::fp8_weight_cache_bytes_per_param): at most two FP8
+  // copies with their block scales.
+  if (!(r.fp8_weight_cache_bytes_per_param >= 0 && r.fp8_weight_cache_bytes_per_param <= 4))
+    return InvalidArgument(fmt::format("FP8 weight cache of {} B per parameter is outside 0..4",
+                                       r.fp8_weight_cache_bytes_per_param));
+  if (r.fp8_weight_cache_bytes_per_param > 0 && r.mode == Mode::kInfer)
+    return InvalidArgument("the FP8 weight cache is Transformer Engine's between a training step's micro-batches; "
+                           "inference keeps its weights in their format");
   if (r.optimizer != Optimizer::kAdam && r.mode != Mode::kTrain)
     return InvalidArgument(fmt::format("--optimizer {} applies to --mode train; {} keeps its adapters' AdamW states as "
                                        "the mode describes (docs/methodology.md §5)",
@@ -1094,6 +1102,10 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
         }
       }
     }
+    // FP8 training: Transformer Engine's cached FP8 copies of the layer weights this GPU holds (TE linears and
+    // grouped linears cache their quantised weights from the step's first micro-batch). Under ZeRO-3 sharding the
+    // weights are gathered per layer and no step-long copy is modelled.
+    if (!(p.zero == 3 && zero_group > 1)) b.fp8_weight_cache = (dense + experts) * r.fp8_weight_cache_bytes_per_param;
     // Activations.
     int inflight = 1;
     double held_here = 1;  // micro-batches' worth of the rank's layers it keeps (fractional when interleaved)
@@ -1188,6 +1200,11 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
                                   m.layers - r.offload_layers));
   if (training && p.zero == 3 && zero_group > 1)
     f.notes.push_back("ZeRO-3/FSDP: two layers' parameters are gathered at a time (current + prefetch)");
+  if (best.fp8_weight_cache > 0)
+    f.notes.push_back(fmt::format("FP8 weight cache: Transformer Engine keeps each layer weight's FP8 copy for the "
+                                  "step, {:.4g} B per parameter, {} per GPU (Megatron-Core's default "
+                                  "disable_parameter_transpose_cache=False)",
+                                  r.fp8_weight_cache_bytes_per_param, FormatBytes(best.fp8_weight_cache)));
   return f;
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "test_catalogs.h"
 
 namespace suanli {
@@ -508,6 +510,43 @@ TEST_F(Memory, Fp8TrainingStoresGemmInputsInOneByte) {
   const double inf8 = Est(m, r).breakdown.activations;
   r.fp8_activations = false;
   EXPECT_DOUBLE_EQ(Est(m, r).breakdown.activations, inf8);
+}
+
+// Transformer Engine's FP8 weight cache (FitRequest::fp8_weight_cache_bytes_per_param): the given bytes for every
+// transformer-layer parameter the GPU holds (LLaMA-2 7B at TP 2 and PP 2: a quarter of the layers' parameters), none
+// for the embedding and head, a term of its own in the total. Under ZeRO-3 sharding nothing is cached step-long; a
+// cache in inference, or a value outside 0..4 or nan, is an error.
+TEST_F(Memory, Fp8WeightCacheCountsTheLayerWeightsThisGpuHolds) {
+  const ModelSpec m = M("llama-2-7b");
+  FitRequest r = Train(4096, 8, 2, 2);
+  r.par.dp = 2;
+  r.micro_batch = 1;
+  r.fp8_activations = true;
+  const FitResult none = Est(m, r);
+  EXPECT_EQ(none.breakdown.fp8_weight_cache, 0);
+  r.fp8_weight_cache_bytes_per_param = 2;
+  const FitResult cached = Est(m, r);
+  const ParamCounts c = CountParams(m);
+  // (per_layer_total leaves out the final norm, which the layers' share of the norms carries: 4,096 parameters)
+  EXPECT_NEAR(cached.breakdown.fp8_weight_cache, 2 * c.per_layer_total * 32 / 2 / 2, 2 * 4096);
+  EXPECT_NEAR(cached.per_gpu_peak_bytes - none.per_gpu_peak_bytes, cached.breakdown.fp8_weight_cache, 1);
+  EXPECT_DOUBLE_EQ(cached.breakdown.weights, none.breakdown.weights);
+  bool noted = false;
+  for (const auto& n : cached.notes) noted |= n.find("FP8 weight cache") != std::string::npos;
+  EXPECT_TRUE(noted);
+  r.par.zero = 3;
+  EXPECT_EQ(Est(m, r).breakdown.fp8_weight_cache, 0);
+  for (double bad : {-1.0, 4.5, std::nan("")}) {
+    r.fp8_weight_cache_bytes_per_param = bad;
+    auto e = EstimateMemory(m, r);
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_NE(std::string(e.status().message()).find("outside 0..4"), std::string::npos) << e.status().message();
+  }
+  FitRequest inf = Infer();
+  inf.fp8_weight_cache_bytes_per_param = 1;
+  auto e = EstimateMemory(m, inf);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(std::string(e.status().message()).find("inference"), std::string::npos) << e.status().message();
 }
 
 // Megatron-Core's module names: parsed in any order with commas or spaces, listed in Megatron-Core's order; a

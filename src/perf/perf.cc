@@ -1434,6 +1434,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     return InvalidArgument(fmt::format("--moe-imbalance {} is outside 1..64 (the busiest expert's tokens / the mean)",
                                        cfg_in.moe_imbalance));
   SUANLI_RETURN_IF_ERROR(CheckTokensAndPrice(cfg_in.tokens, cfg_in.price_per_gpu_hour));
+  if (!cfg_in.fp8_weight_cache && (cfg_in.dtype != Precision::kFp8 || cfg_in.eager))
+    return InvalidArgument("--no-fp8-weight-cache applies to FP8 training with Transformer Engine (--dtype fp8, not "
+                           "--eager): only it caches FP8 copies of the weights");
   const GpuSpec& gpu = *cl.gpu;
   TrainConfig cfg = cfg_in;
   if (cfg.fit.weights.id.empty()) cfg.fit.weights = *ParseWeightFormat("bf16");
@@ -1443,6 +1446,10 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   cfg.fit.explain = cfg.detail;
   cfg.fit.flash_attention = cfg.attention != AttentionImpl::kUnfused;  // memory follows the kernel choice
   cfg.fit.fp8_activations = cfg.dtype == Precision::kFp8;
+  cfg.fit.fp8_weight_cache_bytes_per_param =
+      cfg.dtype == Precision::kFp8 && !cfg.eager && cfg.fp8_weight_cache
+          ? perf_detail::Fp8WeightCacheBytesPerParam(gpu, cfg.fp8_recipe, cfg.fit.weights.id == "fp8")
+          : 0;
   const Parallelism& par = cfg.fit.par;
 
   // Automatic micro-batch / recompute: the fastest setting that fits.

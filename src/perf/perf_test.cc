@@ -1154,8 +1154,15 @@ TEST_F(Perf, Fp8ParametersHalveTheLayerWeightsAndTheirAllGather) {
   ASSERT_TRUE(fp.ok()) << fp.status().message();
   const ParamCounts pc = CountParams(m);
   const double layer_params_gpu = (pc.total - pc.non_layer_total) / (4 * 2);
-  // The weights term: 1 byte less per layer weight on this GPU (the embedding or head on a stage stays 2 B).
-  EXPECT_NEAR(bf->memory.per_gpu_peak_bytes - fp->memory.per_gpu_peak_bytes, layer_params_gpu, 0.05 * layer_params_gpu);
+  // The weights term: 1 byte less per layer weight on this GPU (the embedding or head on a stage stays 2 B); so is
+  // the FP8 weight cache (the parameter is its row-wise copy; Hopper still caches the transpose): 2 B less in all.
+  const auto& wb = bf->memory.breakdown;
+  const auto& wf = fp->memory.breakdown;
+  EXPECT_NEAR(wb.weights - wf.weights, layer_params_gpu, 0.05 * layer_params_gpu);
+  EXPECT_NEAR(wb.fp8_weight_cache, 2 * layer_params_gpu, 0.05 * layer_params_gpu);
+  EXPECT_NEAR(wf.fp8_weight_cache, layer_params_gpu, 0.05 * layer_params_gpu);
+  EXPECT_NEAR(bf->memory.per_gpu_peak_bytes - fp->memory.per_gpu_peak_bytes, 2 * layer_params_gpu,
+              0.05 * layer_params_gpu);
   EXPECT_EQ(fp->memory.grad_bytes_per_param, bf->memory.grad_bytes_per_param);
   EXPECT_EQ(fp->memory.optimizer_bytes_per_param, bf->memory.optimizer_bytes_per_param);
   auto gather = [](const TrainResult& r) {
@@ -1912,6 +1919,43 @@ TEST_F(Perf, TensorScaledFp8CastsWriteNoTransposeWhereGemmsTakeAnyLayout) {
   EXPECT_TRUE(perf_detail::NonTnFp8Gemms(G("gb200")));
 }
 
+// The FP8 weight cache follows the GPU's FP8 layouts: Hopper and Ada keep the row-wise copy and its transpose (2 B
+// per layer weight), Blackwell the row-wise copy only (1 B), MXFP8 both with their block scales; FP8 parameters are
+// themselves the row-wise copy. perf train sets it for Transformer Engine FP8 training only, and
+// --no-fp8-weight-cache (disable_parameter_transpose_cache) drops it.
+TEST_F(Perf, Fp8WeightCacheFollowsTheGpusLayouts) {
+  using perf_detail::Fp8WeightCacheBytesPerParam;
+  EXPECT_EQ(Fp8WeightCacheBytesPerParam(G("h100-sxm"), Fp8Recipe::kDelayed, false), 2);
+  EXPECT_EQ(Fp8WeightCacheBytesPerParam(G("h100-sxm"), Fp8Recipe::kCurrent, true), 1);
+  EXPECT_EQ(Fp8WeightCacheBytesPerParam(G("l40s"), Fp8Recipe::kDelayed, false), 2);
+  EXPECT_EQ(Fp8WeightCacheBytesPerParam(G("b200"), Fp8Recipe::kDelayed, false), 1);
+  EXPECT_EQ(Fp8WeightCacheBytesPerParam(G("gb200"), Fp8Recipe::kCurrent, true), 0);
+  EXPECT_DOUBLE_EQ(Fp8WeightCacheBytesPerParam(G("b200"), Fp8Recipe::kMxfp8, false), 2 * (1 + 1.0 / 32));
+
+  const ModelSpec m = M("llama-2-7b");
+  const GpuSpec& h = G("h100-sxm");
+  TrainConfig c = Train(8, 1, 1, 8, 4096);
+  c.fit.recompute = Recompute::kNone;
+  auto cache = [&](const TrainConfig& cc) {
+    auto r = EstimateTraining(m, C(h), cc, E(h));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? r->memory.breakdown.fp8_weight_cache : -1.0;
+  };
+  EXPECT_EQ(cache(c), 0);  // BF16
+  c.dtype = Precision::kFp8;
+  EXPECT_NEAR(cache(c), 2 * CountParams(m).per_layer_total * 32, 2 * 4096);  // and the final norm
+  TrainConfig eager = c;
+  eager.eager = true;  // torchao's Float8 casts on the fly
+  EXPECT_EQ(cache(eager), 0);
+  TrainConfig off = c;
+  off.fp8_weight_cache = false;
+  EXPECT_EQ(cache(off), 0);
+  off.dtype = Precision::kBf16;
+  auto bad = EstimateTraining(m, C(h), off, E(h));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("--no-fp8-weight-cache applies to FP8"), std::string::npos);
+}
+
 // FP8 recipes (Transformer Engine): current scaling reads every tensor no norm kernel produced once more for its
 // amax (2 B per element) and runs an amax and a scale kernel per cast (a scale kernel only after a norm); MXFP8
 // writes one E8M0 scale per 32 values in each of two layouts; delayed scaling is the cast-transpose alone.
@@ -2398,13 +2442,12 @@ TEST_F(Perf, FewestOffloadedLayersThatFit) {
 }
 
 // Choosing recompute automatically: where nothing fits without recompute but full recompute does, the fewest
-// block-recomputed layers that fit is a candidate, and it beats full recompute (LLaMA-3.1 8B, FP8, ZeRO-1, one
-// 8192-token sequence per H100).
+// block-recomputed layers that fit is a candidate, and it beats full recompute (LLaMA-3.1 8B, BF16, ZeRO-1, one
+// 8192-token sequence per H100; in FP8 the weight cache leaves room only for module recompute).
 TEST_F(Perf, AutomaticRecomputeTriesTheFewestBlockLayersThatFit) {
   const ModelSpec m = M("llama-3.1-8b");
   const GpuSpec& g = G("h100-sxm");
   TrainConfig c = Train(8, 1, 1, 128, 8192);
-  c.dtype = Precision::kFp8;
   c.recompute_auto = true;
   auto r = EstimateTraining(m, C(g), c, E(g));
   ASSERT_TRUE(r.ok()) << r.status().message();

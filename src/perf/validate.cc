@@ -71,6 +71,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"moe_dispatcher", KeyType::kString},
               {"cuda_graphs", KeyType::kString},
               {"eager", KeyType::kBool},
+              {"fp8_weight_cache", KeyType::kBool},
               {"inter_node", KeyType::kString},
               {"gpus_per_node", KeyType::kInteger},
               {"embedding_loss_in_split", KeyType::kBool},
@@ -273,6 +274,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
     c.cuda_graphs = *v;
   }
   c.eager = t["eager"].value_or(false);
+  c.fp8_weight_cache = t["fp8_weight_cache"].value_or(true);
   SUANLI_ASSIGN_OR_RETURN(c.dtype, ParseTrainDtype(t["dtype"].value_or(std::string("bf16"))));
   if (auto recipe = t["fp8_recipe"].value<std::string>()) {
     if (c.dtype != Precision::kFp8) return ParseError("fp8_recipe is set but dtype is not \"fp8\"");

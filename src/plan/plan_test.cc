@@ -296,7 +296,7 @@ TEST_F(Planner, OptimizerPrecisionIsEstimatedAndWrittenInMegatronTerms) {
 TEST_F(Planner, BlockRecomputeWinsWhereItFitsAndIsWrittenAsMegatronBlock) {
   const ModelSpec m = M("llama-3.1-8b");
   PlanRequest req = Req(m, "h100-sxm", {8}, 128, 8192, "ib-ndr");
-  req.dtype = Precision::kFp8;
+  req.dtype = Precision::kBf16;
   req.fixed_tp = req.fixed_pp = req.fixed_cp = 1;
   req.fixed_zero = 1;
   req.max_micro_batch = 1;
