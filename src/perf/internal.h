@@ -42,6 +42,15 @@ inline double Fp8WeightCacheBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, 
   return layouts - (fp8_params ? 1 : 0);
 }
 
+// Bytes per layer weight parameter one Transformer Engine weight cast moves: reading the 16-bit weight (current
+// scaling reads it once more for its amax) and writing the FP8 copies Fp8WeightCacheBytesPerParam counts. Under FP8
+// parameters the row-wise copy exists: Hopper and Ada make the transpose from it (1 B read, 1 B written), Blackwell
+// needs none, and MXFP8 parameters are quantised in both layouts by the optimizer step.
+inline double Fp8WeightCastBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, bool fp8_params) {
+  if (fp8_params) return recipe != Fp8Recipe::kMxfp8 && !NonTnFp8Gemms(gpu) ? 2 : 0;
+  return 2 + (recipe == Fp8Recipe::kCurrent ? 2 : 0) + Fp8WeightCacheBytesPerParam(gpu, recipe, false);
+}
+
 // Bytes per weight-gradient element the weight-gradient GEMM moves, averaged over a step of `micro_batches`
 // micro-batches. Fused stacks (Megatron-Core's --gradient-accumulation-fusion, NeMo's gradient_accumulation_fusion:
 // Transformer Engine's fuse_wgrad_accumulation) write the GEMM's output into the gradient buffer at its width

@@ -1678,6 +1678,40 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     mtp_time = mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute + (proj.time_s + proj_grads) * lag + head_time;
     if (opsp) ops.Add("MTP projection (2h to h)", "forward", proj.flops, proj.bytes, proj.time_s, 1, proj.bound);
   }
+  // FP8 weight casts (Transformer Engine, not eager): each TE linear quantises its weight on the step's first
+  // micro-batch and keeps the copy for the others (Megatron-Core passes is_first_microbatch), or on every micro-batch
+  // without the cache (--no-fp8-weight-cache: disable_parameter_transpose_cache=True; torchao's Float8 linears cast
+  // every time, and the compiled torchtitan runs it serves are ZeRO-3, below). A memory-bound pass over the
+  // layer's linear weights on this GPU (the router stays 16-bit) and a kernel per weight tensor (two with current
+  // scaling: amax, then cast): grouped expert linears cast each local expert's weight on its own.
+  double wcast_dense = 0, wcast_moe = 0, wbytes_dense = 0, wbytes_moe = 0;  // seconds and bytes per layer per cast
+  if (cfg.dtype == Precision::kFp8 && !cfg.eager) {
+    const ParamCounts& pc = res.memory.params;
+    const bool fp8_params = cfg.fit.weights.id == "fp8";
+    const double cast_b = perf_detail::Fp8WeightCastBytesPerParam(gpu, cfg.fp8_recipe, fp8_params);
+    const double kernels_per_tensor =
+        cast_b <= 0 ? 0.0 : fp8_params ? 1.0 : cfg.fp8_recipe == Fp8Recipe::kCurrent ? 2.0 : 1.0;
+    const int dense_layers = m.layers - moe_layers;
+    const double attn_w = pc.attention / std::max(1, m.layers) / par.tp;
+    if (dense_layers > 0) {
+      const double w = attn_w + pc.mlp_dense / dense_layers / par.tp;
+      wbytes_dense = w * cast_b;
+      wcast_dense = (wbytes_dense / hbm + 4 * kernels_per_tensor * eff.kernel_launch_s) * lag;
+    }
+    if (moe_layers > 0) {
+      const double local_experts = double(m.moe->num_experts) / par.ep;
+      const double w = attn_w + pc.moe_shared / moe_layers / par.tp +
+                       pc.moe_experts / moe_layers / (double(par.expert_tp()) * par.ep);
+      const double tensors = 2 + 2 * local_experts + (pc.moe_shared > 0 ? 2 : 0);
+      wbytes_moe = w * cast_b;
+      wcast_moe = (wbytes_moe / hbm + tensors * kernels_per_tensor * eff.kernel_launch_s) * lag;
+    }
+  }
+  // Under ZeRO-3 sharding the weights are gathered per micro-batch and no step-long copy is kept (the memory model's
+  // rule too), so they are cast each time.
+  const bool wcast_every_mb = !cfg.fp8_weight_cache || (par.zero == 3 && par.dp * par.cp > 1);
+  double wcast_sum = 0, wbytes_sum = 0;  // cached: every rank's casts once, and their bytes
+  double stage_wcast = 0, stage_wbytes = 0;  // the pacing rank's casts, once; their bytes
   // FP8 delayed scaling (Transformer Engine): at the exit of each model chunk's fp8_autocast, after its forward and
   // after its backward, one max all-reduce of the chunk's amaxes over Megatron-Core's amax-reduction group (TP x DP x
   // CP ranks since core_r0.9.0, TP x CP before it and with --tp-only-amax-red: get_amax_reduction_group), issued on
@@ -1710,6 +1744,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                               mtp * (mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute);
     double comp = layer_work + mtp * (mtp_time - (mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute)) +
                   (st == par.pp - 1 ? head_time : 0);
+    const double rank_wcast = ls_dense * wcast_dense + ls_moe * wcast_moe + mtp * (mtp_moe ? wcast_moe : wcast_dense);
+    const double rank_wbytes = ls_dense * wbytes_dense + ls_moe * wbytes_moe + mtp * (mtp_moe ? wbytes_moe : wbytes_dense);
+    if (wcast_every_mb) {
+      comp += rank_wcast;
+    } else {
+      wcast_sum += rank_wcast;
+      wbytes_sum += rank_wbytes;
+    }
     // With --tp-overlap the share tp_overlap_hidden of the TP collectives hides under the layer's GEMMs (the rest
     // stays exposed), and with --ep-overlap the expert all-to-all under the other micro-batch's compute, both at
     // the contention cost (one compute window shared).
@@ -1727,6 +1769,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       stage_host = host;
       stage_moe = ls_moe;
       stage_mtp = mtp;
+      stage_wcast = rank_wcast;
+      stage_wbytes = rank_wbytes;
     }
   }
   // The calibrated MoE-layer overhead inside the pacing stage's compute, per micro-batch.
@@ -1805,7 +1849,12 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double pacing_rank = stage_compute + stage_comm + stage_host;
   const double bubble =
       ((ranks_total - pacing_rank) + double(par.pp - 1) * (t_mb - pacing_rank - p2p + p2p_total)) / par.interleave;
-  const double pipeline = mb_count * t_mb + bubble;
+  // Cached weight casts: each rank's casts lengthen its first micro-batch's forward, once per step. The pacing rank
+  // does its own, and the pipeline's fill waits for the other ranks' first model chunk's (over VP with interleaving,
+  // as the bubble does).
+  const double wcast_fill = wcast_every_mb ? 0.0 : stage_wcast + (wcast_sum - stage_wcast) / par.interleave;
+  const double fill_wbytes = wcast_every_mb ? 0.0 : stage_wbytes + (wbytes_sum - stage_wbytes) / par.interleave;
+  const double pipeline = mb_count * t_mb + bubble + wcast_fill;
 
   // Data-parallel gradient reduction (ZeRO 0-2: all-reduce volume; 1-2 as reduce-scatter + all-gather).
   double dp_comm = 0, dp_exposed = 0;
@@ -1865,6 +1914,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                 : fmt::format("optimizer step ({})", OptimizerName(cfg.fit.optimizer)),
             "step", 0, opt_bytes, t_adam, 1, Bound::kMemory);
     if (t_grad_buffer > 0) ops.Add(kGradBufferOpName, "step", 0, grad_buffer_bytes, t_grad_buffer, 1, Bound::kMemory);
+    if (stage_wcast > 0)
+      ops.Add(wcast_every_mb ? "FP8 weight casts, every micro-batch (no weight cache)"
+                             : "FP8 weight casts, first micro-batch (cached for the step)",
+              "step", 0, wcast_every_mb ? mb_count * stage_wbytes : fill_wbytes,
+              wcast_every_mb ? mb_count * stage_wcast : wcast_fill, 1, Bound::kMemory);
     if (dp_comm > 0) {
       const double gbytes = params_gpu * grad_width;
       if (par.zero == 0)
@@ -1889,7 +1943,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
 
   res.step_time_s = pipeline + dp_exposed + t_opt;
   res.breakdown_s.moe_overhead = mb_count * moe_overhead_mb;
-  res.breakdown_s.compute = mb_count * stage_compute - res.breakdown_s.moe_overhead;
+  res.breakdown_s.compute = mb_count * stage_compute - res.breakdown_s.moe_overhead + wcast_fill;
   res.breakdown_s.communication_exposed = mb_count * (stage_comm + p2p + zero3_exposed_mb) + dp_exposed;
   res.breakdown_s.pipeline_bubble = bubble;
   res.breakdown_s.optimizer = t_opt;

@@ -776,11 +776,13 @@ TEST_F(Perf, LoraRunsTheFrozenMatmulsForwardAndDataGradientOnly) {
   ASSERT_FALSE(moe_r.ok());
   EXPECT_NE(moe_r.status().message().find("mixture-of-experts"), std::string::npos);
   // FP8 base weights (Transformer Engine's fp8_model_init, NeMo's fp8_params): the frozen linear layers take 1 byte
-  // per parameter, the embedding and the output head stay 16-bit; the step time does not change (the FP8 GEMMs read
-  // FP8 either way). They need FP8 GEMMs; quantised formats are refused, and in full training only FP8 parameters
-  // are taken (Perf.Fp8ParametersHalveTheLayerWeightsAndTheirAllGather).
+  // per parameter, the embedding and the output head stay 16-bit; the step time changes by the weights' cast alone
+  // (the FP8 GEMMs read FP8 either way; FP8 weights are only transposed once per step on Hopper). They need FP8
+  // GEMMs; quantised formats are refused, and in full training only FP8 parameters are taken
+  // (Perf.Fp8ParametersHalveTheLayerWeightsAndTheirAllGather).
   TrainConfig fp8 = lora;
   fp8.dtype = Precision::kFp8;
+  fp8.detail = true;
   auto w16 = EstimateTraining(m, C(g), fp8, E(g));
   fp8.fit.weights = *ParseWeightFormat("fp8");
   auto w8 = EstimateTraining(m, C(g), fp8, E(g));
@@ -788,7 +790,11 @@ TEST_F(Perf, LoraRunsTheFrozenMatmulsForwardAndDataGradientOnly) {
   // The transformer layers' parameters, 1 byte less each (their norms, a few hundred thousand, with them).
   EXPECT_NEAR(w16->memory.breakdown.weights - w8->memory.breakdown.weights, pc.attention + pc.mlp_dense,
               1e-4 * pc.active);
-  EXPECT_DOUBLE_EQ(w8->step_time_s, w16->step_time_s);
+  const char* cast = "FP8 weight casts, first micro-batch (cached for the step)";
+  ASSERT_TRUE(FindOp(w16->ops, cast) && FindOp(w8->ops, cast));
+  EXPECT_NEAR(w16->step_time_s - w8->step_time_s, FindOp(w16->ops, cast)->time_s - FindOp(w8->ops, cast)->time_s,
+              1e-9);
+  EXPECT_GT(w16->step_time_s, w8->step_time_s);
   TrainConfig w8_bf16 = lora;
   w8_bf16.fit.weights = *ParseWeightFormat("fp8");
   err(w8_bf16, "needs --dtype fp8");
@@ -1954,6 +1960,73 @@ TEST_F(Perf, Fp8WeightCacheFollowsTheGpusLayouts) {
   auto bad = EstimateTraining(m, C(h), off, E(h));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(std::string(bad.status().message()).find("--no-fp8-weight-cache applies to FP8"), std::string::npos);
+}
+
+// Transformer Engine casts each layer weight to FP8 once per step with its weight cache (the first micro-batch; the
+// pipeline's fill waits for every rank's casts) and on every micro-batch without it: reading the 16-bit weight
+// (twice with current scaling, for the amax) and writing the GPU's FP8 layouts (Hopper's row-wise copy and
+// transpose, Blackwell's row-wise copy); under FP8 parameters Hopper only transposes (1 B read, 1 B written) and
+// Blackwell does nothing. LLaMA-2 7B on 8 H100s, 8 micro-batches per step.
+TEST_F(Perf, Fp8WeightCastsOncePerStepWithTheCacheAndEveryMicroBatchWithout) {
+  using perf_detail::Fp8WeightCastBytesPerParam;
+  EXPECT_EQ(Fp8WeightCastBytesPerParam(G("h100-sxm"), Fp8Recipe::kDelayed, false), 4);
+  EXPECT_EQ(Fp8WeightCastBytesPerParam(G("h100-sxm"), Fp8Recipe::kCurrent, false), 6);
+  EXPECT_EQ(Fp8WeightCastBytesPerParam(G("b200"), Fp8Recipe::kDelayed, false), 3);
+  EXPECT_EQ(Fp8WeightCastBytesPerParam(G("h100-sxm"), Fp8Recipe::kDelayed, true), 2);
+  EXPECT_EQ(Fp8WeightCastBytesPerParam(G("b200"), Fp8Recipe::kCurrent, true), 0);
+  EXPECT_EQ(Fp8WeightCastBytesPerParam(G("b200"), Fp8Recipe::kMxfp8, true), 0);
+
+  const ModelSpec m = M("llama-2-7b");
+  const GpuSpec& h = G("h100-sxm");
+  const ParamCounts pc = CountParams(m);
+  const double linear_weights = pc.attention + pc.mlp_dense;  // the router-free dense model's TE linears
+  constexpr const char* kCached = "FP8 weight casts, first micro-batch (cached for the step)";
+  constexpr const char* kEvery = "FP8 weight casts, every micro-batch (no weight cache)";
+  TrainConfig c = Train(8, 1, 1, 64, 4096);
+  c.fit.recompute = Recompute::kNone;
+  c.dtype = Precision::kFp8;
+  c.detail = true;
+  auto run = [&](const TrainConfig& cc) {
+    auto r = EstimateTraining(m, C(h), cc, E(h));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : TrainResult{};
+  };
+  const TrainResult cached = run(c);
+  const OpCost* once = FindOp(cached.ops, kCached);
+  ASSERT_NE(once, nullptr);
+  EXPECT_NEAR(once->bytes, 4 * linear_weights, 1e-6 * linear_weights);
+  EXPECT_GT(once->time_s, once->bytes / h.memory_bandwidth_bytes_per_s.value);
+  EXPECT_EQ(FindOp(cached.ops, kEvery), nullptr);
+  TrainConfig off = c;
+  off.fp8_weight_cache = false;
+  const TrainResult every = run(off);
+  const OpCost* each = FindOp(every.ops, kEvery);
+  ASSERT_NE(each, nullptr);
+  EXPECT_NEAR(each->bytes, 8 * once->bytes, 1e-6 * each->bytes);
+  EXPECT_NEAR(each->time_s, 8 * once->time_s, 1e-9);
+  EXPECT_NEAR(every.step_time_s - cached.step_time_s, 7 * once->time_s, 1e-3 * once->time_s);
+  // FP8 parameters: the transpose alone; BF16: no casts.
+  TrainConfig params = c;
+  params.fit.weights = *ParseWeightFormat("fp8");
+  const OpCost* transpose = FindOp(run(params).ops, kCached);
+  ASSERT_NE(transpose, nullptr);
+  EXPECT_NEAR(transpose->bytes, 2 * linear_weights, 1e-6 * linear_weights);
+  TrainConfig bf16 = c;
+  bf16.dtype = Precision::kBf16;
+  EXPECT_EQ(FindOp(run(bf16).ops, kCached), nullptr);
+  // Two pipeline stages without interleaving: the fill waits for the other rank's casts too, so the step pays both
+  // ranks' (each holding half the layers); with interleaving over 4 chunks, the other rank's first chunk's.
+  TrainConfig pp = Train(8, 1, 2, 64, 4096);
+  pp.fit.recompute = Recompute::kNone;
+  pp.dtype = Precision::kFp8;
+  pp.detail = true;
+  const OpCost* two = FindOp(run(pp).ops, kCached);
+  ASSERT_NE(two, nullptr);
+  EXPECT_NEAR(two->bytes, 4 * linear_weights, 1e-6 * linear_weights);
+  pp.fit.par.interleave = 4;
+  const OpCost* chunked = FindOp(run(pp).ops, kCached);
+  ASSERT_NE(chunked, nullptr);
+  EXPECT_NEAR(chunked->bytes, 4 * linear_weights * (0.5 + 0.5 / 4), 1e-6 * linear_weights);
 }
 
 // FP8 recipes (Transformer Engine): current scaling reads every tensor no norm kernel produced once more for its

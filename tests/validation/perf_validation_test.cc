@@ -108,8 +108,8 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.082, 0.279}}};
-  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 9.77% mean,
-  // 109.3% worst since the thirty-second session; gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth
+  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 9.70% mean,
+  // 109.2% worst since the thirty-third session; gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth
   // session; max_throughput: TensorRT-LLM 1.0 and 0.13 with its Mixtral rows, first predictions 22.4% / 299.2%, 19.8%
   // since the L40S link fraction was fitted on v0.9's L40S throughput rows (twenty-eighth session; TTFT 14.1%,
   // static-batch throughput 12.4%);
@@ -120,7 +120,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.1077, 1.104}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
+      {"training", {0.1070, 1.104}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.162, 0.668}}, {"latency", {0.143, 0.162}},
       {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
@@ -218,10 +218,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // first (Transformer Engine's fuse_wgrad_accumulation; 4 B per parameter with FP32 gradients; the output layer's
   // and MTP projection's gradients too) 7.07%; with Blackwell's tensor-scaled FP8 casts writing no transposed copy
   // (Transformer Engine's is_non_tn_fp8_gemm_supported: code, not a fit; the GB200 rows 0-1 point further too fast)
-  // 7.12%.
+  // 7.12%; with Transformer Engine's FP8 weight casts (thirty-third session: once per step with its weight cache, in
+  // the pipeline's fill; every micro-batch where a run disables the cache or shards weights with ZeRO-3) 7.04%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0712);  // 7.118%
+  EXPECT_LE(mean_dense, 0.0705);  // 7.044%
   EXPECT_LE(worst_dense, 0.352);  // 34.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
