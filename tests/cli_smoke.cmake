@@ -92,6 +92,25 @@ run_suanli(2 out perf train --model llama-3.1-8b --gpus 8 --global-batch 64 --mo
 expect_contains("${out}" "not --recompute op" "op recompute with LoRA")
 run_suanli(2 out fit --model llama-3.1-8b --gpu h100 --mode train --recompute opp)
 expect_contains("${out}" "did you mean 'op'" "recompute setting typo")
+# FP8 training in fit: Transformer Engine's weight cache is a term of its own, 2 B per layer weight on Hopper, the
+# same bytes perf train counts; it depends on the GPU, so one is needed; serving and A100s are refused.
+run_suanli(0 out fit --model llama-2-7b --gpu h100 --gpus 8 --zero 1 --batch 8 --mode train --dtype fp8 --json)
+string(JSON fit_cache GET "${out}" breakdown_bytes fp8_weight_cache)
+if(fit_cache LESS 12000000000 OR fit_cache GREATER 14000000000)
+  message(FATAL_ERROR "fit --dtype fp8 on H100: FP8 weight cache ${fit_cache} B, expected 2 B x 6.5B layer weights")
+endif()
+run_suanli(0 out perf train --model llama-2-7b --gpu h100 --gpus 8 --zero 1 --global-batch 8 --micro-batch 1 --seq 4096
+           --recompute none --dtype fp8 --json)
+string(JSON perf_cache GET "${out}" memory_breakdown_bytes fp8_weight_cache)
+if(NOT perf_cache EQUAL fit_cache)
+  message(FATAL_ERROR "perf train's FP8 weight cache ${perf_cache} differs from fit's ${fit_cache}")
+endif()
+run_suanli(2 out fit --model llama-2-7b --mode train --dtype fp8)
+expect_contains("${out}" "--dtype fp8 needs one --gpu" "fit --dtype fp8 across the catalog")
+run_suanli(2 out fit --model llama-2-7b --gpu a100 --mode train --dtype fp8)
+expect_contains("${out}" "no FP8 support" "fit --dtype fp8 on an A100")
+run_suanli(2 out fit --model llama-2-7b --gpu h100 --dtype fp8)
+expect_contains("${out}" "serving in FP8 is --weights fp8" "fit --dtype fp8 in inference")
 # The optimizer's precision: echoed with the bytes per parameter it gives, a near miss gets "did you mean", LoRA and
 # what Megatron-LM cannot run are refused.
 run_suanli(0 out fit --model llama-3.1-8b --gpu h100 --gpus 8 --zero 1 --mode train --master-dtype bf16 --moments-dtype bf16 --json)

@@ -221,7 +221,8 @@ struct FitRequest {
   // Bytes per transformer-layer weight parameter of the FP8 copies Transformer Engine keeps between micro-batches
   // (FP8 training with Megatron-Core's default disable_parameter_transpose_cache=False: each TE linear's
   // get_weight_workspace caches its quantised weight for the step). It depends on the GPU's FP8 layouts, so the
-  // performance model sets it (perf_detail::Fp8WeightCacheBytesPerParam); 0: none. Not held under ZeRO-3 sharding.
+  // performance model and `fit --dtype fp8` set it (Fp8WeightCacheBytesPerParam, perf.h); 0: none. Not held under
+  // ZeRO-3 sharding.
   double fp8_weight_cache_bytes_per_param = 0;
   // Bytes per logit the loss holds on the last stage: 16-bit logits and their FP32 softmax (6; Megatron's fused and
   // unfused losses), or 4 for single-pass kernels, which keep no FP32 copy: the 16-bit logits and their 16-bit

@@ -325,6 +325,12 @@ const char* Fp8RecipeName(Fp8Recipe r);
 // An error when the GPU cannot train in FP8 with this recipe (FP8 needs Hopper, Ada or newer; MXFP8 needs
 // Blackwell's block-scaled tensor cores).
 Status CheckFp8Training(const GpuSpec& gpu, Fp8Recipe r);
+// Bytes per transformer-layer weight parameter of the FP8 copies Transformer Engine keeps for a training step
+// (FitRequest::fp8_weight_cache_bytes_per_param): the row-wise copy the forward reads (1 B) and, where FP8 GEMMs take
+// only the TN layout (Hopper, Ada; not compute capability 10.x), the transpose dgrad reads (1 B); MXFP8 keeps both
+// layouts with an E8M0 scale per 32 values. Under FP8 parameters (`fp8_params`) the parameter is itself the row-wise
+// copy, counted with the weights, so 1 B less. docs/methodology.md §5.
+double Fp8WeightCacheBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, bool fp8_params);
 inline constexpr const char* kFp8RecipeHelp =
     "with --dtype fp8: delayed (default) | current (FP8-CS, Megatron tensorwise) | mxfp8 (Blackwell)";
 

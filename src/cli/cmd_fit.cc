@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "suanli/memory.h"
+#include "suanli/perf.h"
 #include "suanli/units.h"
 
 namespace suanli::cli {
@@ -20,6 +21,8 @@ struct FitFlags {
   std::string mode = "infer";
   std::string weights = "bf16";
   std::string kv_dtype = "bf16";
+  std::string dtype = "bf16", fp8_recipe;  // training: the GEMMs' precision; fp8 with Transformer Engine
+  bool no_fp8_weight_cache = false;
   int64_t batch = 1;
   int64_t seq = 4096;
   int64_t micro_batch = 1;
@@ -99,6 +102,14 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   }
   r.fp32_grads = f.fp32_grads;
   r.swiglu_input_fp8 = f.swiglu_fp8;
+  SUANLI_ASSIGN_OR_RETURN(const Precision dtype, ParseTrainDtype(f.dtype));
+  r.fp8_activations = dtype == Precision::kFp8;
+  if (r.fp8_activations && r.mode != Mode::kTrain && r.mode != Mode::kLora)
+    return InvalidArgument(fmt::format("--dtype fp8 is Transformer Engine's FP8 training (--mode train or lora), not "
+                                       "--mode {}; serving in FP8 is --weights fp8 --kv-dtype fp8",
+                                       ModeName(r.mode)));
+  if (!f.fp8_recipe.empty() && !r.fp8_activations) return InvalidArgument("--fp8-recipe needs --dtype fp8");
+  if (f.no_fp8_weight_cache && !r.fp8_activations) return InvalidArgument("--no-fp8-weight-cache needs --dtype fp8");
   SUANLI_RETURN_IF_ERROR(ApplyOptimizerPrecision(r, f.master_dtype, f.moments_dtype, f.no_master));
   r.flash_attention = !f.no_flash;
   r.dropout = f.dropout;
@@ -138,6 +149,14 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
                   "Weight format: fp32 bf16 fp16 fp8 int8 int4 (gptq/awq) nf4 nf4-nodq q8_0 q4_0 q4_k_m")
       ->capture_default_str();
   sub->add_option("--kv-dtype", f->kv_dtype, "KV-cache dtype: fp32 bf16 fp16 fp8 int8")->capture_default_str();
+  sub->add_option("--dtype", f->dtype,
+                  "--mode train or lora: bf16 | fp16 | fp8 (Transformer Engine FP8 training: GEMM inputs kept in FP8 for "
+                  "the backward pass, and the FP8 weight cache, which depends on the GPU: needs one --gpu)")
+      ->capture_default_str();
+  sub->add_option("--fp8-recipe", f->fp8_recipe, kFp8RecipeHelp);
+  sub->add_flag("--no-fp8-weight-cache", f->no_fp8_weight_cache,
+                "With --dtype fp8: Transformer Engine keeps no FP8 copy of the weights between micro-batches "
+                "(Megatron-Core disable_parameter_transpose_cache=True)");
   sub->add_option("--batch,-b", f->batch, "Inference: concurrent sequences; training: global batch in sequences")
       ->capture_default_str();
   sub->add_option("--seq,--context,-s", f->seq, "Sequence length / context in tokens")->capture_default_str();
@@ -193,11 +212,6 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     if (f->no_sliding_window) model->DisableSlidingWindow();
     auto req = BuildRequest(*f, *model);
     if (!req.ok()) return PrintError(req.status());
-    auto est = EstimateMemory(*model, *req);
-    if (!est.ok()) return PrintError(est.status());
-    const bool json_out = ctx->options().json;
-    const ParamCounts& pc = est->params;
-
     std::vector<const GpuSpec*> gpus;
     const bool all = f->gpu.empty() || f->gpu == "all";
     if (all) {
@@ -207,11 +221,34 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
       if (!g.ok()) return PrintError(g.status());
       gpus.push_back(*g);
     }
+    // FP8 training: the weight cache follows the GPU's FP8 layouts (Hopper keeps a transpose, Blackwell does not).
+    Fp8Recipe recipe = Fp8Recipe::kDelayed;
+    if (req->fp8_activations) {
+      if (all)
+        return PrintError(InvalidArgument("--dtype fp8 needs one --gpu: Transformer Engine's FP8 weight cache depends "
+                                          "on the GPU's FP8 layouts (2 B per layer weight on Hopper, 1 B on Blackwell)"));
+      if (!f->fp8_recipe.empty()) {
+        auto r = ParseFp8Recipe(f->fp8_recipe);
+        if (!r.ok()) return PrintError(r.status());
+        recipe = *r;
+      }
+      if (auto st = CheckFp8Training(*gpus[0], recipe); !st.ok()) return PrintError(st);
+      req->fp8_weight_cache_bytes_per_param =
+          f->no_fp8_weight_cache ? 0.0 : Fp8WeightCacheBytesPerParam(*gpus[0], recipe, req->weights.id == "fp8");
+    }
+    auto est = EstimateMemory(*model, *req);
+    if (!est.ok()) return PrintError(est.status());
+    const bool json_out = ctx->options().json;
+    const ParamCounts& pc = est->params;
 
     json j = JsonEnvelope("suanli.fit/1");
     j["model"] = model->id;
     j["mode"] = ModeName(req->mode);
     j["weights"] = req->mode == Mode::kQlora ? "nf4" : req->weights.id;
+    if (req->mode == Mode::kTrain || req->mode == Mode::kLora) {
+      j["dtype"] = f->dtype;
+      if (req->fp8_activations) j["fp8_recipe"] = Fp8RecipeName(recipe);
+    }
     j["quantize_head"] = req->quantize_head;
     j["replicated_embeddings"] = req->replicated_embeddings;
     j["params_total"] = pc.total;
@@ -306,8 +343,10 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
                                req->batch, req->seq, FormatBytes(est->kv_cache_bytes_per_token),
                                req->kv_bytes_per_elem);
     else
-      std::cout << fmt::format("global batch {}, micro-batch {}, sequence {}, recompute {}\n", req->batch,
+      std::cout << fmt::format("global batch {}, micro-batch {}, sequence {}, {}, recompute {}\n", req->batch,
                                req->micro_batch, req->seq,
+                               req->fp8_activations ? fmt::format("FP8 training ({})", Fp8RecipeName(recipe))
+                                                    : f->dtype + " training",
                                (req->mode == Mode::kTrain)
                                    ? RecomputeWords(req->recompute, req->recompute_layers,
                                                     EffectiveRecomputeModules(req->recompute, req->recompute_modules))

@@ -32,16 +32,6 @@ inline bool NonTnFp8Gemms(const GpuSpec& gpu) {
   return (cc >= 10.0 && cc < 12.0) || cc >= 13.0;
 }
 
-// Bytes per layer weight parameter of the FP8 copies Transformer Engine keeps for a training step (FitRequest::
-// fp8_weight_cache_bytes_per_param): the quantised weight its GEMMs read. Tensor scaling: 1 B for the forward's
-// row-wise copy, plus 1 B for the transposed copy dgrad reads where FP8 GEMMs take only the TN layout (Hopper, Ada).
-// MXFP8: both layouts, each with an E8M0 scale per 32 elements. Under FP8 parameters (`fp8_params`) the parameter
-// is itself the row-wise copy, counted with the weights, so only the rest is cached.
-inline double Fp8WeightCacheBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, bool fp8_params) {
-  const double layouts = recipe == Fp8Recipe::kMxfp8 ? 2 * (1 + 1.0 / 32) : NonTnFp8Gemms(gpu) ? 1 : 2;
-  return layouts - (fp8_params ? 1 : 0);
-}
-
 // Bytes per layer weight parameter one Transformer Engine weight cast moves: reading the 16-bit weight (current
 // scaling reads it once more for its amax) and writing the FP8 copies Fp8WeightCacheBytesPerParam counts. Under FP8
 // parameters the row-wise copy exists: Hopper and Ada make the transpose from it (1 B read, 1 B written), Blackwell

@@ -189,6 +189,11 @@ Status CheckTokensAndPrice(double tokens, double price_per_gpu_hour) {
   return Status::Ok();
 }
 
+double Fp8WeightCacheBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, bool fp8_params) {
+  const double layouts = recipe == Fp8Recipe::kMxfp8 ? 2 * (1 + 1.0 / 32) : perf_detail::NonTnFp8Gemms(gpu) ? 1 : 2;
+  return layouts - (fp8_params ? 1 : 0);
+}
+
 Status CheckFp8Training(const GpuSpec& gpu, Fp8Recipe r) {
   if (!gpu.Supports(Precision::kFp8))
     return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Hopper, Ada or newer)", gpu.id));
@@ -1448,7 +1453,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   cfg.fit.fp8_activations = cfg.dtype == Precision::kFp8;
   cfg.fit.fp8_weight_cache_bytes_per_param =
       cfg.dtype == Precision::kFp8 && !cfg.eager && cfg.fp8_weight_cache
-          ? perf_detail::Fp8WeightCacheBytesPerParam(gpu, cfg.fp8_recipe, cfg.fit.weights.id == "fp8")
+          ? Fp8WeightCacheBytesPerParam(gpu, cfg.fp8_recipe, cfg.fit.weights.id == "fp8")
           : 0;
   const Parallelism& par = cfg.fit.par;
 

@@ -1930,7 +1930,6 @@ TEST_F(Perf, TensorScaledFp8CastsWriteNoTransposeWhereGemmsTakeAnyLayout) {
 // themselves the row-wise copy. perf train sets it for Transformer Engine FP8 training only, and
 // --no-fp8-weight-cache (disable_parameter_transpose_cache) drops it.
 TEST_F(Perf, Fp8WeightCacheFollowsTheGpusLayouts) {
-  using perf_detail::Fp8WeightCacheBytesPerParam;
   EXPECT_EQ(Fp8WeightCacheBytesPerParam(G("h100-sxm"), Fp8Recipe::kDelayed, false), 2);
   EXPECT_EQ(Fp8WeightCacheBytesPerParam(G("h100-sxm"), Fp8Recipe::kCurrent, true), 1);
   EXPECT_EQ(Fp8WeightCacheBytesPerParam(G("l40s"), Fp8Recipe::kDelayed, false), 2);
