@@ -108,6 +108,12 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
     return InvalidArgument(fmt::format("--dtype fp8 is Transformer Engine's FP8 training (--mode train or lora), not "
                                        "--mode {}; serving in FP8 is --weights fp8 --kv-dtype fp8",
                                        ModeName(r.mode)));
+  if (r.fp8_activations && r.weights.id != "bf16" && r.weights.id != "fp16" && r.weights.id != "fp32" &&
+      r.weights.id != "fp8")
+    return InvalidArgument(fmt::format("--dtype fp8 with --weights {}: Transformer Engine's FP8 training casts 16- or "
+                                       "32-bit weights, or keeps FP8 ones (--weights fp8); quantised base weights are "
+                                       "QLoRA's (--mode qlora) or serving's",
+                                       r.weights.id));
   if (!f.fp8_recipe.empty() && !r.fp8_activations) return InvalidArgument("--fp8-recipe needs --dtype fp8");
   if (f.no_fp8_weight_cache && !r.fp8_activations) return InvalidArgument("--no-fp8-weight-cache needs --dtype fp8");
   SUANLI_RETURN_IF_ERROR(ApplyOptimizerPrecision(r, f.master_dtype, f.moments_dtype, f.no_master));
