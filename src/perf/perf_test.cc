@@ -2007,7 +2007,8 @@ TEST_F(Perf, Fp8WeightCastsOncePerStepWithTheCacheAndEveryMicroBatchWithout) {
   // FP8 parameters: the transpose alone; BF16: no casts.
   TrainConfig params = c;
   params.fit.weights = *ParseWeightFormat("fp8");
-  const OpCost* transpose = FindOp(run(params).ops, kCached);
+  const TrainResult with_params = run(params);
+  const OpCost* transpose = FindOp(with_params.ops, kCached);
   ASSERT_NE(transpose, nullptr);
   EXPECT_NEAR(transpose->bytes, 2 * linear_weights, 1e-6 * linear_weights);
   TrainConfig bf16 = c;
@@ -2019,11 +2020,13 @@ TEST_F(Perf, Fp8WeightCastsOncePerStepWithTheCacheAndEveryMicroBatchWithout) {
   pp.fit.recompute = Recompute::kNone;
   pp.dtype = Precision::kFp8;
   pp.detail = true;
-  const OpCost* two = FindOp(run(pp).ops, kCached);
+  const TrainResult two_ranks = run(pp);
+  const OpCost* two = FindOp(two_ranks.ops, kCached);
   ASSERT_NE(two, nullptr);
   EXPECT_NEAR(two->bytes, 4 * linear_weights, 1e-6 * linear_weights);
   pp.fit.par.interleave = 4;
-  const OpCost* chunked = FindOp(run(pp).ops, kCached);
+  const TrainResult interleaved = run(pp);
+  const OpCost* chunked = FindOp(interleaved.ops, kCached);
   ASSERT_NE(chunked, nullptr);
   EXPECT_NEAR(chunked->bytes, 4 * linear_weights * (0.5 + 0.5 / 4), 1e-6 * linear_weights);
 }
