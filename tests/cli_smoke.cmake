@@ -281,6 +281,8 @@ foreach(key ttft_s tpot_s decode_tokens_per_s output_tokens_per_s_per_gpu e2e_la
 endforeach()
 run_suanli(0 out perf train -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --explain)
 expect_contains("${out}" "ridge point of this GPU in 16-bit" "perf --explain")
+expect_contains("${out}" "memory on the peak GPU (every GPU):" "perf --explain's memory table")
+expect_contains("${out}" "optimizer states" "perf --explain's memory terms")
 # --no-nvls: a TP=8 all-reduce (no sequence parallelism) loses NVLink SHARP's in-switch reduction and gets slower.
 run_suanli(0 out perf train -m llama-2-13b -g h100-sxm --gpus 8 --tp 8 --global-batch 8 --micro-batch 1 --seq 4096 --json)
 string(JSON t_nvls GET "${out}" step_time_s)

@@ -86,6 +86,9 @@ nlohmann::json JsonEnvelope(const char* schema);  // {"schema": "suanli.<x>/<n>"
 nlohmann::json BreakdownJson(const TrainBreakdown& b);
 // A memory estimate's bytes per GPU by term (the GPU holding the peak).
 nlohmann::json BreakdownJson(const MemoryBreakdown& b);
+// The same as a table in GB and GiB, the terms that are not zero and the peak; `inference` names the activations
+// the forward workspace.
+std::string MemoryBreakdownTable(const MemoryBreakdown& b, double peak_bytes, bool inference);
 // A validation band (suanli/perf.h ErrorBand) as JSON (null where none applies), and in words: "<what> 6.2% mean
 // error, 9 in 10 within 12% (150 <runs>)", naming the band's GPUs when `gpu` is not among them.
 nlohmann::json BandJson(const ErrorBand& b, const GpuSpec& gpu);

@@ -358,20 +358,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
                                                     EffectiveRecomputeModules(req->recompute, req->recompute_modules))
                                    : std::string(req->gradient_checkpointing ? "full (checkpointing)" : "none"));
     std::cout << "\nper GPU (" << est->peak_stage << "):\n";
-    Table t({"term", "GB", "GiB"});
-    auto row = [&](const char* name, double v) {
-      if (v > 0) t.Row({name, fmt::format("{:.2f}", v / 1e9), fmt::format("{:.2f}", v / kGiB)});
-    };
-    row("weights", b.weights);
-    row("gradients", b.gradients);
-    row("optimizer states", b.optimizer);
-    row(req->mode == Mode::kInfer ? "activations (workspace)" : "activations", b.activations);
-    row("logits", b.logits);
-    row("KV cache", b.kv_cache);
-    row("FP8 weight cache", b.fp8_weight_cache);
-    row("overhead", b.overhead);
-    t.Row({"peak", fmt::format("{:.2f}", est->per_gpu_peak_bytes / 1e9), fmt::format("{:.2f}", est->per_gpu_peak_bytes / kGiB)});
-    std::cout << t.Render();
+    std::cout << MemoryBreakdownTable(b, est->per_gpu_peak_bytes, req->mode == Mode::kInfer);
     std::cout << "peak moment: " << est->peak_moment << "\n";
     if (!est->ranks.empty()) {
       std::cout << "\nper pipeline rank (the fullest sets the peak):\n";

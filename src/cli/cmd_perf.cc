@@ -629,6 +629,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           }
           std::cout << t.Render();
         }
+        std::cout << "\nmemory on the peak GPU (" << r->memory.peak_stage << "):\n"
+                  << MemoryBreakdownTable(r->memory.breakdown, r->memory.per_gpu_peak_bytes, false);
+        if (!r->memory.peak_moment.empty()) std::cout << "peak moment: " << r->memory.peak_moment << "\n";
       }
       return r->fits ? kExitOk : kExitNoFit;
     }

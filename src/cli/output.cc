@@ -259,4 +259,21 @@ std::string Table::Render() const {
   return out;
 }
 
+std::string MemoryBreakdownTable(const MemoryBreakdown& b, double peak_bytes, bool inference) {
+  Table t({"term", "GB", "GiB"});
+  auto row = [&](const char* name, double v) {
+    if (v > 0) t.Row({name, fmt::format("{:.2f}", v / 1e9), fmt::format("{:.2f}", v / kGiB)});
+  };
+  row("weights", b.weights);
+  row("gradients", b.gradients);
+  row("optimizer states", b.optimizer);
+  row(inference ? "activations (workspace)" : "activations", b.activations);
+  row("logits", b.logits);
+  row("KV cache", b.kv_cache);
+  row("FP8 weight cache", b.fp8_weight_cache);
+  row("overhead", b.overhead);
+  t.Row({"peak", fmt::format("{:.2f}", peak_bytes / 1e9), fmt::format("{:.2f}", peak_bytes / kGiB)});
+  return t.Render();
+}
+
 }  // namespace suanli::cli
