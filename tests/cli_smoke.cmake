@@ -266,6 +266,12 @@ run_suanli(0 out perf train -m llama-2-70b -g b200 --gpus 8 --global-batch 8 --m
 expect_contains("${out}" "\"base_weights\": \"fp8\"" "LoRA base weights in perf's JSON")
 expect_contains("${out}" "\"activation_func_fp8_input_store\": true" "SwiGLU input store in perf's JSON")
 expect_contains("${out}" "\"fits\": true" "70B LoRA with FP8 weights and SwiGLU input on one B200 fits")
+# LoRA as Megatron-Core names it: one adapter on linear_qkv, with input dropout, echoed; dropout outside LoRA refused.
+run_suanli(0 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 8 --micro-batch 1 --seq 4096 --recompute none
+           --mode lora --lora-targets linear_qkv linear_proj --lora-dropout 0.1 --explain)
+expect_contains("${out}" "LoRA adapters (rank 16, 2 per layer, input dropout)" "perf LoRA on fused qkv with dropout")
+run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 8 --lora-dropout 0.1)
+expect_contains("${out}" "--lora-dropout need --mode lora" "perf --lora-dropout without --mode lora")
 run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --weights int8 --dtype fp8)
 expect_contains("${out}" "quantised base weights are for --mode lora" "perf --weights int8 in full training")
 run_suanli(0 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --weights fp8 --dtype fp8)  # FP8 parameters

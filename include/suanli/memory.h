@@ -230,6 +230,10 @@ struct FitRequest {
   // place, as Transformer Engine's does, needs 2).
   double loss_bytes_per_logit = 6;
   int lora_rank = 16;
+  // Dropout on each adapter's input (PEFT's lora_dropout, NeMo's adapter dropout at dropout_position 'pre'), the
+  // probability; 0: none. Each adapter then keeps its dropped input (2 B) and mask (1 B) per element for the backward
+  // pass, beside the frozen layer's input.
+  double lora_dropout = 0;
   std::vector<std::string> lora_targets;  // q k v o gate up down | all; empty = q k v o (attention)
   bool gradient_checkpointing = true;  // fine-tuning default (recompute=full)
   OverheadOptions overhead;

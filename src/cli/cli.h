@@ -137,6 +137,13 @@ inline constexpr const char* kPpLayoutHelp =
 inline constexpr const char* kMtpLayersHelp =
     "--mode train: multi-token-prediction modules trained with the model (Megatron-Core --mtp-num-layers; "
     "DeepSeek-V3: 1), on the last pipeline stage or where --pp-layout puts them";
+// LoRA's target matrices and input dropout, as fit and perf train take them.
+inline constexpr const char* kLoraTargetsHelp =
+    "LoRA: adapted matrices, q k v o gate up down, qkv and fc1 (one adapter on the fused projection, as Megatron-Core "
+    "and NeMo run LoRA; their names linear_qkv linear_proj linear_fc1 linear_fc2 too), or all (default: q k v o)";
+inline constexpr const char* kLoraDropoutHelp =
+    "LoRA: dropout on the adapters' inputs (PEFT lora_dropout, NeMo adapter dropout 'pre'): its passes, and each "
+    "adapter's 1-byte mask per input element, are counted";
 // fit and perf train: Megatron-Core's activation_func_fp8_input_store.
 inline constexpr const char* kSwigluFp8InputHelp =
     "Keep the gated MLP's SwiGLU input (2f per token) in FP8 for the backward pass (Megatron-Core "

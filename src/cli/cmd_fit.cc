@@ -39,6 +39,7 @@ struct FitFlags {
   bool no_flash = false;
   bool dropout = false;
   int lora_rank = 16;
+  double lora_dropout = 0;
   std::vector<std::string> lora_targets;
   bool no_checkpointing = false;
   std::string host_memory;
@@ -120,6 +121,7 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   r.flash_attention = !f.no_flash;
   r.dropout = f.dropout;
   r.lora_rank = f.lora_rank;
+  r.lora_dropout = f.lora_dropout;
   if (!f.lora_targets.empty()) r.lora_targets = f.lora_targets;
   r.gradient_checkpointing = !f.no_checkpointing;
   if (f.cuda_context_gib < 0 || f.cuda_context_gib > 64) return InvalidArgument("--cuda-context-gib must be within 0..64");
@@ -201,7 +203,8 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_flag("--no-flash-attention", f->no_flash, "Store attention scores (s^2 term)");
   sub->add_flag("--dropout", f->dropout, "Store dropout masks (GPT-style training)");
   sub->add_option("--lora-rank", f->lora_rank, "LoRA rank")->capture_default_str();
-  sub->add_option("--lora-targets", f->lora_targets, "LoRA target matrices: q k v o gate up down, or all");
+  sub->add_option("--lora-dropout", f->lora_dropout, kLoraDropoutHelp)->capture_default_str();
+  sub->add_option("--lora-targets", f->lora_targets, kLoraTargetsHelp);
   sub->add_flag("--no-gradient-checkpointing", f->no_checkpointing, "Fine-tuning without activation checkpointing");
   sub->add_option("--cuda-context-gib", f->cuda_context_gib, "CUDA context + library handles per GPU, GiB")
       ->capture_default_str();

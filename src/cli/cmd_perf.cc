@@ -32,6 +32,7 @@ struct PerfFlags {
   std::string train_mode = "train";
   std::string master_dtype, moments_dtype, optimizer;
   int lora_rank = 16;
+  double lora_dropout = 0;
   std::vector<std::string> lora_targets;
   int64_t packed_doc_tokens = 0;
   double tokens = 0, price = 0, moe_imbalance = 1.1, serve_moe_imbalance = 1.0;
@@ -186,13 +187,13 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                     "train (pretraining, full fine-tuning) | lora (frozen base weights, rank --lora-rank adapters)")
       ->capture_default_str();
   train->add_option("--lora-rank", f->lora_rank, "With --mode lora: adapter rank")->capture_default_str();
+  train->add_option("--lora-dropout", f->lora_dropout, kLoraDropoutHelp)->capture_default_str();
   train->add_option("--weights", f->weights,
                     "The weights' storage: bf16 (default), or fp8 with --dtype fp8 (Transformer Engine FP8 parameters: "
                     "fp8_model_init, NeMo fp8_params, Megatron-Core --fp8-param-gather; 1 B per layer weight in "
                     "memory and in the parameter all-gathers); with --mode lora the frozen base weights, also fp16");
   train->add_flag("--activation-func-fp8-input-store", f->swiglu_fp8, kSwigluFp8InputHelp);
-  train->add_option("--lora-targets", f->lora_targets,
-                    "With --mode lora: adapted matrices, q k v o gate up down, or all (default: q k v o)");
+  train->add_option("--lora-targets", f->lora_targets, kLoraTargetsHelp);
   train->add_option("--packed-doc-tokens", f->packed_doc_tokens,
                     "Packed sequences: documents of this many tokens per sequence, attention within each (fine-tuning "
                     "with --packed-sequence / THD attention)");
@@ -358,8 +359,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         return PrintError(InvalidArgument(fmt::format("--mode {} is not one of train, lora{}", f->train_mode,
                                                       DidYouMean(f->train_mode, std::vector<std::string>{"train", "lora"}))));
       }
-      if (cfg.fit.mode != Mode::kLora && (train->count("--lora-rank") > 0 || !f->lora_targets.empty()))
-        return PrintError(InvalidArgument("--lora-rank and --lora-targets need --mode lora"));
+      if (cfg.fit.mode != Mode::kLora &&
+          (train->count("--lora-rank") > 0 || !f->lora_targets.empty() || train->count("--lora-dropout") > 0))
+        return PrintError(InvalidArgument("--lora-rank, --lora-targets and --lora-dropout need --mode lora"));
       if (train->count("--weights") > 0) {
         // --mode lora: the frozen base weights' format; full training: fp8 for FP8 parameters (checked with --dtype
         // by EstimateTraining).
@@ -369,6 +371,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       }
       cfg.fit.swiglu_input_fp8 = f->swiglu_fp8;
       cfg.fit.lora_rank = f->lora_rank;
+      cfg.fit.lora_dropout = f->lora_dropout;
       cfg.fit.lora_targets = f->lora_targets;
       cfg.packed_doc_tokens = f->packed_doc_tokens;
       cfg.tokens = f->tokens;
@@ -478,6 +481,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["mode"] = cfg.fit.mode == Mode::kLora ? "lora" : "train";
         if (cfg.fit.mode == Mode::kLora) {
           j["lora_rank"] = cfg.fit.lora_rank;
+          j["lora_dropout"] = cfg.fit.lora_dropout;
           j["trainable_params"] = r->memory.trainable_params;
           j["base_weights"] = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;
         } else {

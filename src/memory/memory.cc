@@ -349,6 +349,11 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
                                        m.id));
   if (!(r.host_memory_per_gpu_bytes >= 0) || !std::isfinite(r.host_memory_per_gpu_bytes))
     return InvalidArgument("--host-memory must be a positive size per GPU, e.g. 240GB");
+  if (!(r.lora_dropout >= 0 && r.lora_dropout < 1))
+    return InvalidArgument(fmt::format("--lora-dropout {} is outside [0, 1): the probability of dropping an element",
+                                       r.lora_dropout));
+  if (r.lora_dropout > 0 && r.mode != Mode::kLora && r.mode != Mode::kQlora)
+    return InvalidArgument("--lora-dropout drops the LoRA adapters' inputs: it needs --mode lora or qlora");
   // Set by the performance model from the GPU (FitRequest::fp8_weight_cache_bytes_per_param): at most two FP8
   // copies with their block scales.
   if (!(r.fp8_weight_cache_bytes_per_param >= 0 && r.fp8_weight_cache_bytes_per_param <= 4))
@@ -552,12 +557,25 @@ double LayerActivationBytes(const ModelSpec& m, double s, double b, int t, bool 
 
 namespace {
 bool IsAllLoraTarget(const std::string& n) { return n == "all" || n == "all-linear"; }
-// The matrices a LoRA target list adapts: q k v o when none are given, every one for "all" (as given otherwise;
-// LoraTargetShapes checks the names).
+// Megatron-Core's module names (linear_qkv, linear_proj, linear_fc1, linear_fc2) and NeMo 1.x's (attention_qkv,
+// attention_dense, mlp_fc1, mlp_fc2) for the matrices they adapt: the fused QKV projection, the output projection, the
+// fused gate-and-up projection and the down projection.
+std::string CanonicalLoraTarget(const std::string& n) {
+  if (n == "linear_qkv" || n == "attention_qkv") return "qkv";
+  if (n == "linear_proj" || n == "attention_dense") return "o";
+  if (n == "linear_fc1" || n == "mlp_fc1") return "fc1";
+  if (n == "linear_fc2" || n == "mlp_fc2") return "down";
+  return n;
+}
+// The matrices a LoRA target list adapts: q k v o when none are given, every one for "all" (as given otherwise, in
+// their short names; LoraTargetShapes checks them).
 std::vector<std::string> LoraTargetNames(const std::vector<std::string>& targets) {
   if (targets.empty()) return {"q", "k", "v", "o"};
   if (std::any_of(targets.begin(), targets.end(), IsAllLoraTarget)) return {"q", "k", "v", "o", "gate", "up", "down"};
-  return targets;
+  std::vector<std::string> names;
+  names.reserve(targets.size());
+  for (const auto& t : targets) names.push_back(CanonicalLoraTarget(t));
+  return names;
 }
 }  // namespace
 
@@ -565,9 +583,9 @@ SavedForBackward LoraSavedForBackward(const std::vector<std::string>& targets) {
   const std::vector<std::string> names = LoraTargetNames(targets);
   const auto has = [&](std::string_view n) { return std::find(names.begin(), names.end(), n) != names.end(); };
   SavedForBackward k;
-  k.attention_in = has("q") || has("k") || has("v");
+  k.attention_in = has("q") || has("k") || has("v") || has("qkv");
   k.o_in = has("o");
-  k.mlp_in = has("gate") || has("up");
+  k.mlp_in = has("gate") || has("up") || has("fc1");
   k.down_in = has("down");
   return k;
 }
@@ -890,20 +908,39 @@ Result<std::vector<std::pair<double, double>>> LoraTargetShapes(const ModelSpec&
   if (targets.size() > 1 && std::any_of(targets.begin(), targets.end(), IsAllLoraTarget))
     return InvalidArgument("LoRA target 'all' stands alone: it already adapts q, k, v, o, gate, up and down");
   const std::vector<std::string> names = LoraTargetNames(targets);
+  const auto has = [&](std::string_view n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  if (has("qkv") && (has("q") || has("k") || has("v")))
+    return InvalidArgument("LoRA target 'qkv' is one adapter on the fused Q, K and V projection (Megatron-Core's "
+                           "linear_qkv): give it or q, k, v, not both");
+  if (has("fc1") && (has("gate") || has("up")))
+    return InvalidArgument("LoRA target 'fc1' is one adapter on the fused gate and up projection (Megatron-Core's "
+                           "linear_fc1): give it or gate, up, not both");
   std::vector<std::pair<double, double>> shapes;
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];
     if (std::find(names.begin(), names.begin() + i, name) != names.begin() + i)
       return InvalidArgument(fmt::format("LoRA target '{}' is given twice", name));
-    if (name == "q") shapes.emplace_back(h, q / t);
+    if (name == "qkv") {
+      if (m.mla)
+        return InvalidArgument(fmt::format("{} uses multi-head latent attention, which has no fused QKV projection; "
+                                           "adapt q, k, v",
+                                           m.id));
+      shapes.emplace_back(h, (q + 2 * kv) / t);  // one adapter: the input read once, the fused output
+    } else if (name == "fc1") {
+      shapes.emplace_back(h, (m.gated_mlp ? 2 : 1) * ffn / t);
+    } else if (name == "q") shapes.emplace_back(h, q / t);
     else if (name == "k" || name == "v") shapes.emplace_back(h, kv / t);
     else if (name == "o") shapes.emplace_back(q / t, h);
     else if (name == "gate") { if (m.gated_mlp) shapes.emplace_back(h, ffn / t); }  // no gate in a plain MLP
     else if (name == "up") shapes.emplace_back(h, ffn / t);
     else if (name == "down") shapes.emplace_back(ffn / t, h);
     else
-      return InvalidArgument(fmt::format("unknown LoRA target '{}' (valid: q, k, v, o, gate, up, down, all){}", name,
-                                         DidYouMean(name, {"q", "k", "v", "o", "gate", "up", "down", "all"})));
+      return InvalidArgument(fmt::format(
+          "unknown LoRA target '{}' (valid: q, k, v, o, gate, up, down, qkv and fc1 for the fused projections, all; "
+          "or Megatron-Core's linear_qkv, linear_proj, linear_fc1, linear_fc2){}",
+          name,
+          DidYouMean(name, {"q", "k", "v", "o", "gate", "up", "down", "qkv", "fc1", "all", "linear_qkv", "linear_proj",
+                            "linear_fc1", "linear_fc2"})));
   }
   return shapes;
 }
@@ -1013,12 +1050,36 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   kept_inputs.swiglu_input_fp8 = r.swiglu_input_fp8;
   // Activations per layer, by kind (a dense and an MoE layer), kept and with nothing recomputed; the means over the
   // model's layers where one figure serves.
-  const LayerActivationByKind by_kind = LayerActivationBytesByKind(
+  LayerActivationByKind by_kind = LayerActivationBytesByKind(
       m, s_local, static_cast<double>(r.micro_batch), p.tp, p.sequence_parallel, rc, r.flash_attention, r.dropout, fp8,
       r.recompute_modules, p.expert_tp(), kept_inputs);
-  const LayerActivationByKind by_kind_full = LayerActivationBytesByKind(
+  LayerActivationByKind by_kind_full = LayerActivationBytesByKind(
       m, s_local, static_cast<double>(r.micro_batch), p.tp, p.sequence_parallel, Recompute::kNone, r.flash_attention,
       r.dropout, fp8, {}, p.expert_tp(), kept_inputs);
+  if (finetune && r.lora_dropout > 0) {
+    // Adapter dropout: each adapter keeps its mask (1 B per input element) and, for its A's weight gradient, its
+    // dropped input in place of the input itself (counted with the kept inputs), so adapters that share an input
+    // (separate q, k, v; gate and up) keep a dropped copy each (2 B) beyond the first.
+    SUANLI_ASSIGN_OR_RETURN(const auto shapes, LoraTargetShapes(m, r.lora_targets, p.tp));
+    double in_elems = 0;
+    for (const auto& [in, out] : shapes) in_elems += in;
+    const std::vector<std::string> names = LoraTargetNames(r.lora_targets);
+    const auto count = [&](std::initializer_list<const char*> of) {
+      double n = 0;
+      for (const char* x : of) n += std::count(names.begin(), names.end(), x);
+      return n;
+    };
+    const double attn_sharing = count({"q", "k", "v"}), mlp_sharing = m.gated_mlp ? count({"gate", "up"}) : 0;
+    const double h = static_cast<double>(m.hidden);
+    const double copies = std::max(0.0, attn_sharing - 1) * h + std::max(0.0, mlp_sharing - 1) * h;
+    const double extra = s_local * static_cast<double>(r.micro_batch) * (in_elems + 2 * copies);
+    by_kind_full.dense += extra;
+    by_kind_full.moe += extra;
+    if (rc != Recompute::kFull) {
+      by_kind.dense += extra;
+      by_kind.moe += extra;
+    }
+  }
   const int moe_layers = m.moe_layer_count();
   // Dense models allocate nothing here (the planner's inner loop).
   const std::vector<int> moe_per_stage = moe_layers > 0 ? MoeLayersPerStage(m, p) : std::vector<int>();

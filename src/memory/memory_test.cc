@@ -549,6 +549,36 @@ TEST_F(Memory, Fp8WeightCacheCountsTheLayerWeightsThisGpuHolds) {
   EXPECT_NE(std::string(e.status().message()).find("inference"), std::string::npos) << e.status().message();
 }
 
+// LoRA adapter dropout: each adapter keeps a 1-byte mask per input element and its dropped input in place of the
+// input, so adapters sharing an input (separate q, k, v) keep a dropped copy each beyond the first. LLaMA-2 7B
+// (4096 wide, 32 layers), one 4096-token sequence, no checkpointing: fused qkv + o add 32 x 4096 x (4096 + 4096) bytes;
+// separate q, k, v add 32 x 4096 x (3 x 4096 + 2 x 2 x 4096). Outside LoRA, or at p >= 1, it is an error.
+TEST_F(Memory, LoraDropoutKeepsAMaskPerAdapterAndADroppedCopyPerSharedInput) {
+  const ModelSpec m = M("llama-2-7b");
+  FitRequest r;
+  r.mode = Mode::kLora;
+  r.seq = 4096;
+  r.gradient_checkpointing = false;
+  auto act = [&](std::vector<std::string> targets, double p) {
+    FitRequest q = r;
+    q.lora_targets = std::move(targets);
+    q.lora_dropout = p;
+    return Est(m, q).breakdown.activations;
+  };
+  const double T = 4096, h = 4096, layers = 32;
+  EXPECT_NEAR(act({"qkv", "o"}, 0.1) - act({"qkv", "o"}, 0), layers * T * (h + h), 1);
+  EXPECT_NEAR(act({"q", "k", "v"}, 0.1) - act({"q", "k", "v"}, 0), layers * T * (3 * h + 2 * 2 * h), 1);
+  r.lora_dropout = 1;
+  auto one = EstimateMemory(m, r);
+  ASSERT_FALSE(one.ok());
+  EXPECT_NE(std::string(one.status().message()).find("outside [0, 1)"), std::string::npos);
+  r.lora_dropout = 0.1;
+  r.mode = Mode::kTrain;
+  auto train = EstimateMemory(m, r);
+  ASSERT_FALSE(train.ok());
+  EXPECT_NE(std::string(train.status().message()).find("needs --mode lora"), std::string::npos);
+}
+
 // Megatron-Core's module names: parsed in any order with commas or spaces, listed in Megatron-Core's order; a
 // repeated, unknown or empty list is an error that says what is valid.
 // LoRA: a frozen linear layer saves no input for the backward pass (its weight gets no gradient; Transformer

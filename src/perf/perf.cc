@@ -30,6 +30,7 @@ constexpr double kFlashBackwardFactor = 2.5;
 // FP8 training: bytes per element of a fused cast-transpose (read 16-bit, write FP8 and FP8 transpose).
 constexpr double kFp8CastBytesPerElement = 4;
 constexpr const char* kFp8CastOpName = "FP8 cast + transpose";
+constexpr const char* kLoraOpName = "LoRA adapters";
 // The gradient GEMMs' time beyond twice the forward GEMMs' (their own bytes, the weight gradient's buffer, FP8's FP32
 // accumulation): one row per layer kind, once per gradient pass.
 constexpr const char* kGradGemmOpName = "gradient GEMMs beyond 2x forward (gradient buffer; FP32 accumulation in FP8)";
@@ -792,6 +793,7 @@ struct PassTimes {
   double gemm_fwd = 0, gemm_bwd = 0;
   double moe_permute = 0;                     // MoE token permutation and unpermutation, one pass
   double eager_fwd = 0, eager_bwd = 0;        // eager PyTorch element-wise work beyond the fused kernels
+  double lora_fwd = 0, lora_bwd = 0;          // LoRA adapters: their GEMMs and element-wise passes
 };
 
 struct LayerContext {
@@ -818,6 +820,7 @@ struct LayerContext {
   // LoRA: frozen base linears (no weight gradient) and the adapters' (input, output) widths on this GPU.
   bool frozen = false;
   double lora_rank = 0;
+  double lora_dropout = 0;  // dropout on each adapter's input (FitRequest::lora_dropout)
   std::vector<std::pair<double, double>> adapters;
   RecomputeModules recompute_modules;  // selective recompute: the modules given (none: core_attn)
   // FP8 training: the gradient GEMMs' rate over the forward's (Efficiency::gemm_fp8_precise); 1 otherwise.
@@ -1106,25 +1109,38 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   if (ops && std::abs(grad_gemm_extra) > 1e-12)
     ops->Add(kGradGemmOpName, "backward", 0, 0, grad_gemm_extra, 1, Bound::kCompute);
   p.bwd_flops = gemm_passes * gemm_fwd_flops + attn_flops * (flash ? kFlashBackwardFactor : 2);
-  // LoRA adapters, unfused as PEFT and NeMo run them: x A (rank r), then B, in 16-bit, and the product added to
-  // the frozen layer's output (read both, write the sum). Backward: data and weight gradients, twice the forward.
+  // LoRA adapters, unfused as PEFT and NeMo run them (NeMo's ParallelLinearAdapter): with adapter dropout the input
+  // dropped (read it, write the copy and a 1-byte mask), x A (rank r), then B, in 16-bit, the product scaled by
+  // alpha / r (a pass over it) and added to the frozen layer's output (read both, write the sum). Backward: the two
+  // GEMMs' data and weight gradients (twice their forward), the scale's and the dropout's passes again, and the
+  // adapter's input gradient added to the frozen layer's (autograd sums the two branches' gradients of the shared
+  // input: read both, write the sum); the output sum's gradient reaches both branches without a kernel.
   if (!c.adapters.empty()) {
     const double peak16 = PeakFor(*c.gpu, Precision::kBf16);
     const double bw = c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory;
-    double a_time = 0, a_flops = 0, a_bytes = 0;
+    const double launch = c.eff->kernel_launch_s;
+    const bool drop = c.lora_dropout > 0;
+    double a_gemm = 0, a_elem_fwd = 0, a_elem_bwd = 0, a_flops = 0, a_bytes = 0;
     for (const auto& [in, out] : c.adapters) {
       const GemmTime down = EstimateGemm(T, c.lora_rank, in, 1, 2, peak16, c.eff->gemm, *c.gpu, *c.eff);
       const GemmTime up = EstimateGemm(T, out, c.lora_rank, 1, 2, peak16, c.eff->gemm, *c.gpu, *c.eff);
-      const double add_bytes = 6 * T * out;
-      a_time += down.time_s + up.time_s + add_bytes / bw + c.eff->kernel_launch_s;
+      const double drop_bytes = drop ? 5 * T * in : 0.0;
+      const double scale_bytes = 4 * T * out, add_bytes = 6 * T * out;
+      a_gemm += down.time_s + up.time_s;
+      a_elem_fwd += (drop_bytes + scale_bytes + add_bytes) / bw + (drop ? 3 : 2) * launch;
+      const double accumulate_bytes = 6 * T * in;
+      a_elem_bwd += (drop_bytes + scale_bytes + accumulate_bytes) / bw + (drop ? 3 : 2) * launch;
       a_flops += down.flops + up.flops;
-      a_bytes += down.bytes + up.bytes + add_bytes;
+      a_bytes += down.bytes + up.bytes + drop_bytes + scale_bytes + add_bytes;
     }
     if (ops)
-      ops->Add(fmt::format("LoRA adapters (rank {:g}, {} per layer)", c.lora_rank, c.adapters.size()), "forward", a_flops,
-               a_bytes, a_time, 1, Bound::kMemory);
-    p.fwd += a_time;
-    p.bwd += 2 * a_time;
+      ops->Add(fmt::format("{} (rank {:g}, {} per layer{})", kLoraOpName, c.lora_rank, c.adapters.size(),
+                           drop ? ", input dropout" : ""),
+               "forward", a_flops, a_bytes, a_gemm + a_elem_fwd, 1, Bound::kMemory);
+    p.lora_fwd = a_gemm + a_elem_fwd;
+    p.lora_bwd = 2 * a_gemm + a_elem_bwd;
+    p.fwd += p.lora_fwd;
+    p.bwd += p.lora_bwd;
     p.fwd_flops += a_flops;
     p.bwd_flops += 2 * a_flops;
   }
@@ -1590,6 +1606,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     SUANLI_ASSIGN_OR_RETURN(lc.adapters, LoraTargetShapes(m, cfg.fit.lora_targets, par.tp));
     lc.frozen = true;
     lc.lora_rank = cfg.fit.lora_rank;
+    lc.lora_dropout = cfg.fit.lora_dropout;
   }
   OpList ops;
   OpList* opsp = cfg.detail ? &ops : nullptr;
@@ -2039,6 +2056,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const PassTimes& pt = moe_op ? moe : dense;
     if (o.name.find(kFp8CastOpName) != std::string::npos && pt.fp8_cast_fwd > 0) bwd = pt.fp8_cast_bwd / pt.fp8_cast_fwd;
     if (o.name.find(kEagerOpName) != std::string::npos && pt.eager_fwd > 0) bwd = pt.eager_bwd / pt.eager_fwd;
+    if (o.name.rfind(kLoraOpName, 0) == 0 && pt.lora_fwd > 0) bwd = pt.lora_bwd / pt.lora_fwd;
     if (o.name.find(kMoePermuteOpName) != std::string::npos) bwd = 1.0;
     // LoRA: the frozen matmuls run their data gradient only.
     if (lora && (o.name == "qkv projection" || o.name == "output projection" || o.name == "mlp up/gate" ||

@@ -86,6 +86,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"moments_dtype", KeyType::kString},
               {"mode", KeyType::kString},
               {"lora_rank", KeyType::kInteger},
+              {"lora_dropout", KeyType::kNumber},
               {"lora_targets", KeyType::kString},
               {"weights", KeyType::kString},
               {"activation_fp8_input", KeyType::kBool},
@@ -303,9 +304,10 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   } else if (mode != "train") {
     return ParseError(fmt::format("mode \"{}\" is not one of train, lora", mode));
   }
-  if (c.fit.mode != Mode::kLora && (t.contains("lora_rank") || t.contains("lora_targets")))
-    return ParseError("lora_rank and lora_targets need mode = \"lora\"");
+  if (c.fit.mode != Mode::kLora && (t.contains("lora_rank") || t.contains("lora_targets") || t.contains("lora_dropout")))
+    return ParseError("lora_rank, lora_targets and lora_dropout need mode = \"lora\"");
   SUANLI_ASSIGN_OR_RETURN(c.fit.lora_rank, IntKey(t, "lora_rank", 16));
+  c.fit.lora_dropout = t["lora_dropout"].value_or(0.0);
   if (auto targets = t["lora_targets"].value<std::string>()) {
     if (targets->find_first_not_of(" ,") == std::string::npos)
       return ParseError("lora_targets is empty (comma-separated: q, k, v, o, gate, up, down, or all)");

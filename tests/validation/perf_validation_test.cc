@@ -219,10 +219,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // and MTP projection's gradients too) 7.07%; with Blackwell's tensor-scaled FP8 casts writing no transposed copy
   // (Transformer Engine's is_non_tn_fp8_gemm_supported: code, not a fit; the GB200 rows 0-1 point further too fast)
   // 7.12%; with Transformer Engine's FP8 weight casts (thirty-third session: once per step with its weight cache, in
-  // the pipeline's fill; every micro-batch where a run disables the cache or shards weights with ZeRO-3) 7.04%.
+  // the pipeline's fill; every micro-batch where a run disables the cache or shards weights with ZeRO-3) 7.04%; with
+  // LoRA as NeMo runs it (one adapter on the fused QKV projection where the configs name linear_qkv / attention_qkv,
+  // the adapters' input dropout where they set it, the alpha / r scale's pass and the input gradient's sum with the
+  // frozen layer's: read from the code, and 0.9 point worse on the 23 LoRA rows) 7.14%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0705);  // 7.044%
+  EXPECT_LE(mean_dense, 0.0714);  // 7.138%
   EXPECT_LE(worst_dense, 0.352);  // 34.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
@@ -771,7 +774,7 @@ TEST(PerfValidation, TrainCasesTakeLoraAndPacking) {
   lora.replace(lora.find("metric"), 0, "mode = \"lora\"\nlora_rank = 32\nlora_targets = \"q, k,v\"\n");
   EXPECT_GT(EvaluatedCase(lora).predicted, full);
   const std::string no_mode = FailureWith(row, "metric", "lora_rank = 8\nmetric");
-  EXPECT_NE(no_mode.find("lora_rank and lora_targets need mode = \"lora\""), std::string::npos) << no_mode;
+  EXPECT_NE(no_mode.find("lora_rank, lora_targets and lora_dropout need mode = \"lora\""), std::string::npos) << no_mode;
   const std::string empty =
       FailureWith(row, "metric", "mode = \"lora\"\nlora_targets = \" , \"\nmetric");
   EXPECT_NE(empty.find("lora_targets is empty"), std::string::npos) << empty;
