@@ -270,6 +270,9 @@ expect_contains("${out}" "\"fits\": true" "70B LoRA with FP8 weights and SwiGLU 
 run_suanli(0 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 8 --micro-batch 1 --seq 4096 --recompute none
            --mode lora --lora-targets linear_qkv linear_proj --lora-dropout 0.1 --explain)
 expect_contains("${out}" "LoRA adapters (rank 16, 2 per layer, input dropout)" "perf LoRA on fused qkv with dropout")
+run_suanli(0 out fit -m llama-2-7b -g h100 --mode lora --lora-targets linear_qkv o --lora-dropout 0.1 --json)
+expect_contains("${out}" "\"lora_dropout\": 0.1" "fit echoes the LoRA dropout")
+expect_contains("${out}" "\"linear_qkv\"" "fit echoes the LoRA targets as given")
 run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 8 --lora-dropout 0.1)
 expect_contains("${out}" "--lora-dropout need --mode lora" "perf --lora-dropout without --mode lora")
 run_suanli(2 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --weights int8 --dtype fp8)

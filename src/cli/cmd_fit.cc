@@ -263,6 +263,11 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     j["params_total"] = pc.total;
     j["params_active"] = pc.active;
     j["trainable_params"] = est->trainable_params;
+    if (req->mode == Mode::kLora || req->mode == Mode::kQlora) {
+      j["lora_rank"] = req->lora_rank;
+      j["lora_targets"] = req->lora_targets.empty() ? std::vector<std::string>{"q", "k", "v", "o"} : req->lora_targets;
+      j["lora_dropout"] = req->lora_dropout;
+    }
     j["kv_cache_bytes_per_token"] = est->kv_cache_bytes_per_token;
     j["layout"] = LayoutJson(req->par);
     j["per_gpu_peak_bytes"] = est->per_gpu_peak_bytes;
