@@ -302,12 +302,19 @@ std::optional<std::string> ContextBeyondModelNote(const ModelSpec& m, int64_t co
 // Memory per GPU. Does not judge fit; see CheckFit.
 Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& r);
 
-// LoRA: the (input, output) widths of each adapted matrix of one layer on one GPU of a TP group (column-parallel q,
-// k, v, gate, up split their outputs by `tp`, row-parallel o and down their inputs). `targets`: q k v o gate up down,
-// or "all"; empty = q k v o. A gate target on a model without a gated MLP adds nothing. An unknown name is an error
-// with "did you mean".
-Result<std::vector<std::pair<double, double>>> LoraTargetShapes(const ModelSpec& m,
-                                                                const std::vector<std::string>& targets, int tp);
+// LoRA: the input and output widths of each adapted matrix of one layer on one GPU of a TP group: column-parallel q,
+// k, v, qkv, gate, up, fc1 split their outputs by `tp` (their input is the layer's, sequence-sharded under sequence
+// parallelism and gathered for the adapter), row-parallel o and down their inputs. `targets`: q k v o gate up down,
+// qkv and fc1 (or Megatron-Core's module names), or "all"; empty = q k v o. A gate target on a model without a gated
+// MLP adds nothing. An unknown name is an error with "did you mean".
+struct LoraShape {
+  double in = 0, out = 0;
+  bool column_parallel = false;
+  bool operator==(const LoraShape& o) const {
+    return in == o.in && out == o.out && column_parallel == o.column_parallel;
+  }
+};
+Result<std::vector<LoraShape>> LoraTargetShapes(const ModelSpec& m, const std::vector<std::string>& targets, int tp);
 
 struct FitVerdict {
   bool fits = false;

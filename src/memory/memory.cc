@@ -898,8 +898,7 @@ std::optional<std::string> ContextBeyondModelNote(const ModelSpec& m, int64_t co
                      "max_position_embeddings models one)", context, m.id, m.max_positions);
 }
 
-Result<std::vector<std::pair<double, double>>> LoraTargetShapes(const ModelSpec& m,
-                                                                const std::vector<std::string>& targets, int tp) {
+Result<std::vector<LoraShape>> LoraTargetShapes(const ModelSpec& m, const std::vector<std::string>& targets, int tp) {
   const double h = static_cast<double>(m.hidden), t = std::max(1, tp);
   const double q = m.mla ? double(m.heads) * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim)
                          : double(m.heads) * m.head_dim;
@@ -915,7 +914,7 @@ Result<std::vector<std::pair<double, double>>> LoraTargetShapes(const ModelSpec&
   if (has("fc1") && (has("gate") || has("up")))
     return InvalidArgument("LoRA target 'fc1' is one adapter on the fused gate and up projection (Megatron-Core's "
                            "linear_fc1): give it or gate, up, not both");
-  std::vector<std::pair<double, double>> shapes;
+  std::vector<LoraShape> shapes;
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];
     if (std::find(names.begin(), names.begin() + i, name) != names.begin() + i)
@@ -925,15 +924,15 @@ Result<std::vector<std::pair<double, double>>> LoraTargetShapes(const ModelSpec&
         return InvalidArgument(fmt::format("{} uses multi-head latent attention, which has no fused QKV projection; "
                                            "adapt q, k, v",
                                            m.id));
-      shapes.emplace_back(h, (q + 2 * kv) / t);  // one adapter: the input read once, the fused output
+      shapes.push_back({h, (q + 2 * kv) / t, true});  // one adapter: the input read once, the fused output
     } else if (name == "fc1") {
-      shapes.emplace_back(h, (m.gated_mlp ? 2 : 1) * ffn / t);
-    } else if (name == "q") shapes.emplace_back(h, q / t);
-    else if (name == "k" || name == "v") shapes.emplace_back(h, kv / t);
-    else if (name == "o") shapes.emplace_back(q / t, h);
-    else if (name == "gate") { if (m.gated_mlp) shapes.emplace_back(h, ffn / t); }  // no gate in a plain MLP
-    else if (name == "up") shapes.emplace_back(h, ffn / t);
-    else if (name == "down") shapes.emplace_back(ffn / t, h);
+      shapes.push_back({h, (m.gated_mlp ? 2 : 1) * ffn / t, true});
+    } else if (name == "q") shapes.push_back({h, q / t, true});
+    else if (name == "k" || name == "v") shapes.push_back({h, kv / t, true});
+    else if (name == "o") shapes.push_back({q / t, h, false});
+    else if (name == "gate") { if (m.gated_mlp) shapes.push_back({h, ffn / t, true}); }  // no gate in a plain MLP
+    else if (name == "up") shapes.push_back({h, ffn / t, true});
+    else if (name == "down") shapes.push_back({ffn / t, h, false});
     else
       return InvalidArgument(fmt::format(
           "unknown LoRA target '{}' (valid: q, k, v, o, gate, up, down, qkv and fc1 for the fused projections, all; "
@@ -1031,7 +1030,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   double adapter_params = 0;
   if (finetune) {
     SUANLI_ASSIGN_OR_RETURN(const auto shapes, LoraTargetShapes(m, r.lora_targets, 1));
-    for (const auto& [in, out] : shapes) adapter_params += r.lora_rank * (in + out) * m.layers;
+    for (const LoraShape& a : shapes) adapter_params += r.lora_rank * (a.in + a.out) * m.layers;
     // Adapter states per parameter: LoRA keeps FP32 adapters (PEFT default) = 4 + 4 grads + 8 Adam;
     // QLoRA keeps them in the bf16 compute dtype with 32-bit paged AdamW = 2 + 2 + 8.
     const double aw = r.mode == Mode::kQlora ? 2 : 4;
@@ -1059,10 +1058,12 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   if (finetune && r.lora_dropout > 0) {
     // Adapter dropout: each adapter keeps its mask (1 B per input element) and, for its A's weight gradient, its
     // dropped input in place of the input itself (counted with the kept inputs), so adapters that share an input
-    // (separate q, k, v; gate and up) keep a dropped copy each (2 B) beyond the first.
+    // (separate q, k, v; gate and up) keep a dropped copy each (2 B) beyond the first. A column-parallel adapter drops
+    // the layer's input before gathering it, so under sequence parallelism on its 1/TP share of the tokens.
     SUANLI_ASSIGN_OR_RETURN(const auto shapes, LoraTargetShapes(m, r.lora_targets, p.tp));
+    const double shard = p.sequence_parallel ? p.tp : 1;
     double in_elems = 0;
-    for (const auto& [in, out] : shapes) in_elems += in;
+    for (const LoraShape& a : shapes) in_elems += a.column_parallel ? a.in / shard : a.in;
     const std::vector<std::string> names = LoraTargetNames(r.lora_targets);
     const auto count = [&](std::initializer_list<const char*> of) {
       double n = 0;
@@ -1071,7 +1072,7 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
     };
     const double attn_sharing = count({"q", "k", "v"}), mlp_sharing = m.gated_mlp ? count({"gate", "up"}) : 0;
     const double h = static_cast<double>(m.hidden);
-    const double copies = std::max(0.0, attn_sharing - 1) * h + std::max(0.0, mlp_sharing - 1) * h;
+    const double copies = (std::max(0.0, attn_sharing - 1) * h + std::max(0.0, mlp_sharing - 1) * h) / shard;
     const double extra = s_local * static_cast<double>(r.micro_batch) * (in_elems + 2 * copies);
     by_kind_full.dense += extra;
     by_kind_full.moe += extra;

@@ -821,7 +821,7 @@ struct LayerContext {
   bool frozen = false;
   double lora_rank = 0;
   double lora_dropout = 0;  // dropout on each adapter's input (FitRequest::lora_dropout)
-  std::vector<std::pair<double, double>> adapters;
+  std::vector<LoraShape> adapters;
   RecomputeModules recompute_modules;  // selective recompute: the modules given (none: core_attn)
   // FP8 training: the gradient GEMMs' rate over the forward's (Efficiency::gemm_fp8_precise); 1 otherwise.
   double grad_gemm_rate = 1;
@@ -1121,14 +1121,18 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     const double launch = c.eff->kernel_launch_s;
     const bool drop = c.lora_dropout > 0;
     double a_gemm = 0, a_elem_fwd = 0, a_elem_bwd = 0, a_flops = 0, a_bytes = 0;
-    for (const auto& [in, out] : c.adapters) {
+    for (const LoraShape& a : c.adapters) {
+      const double in = a.in, out = a.out;
       const GemmTime down = EstimateGemm(T, c.lora_rank, in, 1, 2, peak16, c.eff->gemm, *c.gpu, *c.eff);
       const GemmTime up = EstimateGemm(T, out, c.lora_rank, 1, 2, peak16, c.eff->gemm, *c.gpu, *c.eff);
-      const double drop_bytes = drop ? 5 * T * in : 0.0;
+      // A column-parallel adapter's input is the layer's, sequence-sharded under sequence parallelism: it is dropped
+      // before the gather and its gradient summed after the reduce-scatter, on the GPU's 1/TP share of the tokens.
+      const double t_in = a.column_parallel && c.sp ? T / c.tp : T;
+      const double drop_bytes = drop ? 5 * t_in * in : 0.0;
       const double scale_bytes = 4 * T * out, add_bytes = 6 * T * out;
       a_gemm += down.time_s + up.time_s;
       a_elem_fwd += (drop_bytes + scale_bytes + add_bytes) / bw + (drop ? 3 : 2) * launch;
-      const double accumulate_bytes = 6 * T * in;
+      const double accumulate_bytes = 6 * t_in * in;
       a_elem_bwd += (drop_bytes + scale_bytes + accumulate_bytes) / bw + (drop ? 3 : 2) * launch;
       a_flops += down.flops + up.flops;
       a_bytes += down.bytes + up.bytes + drop_bytes + scale_bytes + add_bytes;

@@ -1980,10 +1980,10 @@ TEST_F(Perf, LoraOnFusedProjectionsReadsTheInputOnce) {
   auto shapes = LoraTargetShapes(m, {"qkv", "linear_proj", "fc1", "mlp_fc2"}, 2);
   ASSERT_TRUE(shapes.ok()) << shapes.status().message();
   ASSERT_EQ(shapes->size(), 4u);
-  EXPECT_EQ((*shapes)[0], std::make_pair(4096.0, 3 * 4096.0 / 2));
-  EXPECT_EQ((*shapes)[1], std::make_pair(4096.0 / 2, 4096.0));
-  EXPECT_EQ((*shapes)[2], std::make_pair(4096.0, 2 * 11008.0 / 2));
-  EXPECT_EQ((*shapes)[3], std::make_pair(11008.0 / 2, 4096.0));
+  EXPECT_EQ((*shapes)[0], (LoraShape{4096.0, 3 * 4096.0 / 2, true}));
+  EXPECT_EQ((*shapes)[1], (LoraShape{4096.0 / 2, 4096.0, false}));
+  EXPECT_EQ((*shapes)[2], (LoraShape{4096.0, 2 * 11008.0 / 2, true}));
+  EXPECT_EQ((*shapes)[3], (LoraShape{11008.0 / 2, 4096.0, false}));
   EXPECT_EQ(*LoraTargetShapes(m, {"linear_qkv"}, 1), *LoraTargetShapes(m, {"qkv"}, 1));
   const GpuSpec& g = G("h100-sxm");
   TrainConfig c = Train(8, 2, 1, 32, 4096, 1);
@@ -2019,13 +2019,24 @@ TEST_F(Perf, LoraOnFusedProjectionsReadsTheInputOnce) {
   err({"linear_qvk"}, m, "did you mean 'linear_qkv'");
   err({"qkv"}, M("deepseek-v3"), "no fused QKV projection");
   // Adapter dropout on the input: a pass reading it and writing the dropped copy and a 1-byte mask in the forward,
-  // and its gradient's pass in the backward, 5 B per input element each way (T x 4096 elements for qkv).
+  // and its gradient's pass in the backward, 5 B per input element each way. The qkv adapter drops the layer's
+  // sequence-parallel input before gathering it: T / 2 x 4096 elements at TP 2; without sequence parallelism all T.
   c.fit.lora_dropout = 0.1;
   auto dropped = EstimateTraining(m, C(g), c, E(g));
   ASSERT_TRUE(dropped.ok()) << dropped.status().message();
   const OpCost* with_drop = FindOp(dropped->ops, "LoRA adapters (rank 16, 1 per layer, input dropout)");
   ASSERT_NE(with_drop, nullptr);
-  EXPECT_DOUBLE_EQ(with_drop->bytes - one->bytes, 5 * T * h);
+  EXPECT_DOUBLE_EQ(with_drop->bytes - one->bytes, 5 * T / 2 * h);
+  TrainConfig no_sp = c;
+  no_sp.fit.par.sequence_parallel = false;
+  no_sp.fit.lora_dropout = 0;
+  auto whole = EstimateTraining(m, C(g), no_sp, E(g));
+  no_sp.fit.lora_dropout = 0.1;
+  auto whole_dropped = EstimateTraining(m, C(g), no_sp, E(g));
+  ASSERT_TRUE(whole.ok() && whole_dropped.ok());
+  EXPECT_DOUBLE_EQ(FindOp(whole_dropped->ops, "LoRA adapters (rank 16, 1 per layer, input dropout)")->bytes -
+                       FindOp(whole->ops, "LoRA adapters (rank 16, 1 per layer)")->bytes,
+                   5 * T * h);
   EXPECT_GT(dropped->step_time_s, fused->step_time_s);
 }
 

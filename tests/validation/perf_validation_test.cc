@@ -222,10 +222,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // the pipeline's fill; every micro-batch where a run disables the cache or shards weights with ZeRO-3) 7.04%; with
   // LoRA as NeMo runs it (one adapter on the fused QKV projection where the configs name linear_qkv / attention_qkv,
   // the adapters' input dropout where they set it, the alpha / r scale's pass and the input gradient's sum with the
-  // frozen layer's: read from the code, and 0.9 point worse on the 23 LoRA rows) 7.14%.
+  // frozen layer's, on the GPU's sequence shard where the adapter drops and sums the layer's input: read from the
+  // code, and 0.9 point worse on the 23 LoRA rows) 7.14%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0714);  // 7.138%
+  EXPECT_LE(mean_dense, 0.0715);  // 7.144%
   EXPECT_LE(worst_dense, 0.352);  // 34.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
