@@ -111,6 +111,8 @@ run_suanli(2 out fit --model llama-2-7b --gpu a100 --mode train --dtype fp8)
 expect_contains("${out}" "no FP8 support" "fit --dtype fp8 on an A100")
 run_suanli(2 out fit --model llama-2-7b --gpu h100 --dtype fp8)
 expect_contains("${out}" "serving in FP8 is --weights fp8" "fit --dtype fp8 in inference")
+run_suanli(2 out fit --model llama-2-7b --gpu h100 --dtype fp16)
+expect_contains("${out}" "--dtype fp16 sets the training GEMMs' precision" "fit --dtype fp16 in inference is not ignored")
 run_suanli(2 out fit --model llama-2-7b --gpu h100 --mode lora --weights int4 --dtype fp8)
 expect_contains("${out}" "--dtype fp8 with --weights int4" "fit --dtype fp8 with quantised base weights")
 # The optimizer's precision: echoed with the bytes per parameter it gives, a near miss gets "did you mean", LoRA and

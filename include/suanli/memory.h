@@ -231,10 +231,10 @@ struct FitRequest {
   double loss_bytes_per_logit = 6;
   int lora_rank = 16;
   // Dropout on each adapter's input (PEFT's lora_dropout, NeMo's adapter dropout at dropout_position 'pre'), the
-  // probability; 0: none. Each adapter then keeps its dropped input (2 B) and mask (1 B) per element for the backward
-  // pass, beside the frozen layer's input.
+  // probability in [0, 1); 0: none. Each adapter then keeps its 1-byte mask per input element, and its dropped input
+  // in place of the input (a copy of its own only where adapters share an input: separate q, k, v; gate and up).
   double lora_dropout = 0;
-  std::vector<std::string> lora_targets;  // q k v o gate up down | all; empty = q k v o (attention)
+  std::vector<std::string> lora_targets;  // q k v o gate up down qkv fc1 | all; empty = q k v o (LoraTargetShapes)
   bool gradient_checkpointing = true;  // fine-tuning default (recompute=full)
   OverheadOptions overhead;
   bool explain = true;            // fill FitResult::notes and peak_moment (off in the planner's inner loop)

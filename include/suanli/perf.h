@@ -744,8 +744,9 @@ inline constexpr ValidationEvidence kFp8TrainingTorchtitan{2, 0.118, 0.110, 0.12
 // LoRA fine-tuning (perf train --mode lora): NeMo 24.07's three LoRA runs on H100 in FP8 (LLaMA-2 7B, 13B, 70B, rank 32
 // on QKV, SQuAD packed into 4096-token sequences), NeMo AutoModel's two on one H100 in BF16 (LLaMA 3.1 8B and
 // Qwen2.5 7B, rank 16 on every linear layer; twenty-first session), and MLPerf Training's 18 NVIDIA submissions of
-// llama2_70b_lora (rank 16 on q, k, v, o, 8,192-token packed sequences, FP8, 8 to 1,024 H100, H200, L40S, B200 and
-// GB200 GPUs; twenty-fifth session), all held out. Signed on speed (a step time's error negated).
+// llama2_70b_lora (rank 16 on the fused qkv and o, input dropout 0.1, 8,192-token packed sequences, FP8, 8 to 1,024
+// H100, H200, L40S, B200 and GB200 GPUs; twenty-fifth session), all held out. Signed on speed (a step time's error
+// negated).
 inline constexpr ValidationEvidence kLoraFinetuning{23, 0.046, -0.142, 0.207};
 // 16-bit pretraining on H100 by fused (non-eager) stacks at scale, all held out: the Megatron-LM README's eleven
 // Megatron-Core r0.8.0 GPT runs (its table's nine, 1.7B-462B on 48-6144 GPUs, and its text's strong-scaling end

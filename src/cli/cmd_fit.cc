@@ -105,10 +105,11 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   r.swiglu_input_fp8 = f.swiglu_fp8;
   SUANLI_ASSIGN_OR_RETURN(const Precision dtype, ParseTrainDtype(f.dtype));
   r.fp8_activations = dtype == Precision::kFp8;
-  if (r.fp8_activations && r.mode != Mode::kTrain && r.mode != Mode::kLora)
-    return InvalidArgument(fmt::format("--dtype fp8 is Transformer Engine's FP8 training (--mode train or lora), not "
-                                       "--mode {}; serving in FP8 is --weights fp8 --kv-dtype fp8",
-                                       ModeName(r.mode)));
+  if (dtype != Precision::kBf16 && r.mode != Mode::kTrain && r.mode != Mode::kLora)
+    return InvalidArgument(fmt::format("--dtype {} sets the training GEMMs' precision (--mode train or lora), not "
+                                       "--mode {}; serving in FP8 is --weights fp8 --kv-dtype fp8, in 16 bits --weights "
+                                       "bf16 or fp16",
+                                       f.dtype, ModeName(r.mode)));
   if (r.fp8_activations && r.weights.id != "bf16" && r.weights.id != "fp16" && r.weights.id != "fp32" &&
       r.weights.id != "fp8")
     return InvalidArgument(fmt::format("--dtype fp8 with --weights {}: Transformer Engine's FP8 training casts 16- or "
