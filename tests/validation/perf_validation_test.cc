@@ -109,7 +109,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.082, 0.279}}};
   // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 9.70% mean,
-  // 109.2% worst since the thirty-third session; gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth
+  // 109.2% worst since the thirty-fourth session (9.79% before GB200's HBM fraction); gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth
   // session; max_throughput: TensorRT-LLM 1.0 and 0.13 with its Mixtral rows, first predictions 22.4% / 299.2%, 19.8%
   // since the L40S link fraction was fitted on v0.9's L40S throughput rows (twenty-eighth session; TTFT 14.1%,
   // static-batch throughput 12.4%);
@@ -120,7 +120,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.1070, 1.104}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
+      {"training", {0.1070, 1.102}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.162, 0.668}}, {"latency", {0.143, 0.162}},
       {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
@@ -223,11 +223,12 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // LoRA as NeMo runs it (one adapter on the fused QKV projection where the configs name linear_qkv / attention_qkv,
   // the adapters' input dropout where they set it, the alpha / r scale's pass and the input gradient's sum with the
   // frozen layer's, on the GPU's sequence shard where the adapter drops and sums the layer's input: read from the
-  // code, and 0.9 point worse on the 23 LoRA rows) 7.14%.
+  // code, and 0.9 point worse on the 23 LoRA rows) 7.14%; with GB200's HBM fraction from a triad-like kernel (B200's
+  // CCCL element-wise add, 0.840, in place of Azure's unnamed-kernel 0.919; thirty-fourth session) 7.05%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0715);  // 7.144%
-  EXPECT_LE(worst_dense, 0.352);  // 34.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
+  EXPECT_LE(mean_dense, 0.0706);  // 7.048%
+  EXPECT_LE(worst_dense, 0.342);  // 33.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
   // point-to-point, 2.6% over before the twenty-second session's TP-overlap share: more exposed TP time per
