@@ -199,6 +199,26 @@ inline double PeakFor(const GpuSpec& g, Precision p) {
   return 0;
 }
 
+// FlashAttention-2's backward pass does 2.5x the forward FLOPs (5 matmuls vs 2; Dao 2023 §3.2), timed at the
+// forward's rate.
+inline constexpr double kFlashBackwardFactor = 2.5;
+
+// One fused (FlashAttention-style) attention forward pass on one GPU: `flops` at the 16-bit peak times the
+// `attention` fraction (Triton's FlashAttention 1 at kFlash1RelativeSpeed of it), or Q, K, V and the output's
+// `bytes` at the memory fraction where that takes longer, plus the launch floor. The backward pass takes
+// kFlashBackwardFactor times as long. The training model and `validate`'s attention-kernel cases both use it.
+struct FusedAttentionTime {
+  double time_s = 0;
+  bool compute_bound = true;
+};
+inline FusedAttentionTime FusedAttentionForward(const GpuSpec& gpu, const Efficiency& eff, double flops, double bytes,
+                                                bool flash1) {
+  const double kernel_eff = eff.attention * (flash1 ? kFlash1RelativeSpeed : 1.0);
+  const double t_c = flops / (PeakFor(gpu, Precision::kBf16) * kernel_eff);
+  const double t_m = bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory);
+  return {std::max(t_c, t_m) + eff.kernel_launch_s, t_c >= t_m};
+}
+
 // The achievable fraction of `PeakFor(g, p)` for a large GEMM: the precision's own measurement where the
 // efficiency table has one, else the next wider precision's (FP4 -> FP8 -> 16-bit).
 inline double GemmEfficiencyFor(const Efficiency& e, Precision p) {

@@ -25,8 +25,7 @@ constexpr double kRooflineP = 1.5;
 // Kernels per transformer layer outside the GEMMs and attention (norms, residual adds, activation,
 // rotary), each paying the launch floor.
 constexpr double kElementwiseKernelsPerLayer = 6;
-// FlashAttention-2's backward pass does 2.5x the forward FLOPs (5 matmuls vs 2; Dao 2023 §3.2).
-constexpr double kFlashBackwardFactor = 2.5;
+using perf_detail::kFlashBackwardFactor;
 // FP8 training: bytes per element of a fused cast-transpose (read 16-bit, write FP8 and FP8 transpose).
 constexpr double kFp8CastBytesPerElement = 4;
 constexpr const char* kFp8CastOpName = "FP8 cast + transpose";
@@ -864,16 +863,13 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     // Causal: each query attends to half the keys on average (FlashAttention skips masked blocks), at most the
     // window on windowed layers.
     attn_flops = 4.0 * T * perf_detail::MeanAttendedKeys(m, c.attn_seq > 0 ? c.attn_seq : c.seq, false) * sh.q_dim / t;
-    const double peak16 = PeakFor(*c.gpu, Precision::kBf16);
     const double bytes = T * (sh.q_dim + 2 * sh.kv_dim + sh.out_proj_in) / t * 2;
-    const double kernel_eff =
-        c.eff->attention * (c.attention == AttentionImpl::kFlash1 ? kFlash1RelativeSpeed : 1.0);
-    const double t_c = attn_flops / (peak16 * kernel_eff);
-    const double t_m = bytes / (c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory);
-    attn_time = std::max(t_c, t_m) + c.eff->kernel_launch_s;
+    const perf_detail::FusedAttentionTime fa = perf_detail::FusedAttentionForward(
+        *c.gpu, *c.eff, attn_flops, bytes, c.attention == AttentionImpl::kFlash1);
+    attn_time = fa.time_s;
     if (ops)
       ops->Add(c.attention == AttentionImpl::kFlash ? "attention (flash)" : "attention (flash1)", "forward", attn_flops,
-               bytes, attn_time, 1, t_c >= t_m ? Bound::kCompute : Bound::kMemory);
+               bytes, attn_time, 1, fa.compute_bound ? Bound::kCompute : Bound::kMemory);
   } else {
     // Unfused (Megatron 2021-22): two batched GEMMs over the full s x s score matrix, and a fused
     // scale-mask-softmax(-dropout) kernel streaming the scores.

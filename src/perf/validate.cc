@@ -29,7 +29,7 @@ const std::map<std::string, Targets> kTargets = {
 // The keys a case may have, and their TOML types. A misspelt key would otherwise be ignored and the case
 // evaluated with a default: a silently wrong row.
 enum class KeyType { kString, kInteger, kNumber, kBool };
-enum class CaseKind { kTrain, kInfer, kGemm };
+enum class CaseKind { kTrain, kInfer, kGemm, kAttention };
 const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
   static const std::map<std::string, KeyType> base = {
       {"group", KeyType::kString},  {"role", KeyType::kString},      {"name", KeyType::kString},
@@ -125,9 +125,22 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
     m.insert({{"dtype", KeyType::kString}, {"m", KeyType::kInteger}, {"n", KeyType::kInteger}, {"k", KeyType::kInteger}});
     return m;
   }();
+  static const std::map<std::string, KeyType> attention_keys = [] {
+    auto m = base;
+    m.insert({{"dtype", KeyType::kString},
+              {"batch", KeyType::kInteger},
+              {"heads", KeyType::kInteger},
+              {"kv_heads", KeyType::kInteger},
+              {"head_dim", KeyType::kInteger},
+              {"seq", KeyType::kInteger},
+              {"causal", KeyType::kBool},
+              {"pass", KeyType::kString}});
+    return m;
+  }();
   switch (kind) {
     case CaseKind::kTrain: return train_keys;
     case CaseKind::kInfer: return infer_keys;
+    case CaseKind::kAttention: return attention_keys;
     case CaseKind::kGemm: break;
   }
   return gemm_keys;
@@ -510,6 +523,45 @@ Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, const E
   return g.flops / g.time_s / 1e12;
 }
 
+// One fused-attention kernel benchmark (a published TFLOP/s for a forward or backward pass of self-attention over
+// `batch` sequences of `seq` tokens) against FusedAttentionForward, the time the training model gives the kernel
+// (docs/methodology.md §6). FLOPs as the benchmarks count them: 4 x queries x attended keys x head_dim x heads
+// forward (two GEMMs; causal: each query attends to the keys up to itself), kFlashBackwardFactor times that backward.
+Result<double> EvalAttention(const toml::table& t, const HardwareCatalog& hw, const EfficiencyTable* table,
+                             std::string* detail, double* bound) {
+  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
+  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
+  const std::string dtype = t["dtype"].value_or(std::string("bf16"));
+  if (dtype != "bf16" && dtype != "fp16")
+    return ParseError(fmt::format("dtype '{}' must be bf16 or fp16 (the model has no FP8 attention kernel)", dtype));
+  double v[5];
+  const char* names[5] = {"batch", "heads", "kv_heads", "head_dim", "seq"};
+  for (int i = 0; i < 5; ++i) {
+    const auto x = t[names[i]].value<int64_t>();
+    if (!x || *x < 1 || *x > (int64_t(1) << 24))
+      return ParseError(fmt::format("'{}' must be an integer from 1 to 16777216", names[i]));
+    v[i] = double(*x);
+  }
+  const double batch = v[0], heads = v[1], kv_heads = v[2], head_dim = v[3], seq = v[4];
+  if (std::fmod(heads, kv_heads) != 0)
+    return ParseError(fmt::format("'heads' ({}) must be a multiple of 'kv_heads' ({})", heads, kv_heads));
+  const bool causal = t["causal"].value_or(true);
+  const std::string pass = t["pass"].value_or(std::string());
+  if (pass != "fwd" && pass != "bwd") return ParseError(fmt::format("'pass' is '{}'; valid: fwd, bwd", pass));
+  const double tokens = batch * seq;
+  const double keys = causal ? seq / 2 : seq;  // perf_detail::MeanAttendedKeys without a window
+  const double flops = 4.0 * tokens * keys * head_dim * heads;
+  const double bytes = tokens * (2 * heads + 2 * kv_heads) * head_dim * 2;  // Q, K, V and the output, 16-bit
+  const perf_detail::FusedAttentionTime fa = perf_detail::FusedAttentionForward(*gpu, eff, flops, bytes, false);
+  const double scale = pass == "bwd" ? perf_detail::kFlashBackwardFactor : 1.0;
+  *detail = fmt::format("{} {:.3f} ms, {}-bound at attention {:.3f}", pass, fa.time_s * scale * 1e3,
+                        fa.compute_bound ? "compute" : "memory", eff.attention);
+  if (t["metric"].value_or(std::string()) != "tflops")
+    return ParseError("unknown attention metric '" + t["metric"].value_or(std::string()) + "' (valid: tflops)");
+  *bound = perf_detail::PeakFor(*gpu, Precision::kBf16) / 1e12;
+  return flops * scale / (fa.time_s * scale) / 1e12;
+}
+
 }  // namespace
 
 namespace {
@@ -536,10 +588,11 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
   const std::string file(file_sv);
   SUANLI_ASSIGN_OR_RETURN(toml::table doc, detail::ParseTomlText(text, file));
   ValidationReport rep;
-  for (const char* kind : {"train", "infer", "gemm"}) {
+  for (const char* kind : {"train", "infer", "gemm", "attention"}) {
     const CaseKind ck = std::string(kind) == "train"   ? CaseKind::kTrain
                         : std::string(kind) == "infer" ? CaseKind::kInfer
-                                                       : CaseKind::kGemm;
+                        : std::string(kind) == "gemm"  ? CaseKind::kGemm
+                                                       : CaseKind::kAttention;
     const toml::array* arr = doc[kind].as_array();
     if (!arr) continue;
     for (const auto& node : *arr) {
@@ -562,7 +615,8 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
                                                     &vc.bound)
                : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits,
                                                     &vc.bound)
-                                        : EvalGemm(*t, hw, efficiency, &vc.detail, &vc.bound);
+               : ck == CaseKind::kGemm  ? EvalGemm(*t, hw, efficiency, &vc.detail, &vc.bound)
+                                        : EvalAttention(*t, hw, efficiency, &vc.detail, &vc.bound);
       if (!v.ok()) {
         vc.failure = v.status().message();
       } else {
