@@ -6,8 +6,9 @@ with PyTorch on the device, for example
 
     PYTHONUNBUFFERED=1 python3 scripts/gpu_session.py --out "$OUT"
 
-It writes gpu_session.json (and prints a summary) and gemm_cases.toml, the measured GEMMs as [[gemm]] rows to
-append to tests/validation/perf_cases.toml (`suanli validate --group gemm` then compares them with the model).
+It writes gpu_session.json (and prints a summary), gemm_cases.toml, the measured GEMMs as [[gemm]] rows to
+append to tests/validation/perf_cases.toml (`suanli validate --group gemm` then compares them with the model), and
+attention_cases.toml, part 8's attention kernels as [[attention]] rows (`suanli validate --group attention`).
 The JSON holds, each with its method:
 
 1. fp8_gemm: FP8 e4m3 GEMMs (torch._scaled_mm, per-tensor scales, BF16 out) and the BF16 GEMMs of
@@ -55,6 +56,15 @@ The JSON holds, each with its method:
    the flash and, where PyTorch has it, the cuDNN backend, causal, 16 heads of 128, 4096 tokens, batch 4, with
    dropout 0 and 0.1, forward and forward + backward. docs/validation.md section 5 sizes dropout's cost from
    FlashAttention's SM100 and SM120 ports only; this measures it on the GPU at hand.
+
+8. attention_kernels (thirty-fourth session): causal self-attention in the grouped-query shape of cuDNN's own SDPA
+   benchmark (batch 1, 64 query heads and 8 KV heads of 128, BF16) at 2K-16K tokens, forward and
+   backward timed apart, on PyTorch's cuDNN backend (the kernel Transformer Engine selects on Hopper and later) and on
+   its FlashAttention 2 backend (the kernel the model's `attention` fraction measures). TFLOP/s are counted as
+   cuDNN's own benchmark counts them (the unmasked score elements, 2 GEMMs forward, 5 backward), and written as
+   [[attention]] cases (attention_cases.toml) for `suanli validate --group attention`. Against docs/validation.md
+   section 5: cuDNN measured 0.40-0.61 of the peak on H200, the model charges 0.331 (FlashAttention 2 on H100);
+   together with part 6 this is what would let the fused stacks' attention and GEMM rates be corrected together.
 
 Times are the median of CUDA-event timings after warm-up. Nothing here needs the network.
 
@@ -522,6 +532,70 @@ def loss_and_dropout(results, tokens=8192, vocab=131072):
         "copy_bandwidth_bytes_per_s": bw, "loss": rows, "attention": attn}
 
 
+def attention_kernels(results, seqs=(2048, 4096, 8192, 16384)):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    dev = torch.device("cuda")
+    heads, kv_heads, d = 64, 8, 128
+    backends = [("flash2", SDPBackend.FLASH_ATTENTION)]
+    if hasattr(SDPBackend, "CUDNN_ATTENTION"):
+        backends.insert(0, ("cudnn", SDPBackend.CUDNN_ATTENTION))
+    rows = []
+    for s in seqs:
+        q = torch.randn(1, heads, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        k, v = (torch.randn(1, kv_heads, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+        do = torch.randn(1, heads, s, d, device=dev, dtype=torch.bfloat16)
+        unmasked = s * (s + 1) / 2  # causal: the lower triangle with its diagonal, as cuDNN's benchmark counts
+        fwd_flops = heads * unmasked * 2 * (d + d)
+        for name, backend in backends:
+            try:
+                with sdpa_kernel(backend):
+                    def fwd():
+                        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+                    def fwd_bwd():
+                        q.grad = k.grad = v.grad = None
+                        fwd().backward(do)
+
+                    t_f = timed(fwd)
+                    t_fb = timed(fwd_bwd)
+                t_b = t_fb - t_f
+                rows.append({"backend": name, "seq": s, "fwd_s": t_f, "bwd_s": t_b,
+                             "fwd_tflops": fwd_flops / t_f / 1e12, "bwd_tflops": 2.5 * fwd_flops / t_b / 1e12})
+                print(f"attention {name} {s}: fwd {rows[-1]['fwd_tflops']:.0f} TFLOP/s, bwd "
+                      f"{rows[-1]['bwd_tflops']:.0f}", flush=True)
+            except Exception as e:  # a backend this build or GPU lacks (enable_gqa needs torch >= 2.5)
+                rows.append({"backend": name, "seq": s, "error": repr(e)})
+        del q, k, v, do
+        torch.cuda.empty_cache()
+    results["attention_kernels"] = {
+        "method": f"torch scaled_dot_product_attention, causal, enable_gqa, batch 1, {heads} query / {kv_heads} KV heads "
+                  f"of {d}, BF16, per backend; forward, and forward + backward minus forward (median of 20 CUDA-event "
+                  "timings after 3 warm-ups); FLOPs over the unmasked score elements, backward 2.5x forward",
+        "rows": rows}
+
+
+def write_attention_cases(results, path):
+    """The attention_kernels rows as [[attention]] cases (held out) for tests/validation/perf_cases.toml."""
+    gpu = catalog_gpu(results.get("device", {}).get("name", "")) or "EDIT-ME"
+    lines = []
+    for r in results.get("attention_kernels", {}).get("rows", []):
+        if "fwd_tflops" not in r:
+            continue
+        for p in ("fwd", "bwd"):
+            lines += ["[[attention]]", 'group = "attention"', 'role = "holdout"',
+                      f'name = "gpu_session {gpu} {r["backend"]} bf16 causal GQA 64/8x128 seq {r["seq"]} {p}"',
+                      f'source = "scripts/gpu_session.py attention_kernels on {results.get("device", {}).get("name", "?")}'
+                      f', torch {results.get("torch", "?")}, {results.get("started", "?")}"',
+                      f'gpu = "{gpu}"', 'dtype = "bf16"', "batch = 1", "heads = 64", "kv_heads = 8", "head_dim = 128",
+                      f"seq = {r['seq']}", "causal = true", f'pass = "{p}"', 'metric = "tflops"',
+                      f"published = {r[p + '_tflops']:.4f}"]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + ("\n" if lines else ""))
+
+
 def catalog_gpu(name):
     """The suanli catalog id for a CUDA device name, or None (then edit the written cases by hand)."""
     n = name.lower()
@@ -577,7 +651,8 @@ def main():
     prop = torch.cuda.get_device_properties(0)
     results["device"] = {"name": prop.name, "sms": prop.multi_processor_count,
                          "memory_bytes": prop.total_memory, "cc": f"{prop.major}.{prop.minor}"}
-    for part in (fp8_gemms, amax_pass, decode_stream, eager_layer, moe_block, sustained_gemm, loss_and_dropout):
+    for part in (fp8_gemms, amax_pass, decode_stream, eager_layer, moe_block, sustained_gemm, attention_kernels,
+                 loss_and_dropout):
         try:
             part(results)
         except Exception as e:  # keep what the other part measured
@@ -586,6 +661,7 @@ def main():
         with open(os.path.join(args.out, "gpu_session.json"), "w") as f:
             json.dump(results, f, indent=1)
     write_gemm_cases(results, os.path.join(args.out, "gemm_cases.toml"))
+    write_attention_cases(results, os.path.join(args.out, "attention_cases.toml"))
     return 0
 
 
