@@ -109,7 +109,8 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.082, 0.279}}};
   // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 9.70% mean,
-  // 109.2% worst since the thirty-fourth session (9.79% before GB200's HBM fraction); gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth
+  // 109.2% worst since the thirty-fourth session (9.79% before GB200's HBM fraction); gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth session, and to 16.8% with
+  // Azure's eight GB200 FP4 rows against the estimated gemm_fp4, thirty-fourth
   // session; max_throughput: TensorRT-LLM 1.0 and 0.13 with its Mixtral rows, first predictions 22.4% / 299.2%, 19.8%
   // since the L40S link fraction was fitted on v0.9's L40S throughput rows (twenty-eighth session; TTFT 14.1%,
   // static-batch throughput 12.4%);
@@ -123,7 +124,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
       {"training", {0.1070, 1.102}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
-      {"decode", {0.088, 0.363}}, {"gemm", {0.162, 0.668}}, {"latency", {0.143, 0.162}},
+      {"decode", {0.088, 0.363}}, {"gemm", {0.178, 0.668}}, {"latency", {0.143, 0.162}},
       {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}, {"attention", {0.300, 0.531}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
