@@ -777,6 +777,16 @@ inline bool IsBlackwellTrainingGpu(std::string_view gpu_id) {
     if (gpu_id == g) return true;
   return false;
 }
+// Fused attention kernels (thirty-fourth session): cuDNN's SDPA training benchmark (NVIDIA/cudnn-frontend), the kernel
+// Transformer Engine selects on Hopper and later, on H200 and GB200 (Llama-3.1-shaped GQA, causal, BF16, forward and
+// backward at 2K-32K tokens; 20 held-out `attention` cases) against the rate the model prices attention at there
+// (FlashAttention 2's on Hopper, an assumption on Blackwell). Signed on the rate: < 0, the kernel ran faster.
+inline constexpr ValidationEvidence kAttentionCudnn{20, -0.268, -0.521, 0.221};
+// The GPUs whose fused stacks run that kernel and whose attention rate the evidence speaks to: H100 and H200 (one
+// Hopper die), B200 and GB200 (one Blackwell die).
+inline bool IsCudnnAttentionEvidenceGpu(std::string_view gpu_id) {
+  return IsH100Gpu(gpu_id) || gpu_id.substr(0, 4) == "h200" || IsBlackwellTrainingGpu(gpu_id);
+}
 // Weak scaling (twenty-third session): NVIDIA's DGX Cloud recipes (dgxc-benchmarking) give each configuration at its
 // smallest and largest GPU count with the same work per GPU (8 -> 128 up to 576 -> 2,304 H100s, 128 -> 512 GB200s:
 // 4-32x the GPUs). Over those 34 pairs the published step time grew -0.2% to 9.5% (mean 2.2%) more than the model's,

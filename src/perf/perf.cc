@@ -44,6 +44,8 @@ constexpr const char* kCpRingOpName = "CP K/V ring exchange";
 // From this many GPUs `perf train` quotes the weak-scaling evidence: the large end of the smallest measured pair
 // (dgxc-benchmarking's LLaMA 3.1 8B, 8 -> 128 H100s).
 constexpr int kWeakScalingNoteGpus = 128;
+// `perf train` says that attention is priced below cuDNN's measured rate once attention is this share of the step.
+constexpr double kAttentionNoteShare = 0.10;
 // Optimizer step traffic per locally held parameter: every state byte read and written (master copy and moments:
 // 12 B each way for Adam with FP32 master weights), the gradient read, the 16-bit weight written; where the
 // optimizer keeps no full copy of the weights (16-bit remainders, or none), the weight is also read to rebuild the
@@ -2135,6 +2137,29 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                   "dense-model training runs on B200 and GB200 (NVIDIA's NeMo recipes and Megatron-Bridge, BF16, FP8 and "
                   "MXFP8)",
                   ", which the GEMM rates measured on these GPUs do not explain; attention there is an assumption");
+  // Attention at FlashAttention 2's rate (an assumption on Blackwell) where the fused stacks run cuDNN's kernel, which
+  // the `attention` group measured faster: worth saying where attention is a sizeable share of the step.
+  if (cfg.detail && !cfg.eager && cfg.attention == AttentionImpl::kFlash && evidence::IsCudnnAttentionEvidenceGpu(gpu.id)) {
+    double attn_s = 0;
+    for (const auto& o : res.ops)
+      if (o.name.size() >= 17 && o.name.compare(o.name.size() - 17, 17, "attention (flash)") == 0)
+        attn_s += o.time_s * o.count;
+    const double share = res.step_time_s > 0 ? attn_s / res.step_time_s : 0;
+    if (share >= kAttentionNoteShare) {
+      const auto& e = evidence::kAttentionCudnn;
+      res.notes.push_back(fmt::format(
+          "uncertain: attention is {:.0f}% of this step, priced at {:.3f} of the 16-bit peak ({}); cuDNN's fused "
+          "attention, which Transformer Engine runs on this GPU generation (Megatron-Core, NeMo, Megatron-Bridge), was "
+          "measured against that price in {} held-out kernel runs on H200 and GB200, where the model was {:+.0f}% to "
+          "{:+.0f}% off (mean {:+.0f}%; negative: the kernel was faster; `suanli validate --group attention`), so with "
+          "those stacks attention itself likely runs faster than priced here, most at long sequences; their end-to-end "
+          "runs are nonetheless predicted too fast, this price standing in for a cost the model lacks "
+          "(docs/validation.md section 5)",
+          100 * share, eff.attention,
+          evidence::IsBlackwellTrainingGpu(gpu.id) ? "an assumption on Blackwell" : "FlashAttention 2's measured rate",
+          e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
+    }
+  }
   if (cfg.detail && par.gpus() >= kWeakScalingNoteGpus) {
     const auto& e = evidence::kWeakScalingShortfall;
     res.notes.push_back(fmt::format(

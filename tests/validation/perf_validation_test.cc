@@ -320,6 +320,9 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
           return c.group == "max_throughput" && has(c.name, "TRT-LLM 1.0 ") && (c.gpu == "b200" || c.gpu == "gb200");
         },
         "NVFP4 maximum throughput on B200/GB200");
+  check(evidence::kAttentionCudnn,
+        [&](const ValidationCase& c) { return c.group == "attention" && has(c.name, "cudnn-frontend SDPA"); },
+        "cuDNN fused attention on H200 and GB200");
   check(evidence::kFp4MidShapeGemm,
         [&](const ValidationCase& c) {
           return c.group == "gemm" && has(c.name, "DeepGEMM PR 348 cuBLAS mxfp4") && !has(c.name, "8192x8192x8192");
