@@ -2142,8 +2142,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   if (cfg.detail && !cfg.eager && cfg.attention == AttentionImpl::kFlash && evidence::IsCudnnAttentionEvidenceGpu(gpu.id)) {
     double attn_s = 0;
     for (const auto& o : res.ops)
-      if (o.name.size() >= 17 && o.name.compare(o.name.size() - 17, 17, "attention (flash)") == 0)
-        attn_s += o.time_s * o.count;
+      if (o.name.ends_with("attention (flash)")) attn_s += o.time_s * o.count;  // dense and "[moe] " layers
     const double share = res.step_time_s > 0 ? attn_s / res.step_time_s : 0;
     if (share >= kAttentionNoteShare) {
       const auto& e = evidence::kAttentionCudnn;
