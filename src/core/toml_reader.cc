@@ -1,8 +1,8 @@
-#include <cmath>
 #include "core/toml_reader.h"
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "suanli/text.h"

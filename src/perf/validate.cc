@@ -549,7 +549,8 @@ Result<double> EvalAttention(const toml::table& t, const HardwareCatalog& hw, co
   const std::string pass = t["pass"].value_or(std::string());
   if (pass != "fwd" && pass != "bwd") return ParseError(fmt::format("'pass' is '{}'; valid: fwd, bwd", pass));
   const double tokens = batch * seq;
-  const double keys = causal ? seq / 2 : seq;  // perf_detail::MeanAttendedKeys without a window
+  // Keys per query as the training model counts them (no window: a causal pass sees seq / 2 on average, a full one seq).
+  const double keys = perf_detail::MeanAttendedKeys(ModelSpec{}, seq, /*decode=*/!causal);
   const double flops = 4.0 * tokens * keys * head_dim * heads;
   const double bytes = tokens * (2 * heads + 2 * kv_heads) * head_dim * 2;  // Q, K, V and the output, 16-bit
   const perf_detail::FusedAttentionTime fa = perf_detail::FusedAttentionForward(*gpu, eff, flops, bytes, false);
@@ -559,7 +560,7 @@ Result<double> EvalAttention(const toml::table& t, const HardwareCatalog& hw, co
   if (t["metric"].value_or(std::string()) != "tflops")
     return ParseError("unknown attention metric '" + t["metric"].value_or(std::string()) + "' (valid: tflops)");
   *bound = perf_detail::PeakFor(*gpu, Precision::kBf16) / 1e12;
-  return flops * scale / (fa.time_s * scale) / 1e12;
+  return flops / fa.time_s / 1e12;  // the backward's FLOPs and time are both kFlashBackwardFactor times: one rate
 }
 
 }  // namespace
