@@ -10,6 +10,8 @@ list(APPEND SUANLI_DATA_FILES
   data/mig/h200.toml
   data/mig/b200.toml
   data/mig/gb200.toml
+  data/mig/b300.toml
+  data/mig/gb300.toml
   data/tco.toml
 )
 list(APPEND SUANLI_EXTRA_FUZZ_TARGETS fuzz_mig)
