@@ -2027,7 +2027,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "their matmuls run forward and data gradient only, and data-parallel traffic and the optimizer carry the "
         "adapters alone; adapters run unfused (16-bit, their output added to the frozen layer's: methodology section 8). "
         "Checked on {} published LoRA runs (NeMo 24.07 on H100 in FP8 with packed sequences, NeMo AutoModel on one H100 in "
-        "BF16, MLPerf Training's LLaMA-2 70B on 8 to 1,024 H100, H200, L40S, B200 and GB200 GPUs in FP8): {:+.0f}% to "
+        "BF16, MLPerf Training's LLaMA-2 70B on 8 to 1,024 H100, H200, L40S, B200, GB200 and GB300 GPUs in FP8): {:+.0f}% to "
         "{:+.0f}% off (positive: too fast)",
         cfg.fit.lora_rank, lc.adapters.size(), FormatCount(res.memory.trainable_params), e.cases, 100 * e.lo,
         100 * e.hi));
@@ -2111,8 +2111,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const auto& t = evidence::kFp8TrainingTorchtitan;
     res.notes.push_back(fmt::format(
         "uncertain: FP8 training is checked against {} Megatron-Core runs with Transformer Engine (NeMo 23.09 to "
-        "25.04 on H100, B200 and GB200, MLPerf Training submissions among them; Megatron-Bridge 25.11 to 26.06 on H100, "
-        "B200 and GB200), where its throughput was "
+        "25.09 on H100, B200, GB200 and GB300, MLPerf Training submissions among them; Megatron-Bridge 25.11 to 26.06 on "
+        "H100, B200, GB200 and GB300), where its throughput was "
         "{:+.0f}% to {:+.0f}% off (mean {:+.0f}%; positive: too fast), and {} torchtitan Float8 runs (FSDP2, compiled, "
         "H200), {:+.0f}% to {:+.0f}%; other FP8 stacks are unmeasured (docs/validation.md)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean, t.cases, 100 * t.lo, 100 * t.hi));
@@ -2137,6 +2137,16 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                   "dense-model training runs on B200 and GB200 (NVIDIA's NeMo recipes and Megatron-Bridge, BF16, FP8 and "
                   "MXFP8)",
                   ", which the GEMM rates measured on these GPUs do not explain; attention there is an assumption");
+  if (cfg.detail && !m.moe && evidence::IsBlackwellUltraGpu(gpu.id)) {
+    const auto& e = evidence::kBlackwellUltraDenseTraining;
+    res.notes.push_back(fmt::format(
+        "uncertain: on {} published dense-model training runs on GB300 (Megatron-Bridge 25.11-26.06 and MLPerf Training "
+        "v5.1: LLaMA 3 8B, 70B, 3.1 405B and LLaMA-2 70B LoRA, FP8 and MXFP8) this model was {:+.0f}% to {:+.0f}% off "
+        "(mean {:+.0f}%; positive: too fast), too slow on 9 of them: those runs are 16-24% faster than GB200's of the "
+        "same configuration at the same datasheet peaks, and the GEMM rate here is B300's benchmark (the same die; no "
+        "GB300 GEMM measurement), attention an assumption; no B300 dense run checks it (docs/validation.md section 5)",
+        e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
+  }
   // Attention at FlashAttention 2's rate (an assumption on Blackwell) where the fused stacks run cuDNN's kernel, which
   // the `attention` group measured faster: worth saying where attention is a sizeable share of the step.
   if (cfg.detail && !cfg.eager && cfg.attention == AttentionImpl::kFlash && evidence::IsCudnnAttentionEvidenceGpu(gpu.id)) {
@@ -2149,13 +2159,15 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       res.notes.push_back(fmt::format(
           "uncertain: attention is {:.0f}% of this step, priced at {:.3f} of the 16-bit peak ({}); cuDNN's fused "
           "attention, which Transformer Engine runs on this GPU generation (Megatron-Core, NeMo, Megatron-Bridge), was "
-          "measured against that price in {} held-out kernel runs on H200 and GB200, where the model was {:+.0f}% to "
+          "measured against that price in {} held-out kernel runs on H200, GB200 and GB300, where the model was {:+.0f}% to "
           "{:+.0f}% off (mean {:+.0f}%; negative: the kernel was faster; `suanli validate --group attention`), so with "
           "those stacks attention itself likely runs faster than priced here, most at long sequences; their end-to-end "
           "runs are nonetheless predicted too fast, this price standing in for a cost the model lacks "
           "(docs/validation.md section 5)",
           100 * share, eff.attention,
-          evidence::IsBlackwellTrainingGpu(gpu.id) ? "an assumption on Blackwell" : "FlashAttention 2's measured rate",
+          evidence::IsBlackwellTrainingGpu(gpu.id) || evidence::IsBlackwellUltraGpu(gpu.id)
+              ? "an assumption on Blackwell"
+              : "FlashAttention 2's measured rate",
           e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
     }
   }
@@ -2184,7 +2196,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         cfg.eager ? "; it was measured on Megatron-Core, and no eager-PyTorch MoE run (torchtitan, HF) checks it" : ""));
     res.notes.push_back(fmt::format(
         "uncertain: MoE training is checked against {} held-out Megatron-Core runs (Qwen3 30B-A3B and 235B-A22B, "
-        "GPT-OSS 120B, DeepSeek-V3; on H100, B200 and GB200), where its throughput was {:+.0f}% to {:+.0f}% off (mean "
+        "GPT-OSS 120B, DeepSeek-V3; on H100, B200, GB200, B300 and GB300), where its throughput was {:+.0f}% to {:+.0f}% off (mean "
         "{:+.0f}%; positive: too fast), {} runs of the older Megatron-Bridge 25.11 stack ({:+.0f}% to {:+.0f}%), and {} "
         "runs of NeMo AutoModel's PyTorch FSDP2 stack ({:+.0f}% to {:+.0f}%: there the multiple makes the model too "
         "slow), and {} runs of Grok-1's 8 wide experts in NVIDIA's NeMo recipes ({:+.0f}% to {:+.0f}%: the multiple, "

@@ -929,10 +929,19 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   EXPECT_TRUE(note_with(on_b200->notes, "-4% to +33% off (mean +9%"));
   EXPECT_FALSE(note_with(on_b200->notes, "fused stacks on H100"));
   EXPECT_FALSE(note_with(ddp->notes, blackwell_note));
+  // GB300 (Blackwell Ultra): its own held-out runs, on which the model is mostly slow; not the B200/GB200 note.
+  const char* ultra_note = "published dense-model training runs on GB300";
+  const GpuSpec& gb300 = G("gb300");
+  auto on_gb300 = EstimateTraining(m8, C(gb300), c, E(gb300));
+  ASSERT_TRUE(on_gb300.ok()) << on_gb300.status().message();
+  EXPECT_TRUE(note_with(on_gb300->notes, ultra_note));
+  EXPECT_TRUE(note_with(on_gb300->notes, "-14% to +33% off (mean -3%"));
+  EXPECT_FALSE(note_with(on_gb300->notes, blackwell_note));
+  EXPECT_FALSE(note_with(on_b200->notes, ultra_note));
   // Where attention is a tenth of the step or more, a fused stack on Hopper or Blackwell carries the cuDNN kernel
   // runs' figures (`validate --group attention`): at 2,048 tokens LLaMA 3.1 8B's attention is 6% of the step, at 4,096
   // 13% and at 32,768 more; eager stacks (FlashAttention 2 itself) and A100 (no cuDNN evidence) do not.
-  const char* attention_note = "held-out kernel runs on H200 and GB200, where the model was -52% to +22% off (mean -27%";
+  const char* attention_note = "held-out kernel runs on H200, GB200 and GB300, where the model was -52% to +22% off (mean -26%";
   EXPECT_TRUE(note_with(ddp->notes, attention_note));
   auto at_2k = EstimateTraining(m8, C(h100), Train(8, 1, 1, 16, 2048), E(h100));
   ASSERT_TRUE(at_2k.ok());
@@ -961,8 +970,8 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(qwen.ok()) << qwen.status().message();
   EXPECT_EQ(qwen->error.cases, 0);
   EXPECT_EQ(ddp->error.cases, evidence::kTrainingError.cases);
-  EXPECT_TRUE(note_with(qwen->notes, "uncertain: MoE training is checked against 14 held-out Megatron-Core runs"));
-  EXPECT_TRUE(note_with(qwen->notes, "6 runs of the older Megatron-Bridge 25.11 stack"));
+  EXPECT_TRUE(note_with(qwen->notes, "uncertain: MoE training is checked against 21 held-out Megatron-Core runs"));
+  EXPECT_TRUE(note_with(qwen->notes, "8 runs of the older Megatron-Bridge 25.11 stack"));
   EXPECT_TRUE(note_with(qwen->notes, "and 2 runs of NeMo AutoModel's PyTorch FSDP2 stack (-55% to -38%"));
   EXPECT_TRUE(note_with(qwen->notes, "calibrated: each MoE layer takes 1.80x the time its operators add up to (CUDA "
                                      "graphs none; 1.80x without a full-iteration graph, 1.30x with one), a multiple "

@@ -170,7 +170,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 213);
+  EXPECT_EQ(n_dense, 224);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -228,9 +228,12 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // frozen layer's, on the GPU's sequence shard where the adapter drops and sums the layer's input: read from the
   // code, and 0.9 point worse on the 23 LoRA rows) 7.14%; with GB200's HBM fraction from a triad-like kernel (B200's
   // CCCL element-wise add, 0.840, in place of Azure's unnamed-kernel 0.919; thirty-fourth session) 7.05%.
+  // The thirty-fifth session's B300 and GB300 catalog entries let in 11 held-out dense GB300 runs (Megatron-Bridge
+  // 25.11-26.06 LLaMA 3 8B, 70B, 3.1 405B; MLPerf v5.1 LLaMA-2 70B LoRA and LLaMA-3.1 8B), which the model puts -14% to
+  // +15% off (the 512-GPU 8B at 33%): 7.16%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0706);  // 7.048%
+  EXPECT_LE(mean_dense, 0.0717);  // 7.162%
   EXPECT_LE(worst_dense, 0.342);  // 33.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
@@ -257,8 +260,8 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
 }
 
 // Every bundled run ran on its hardware, so each is also a check that the memory model does not call a real run
-// impossible (docs/validation.md §2). Three still come out over the GPU's memory, by 3-6%; the test names them, so
-// that a change adding a fourth, or fixing one, shows here.
+// impossible (docs/validation.md §2). Five still come out over the GPU's memory, by 3-7%; the test names them, so
+// that a change adding a sixth, or fixing one, shows here.
 TEST(PerfValidation, RunsThatRanFitTheMemoryModel) {
   const auto& rep = Bundled();
   ASSERT_TRUE(rep.ok()) << rep.status().message();
@@ -276,7 +279,11 @@ TEST(PerfValidation, RunsThatRanFitTheMemoryModel) {
       // Meta's own pipeline schedule, not Megatron's in-flight micro-batches.
       "Llama 3 paper 405B H100 x8192 TP8 PP16 VP8 DP64 seq 8192",
       // NeMo 24.07's packed SFT: its optimizer settings are not in the table.
-      "NeMo 24.07 SFT LLaMA-2 70B H100 FP8 x16 TP4 PP4 packed"};
+      "NeMo 24.07 SFT LLaMA-2 70B H100 FP8 x16 TP4 PP4 packed",
+      // Megatron-Bridge's GB300 MXFP8 recipes at 104% and 107%: settings the case keys do not carry (the recipes'
+      // BF16 Adam moments among them, left at the default as on the neighbouring GB200 rows).
+      "Megatron-Bridge 26.04.01 GB300 LLaMA-3 70B MXFP8 x64 PP4 VP5",
+      "Megatron-Bridge 26.06 GB300 LLaMA-3.1 405B MXFP8 x256 TP2 PP8 CP2 VP4 SP"};
   EXPECT_EQ(over, known);
 }
 
@@ -474,6 +481,11 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
           return c.group == "training" && !c.moe && evidence::IsBlackwellTrainingGpu(c.gpu);
         },
         "dense training on B200 and GB200", true);
+  check(evidence::kBlackwellUltraDenseTraining,
+        [&](const ValidationCase& c) {
+          return c.group == "training" && !c.moe && evidence::IsBlackwellUltraGpu(c.gpu);
+        },
+        "dense training on B300 and GB300", true);
   {
     int n = 0;
     double sum = 0, lo = 1e9, hi = -1e9;
