@@ -229,12 +229,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // code, and 0.9 point worse on the 23 LoRA rows) 7.14%; with GB200's HBM fraction from a triad-like kernel (B200's
   // CCCL element-wise add, 0.840, in place of Azure's unnamed-kernel 0.919; thirty-fourth session) 7.05%.
   // The thirty-fifth session's B300 and GB300 catalog entries let in 11 held-out dense GB300 runs (Megatron-Bridge
-  // 25.11-26.06 LLaMA 3 8B, 70B, 3.1 405B; MLPerf v5.1 LLaMA-2 70B LoRA and LLaMA-3.1 8B), which the model puts -14% to
-  // +15% off (the 512-GPU 8B at 33%): 7.16%.
+  // 25.11-26.06 LLaMA 3 8B, 70B, 3.1 405B; MLPerf v5.1 LLaMA-2 70B LoRA and LLaMA-3.1 8B): 7.16% with GB300's GEMM
+  // rates from B300's benchmark, 7.10% with its FP8 rate from Azure's sustained sweep on GB300 (-11% to +11%, and the
+  // 512-GPU 8B 34% too fast, as on GB200).
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0717);  // 7.162%
-  EXPECT_LE(worst_dense, 0.342);  // 33.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB200s, a 0.09 s step), plus one point
+  EXPECT_LE(mean_dense, 0.0710);  // 7.099%
+  EXPECT_LE(worst_dense, 0.352);  // 34.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB300s, a 0.085 s step; 33.2% on 512 GB200s), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
   // point-to-point, 2.6% over before the twenty-second session's TP-overlap share: more exposed TP time per
