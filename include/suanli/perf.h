@@ -829,7 +829,7 @@ inline constexpr LeaveOneOut kMoeLayerMultipleLeaveOneOut{9, 0.181, 0.290};
 // same layout. Error of the predicted step-time ratio (selective / full) against the published one. The only
 // published pairs of one job on one stack in the set, so the resolution `plan` can claim between close layouts.
 inline constexpr ValidationEvidence kSameJobRatio{4, -0.032, -0.049, -0.008};
-inline constexpr ValidationEvidence kMoeTrainingHoldout{21, -0.072, -0.277, 0.269};
+inline constexpr ValidationEvidence kMoeTrainingHoldout{27, -0.047, -0.277, 0.345};
 inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{8, 0.191, -0.338, 1.092};
 // The same model on another stack: NeMo AutoModel's PyTorch FSDP2 with DeepEP on H100 in BF16 (Qwen3 30B-A3B,
 // GPT-OSS 120B; twenty-first session, held out), where the Megatron-Core multiple makes the model too slow.
