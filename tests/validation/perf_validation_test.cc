@@ -231,10 +231,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // The thirty-fifth session's B300 and GB300 catalog entries let in 11 held-out dense GB300 runs (Megatron-Bridge
   // 25.11-26.06 LLaMA 3 8B, 70B, 3.1 405B; MLPerf v5.1 LLaMA-2 70B LoRA and LLaMA-3.1 8B): 7.16% with GB300's GEMM
   // rates from B300's benchmark, 7.10% with its FP8 rate from Azure's sustained sweep on GB300 (-11% to +11%, and the
-  // 512-GPU 8B 34% too fast, as on GB200).
+  // 512-GPU 8B 34% too fast, as on GB200); 7.06% with MLPerf v5.1's LoRA step times over the intervals that span no
+  // evaluation (GB200 on 512 GPUs 0.2297 -> 0.2051 s).
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0710);  // 7.099%
+  EXPECT_LE(mean_dense, 0.0707);  // 7.064%
   EXPECT_LE(worst_dense, 0.352);  // 34.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB300s, a 0.085 s step; 33.2% on 512 GB200s), plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
