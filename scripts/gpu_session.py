@@ -600,7 +600,8 @@ def catalog_gpu(name):
     """The suanli catalog id for a CUDA device name, or None (then edit the written cases by hand)."""
     n = name.lower()
     for key, gpu in (("h200", "h200-sxm"), ("h100 80gb hbm3", "h100-sxm"), ("h100 pcie", "h100-pcie"),
-                     ("h100 nvl", "h100-nvl"), ("a100-sxm4-80gb", "a100-sxm-80gb"), ("l40s", "l40s")):
+                     ("h100 nvl", "h100-nvl"), ("a100-sxm4-80gb", "a100-sxm-80gb"), ("l40s", "l40s"),
+                     ("gb300", "gb300"), ("gb200", "gb200"), ("b300", "b300"), ("b200", "b200")):
         if key in n:
             return gpu
     return None

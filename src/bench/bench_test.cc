@@ -129,6 +129,7 @@ TEST(BenchCatalogMatch, DriverNamesFindTheirCatalogEntry) {
       {"NVIDIA A100-SXM4-40GB", "a100-sxm-40gb"},   {"NVIDIA A100 80GB PCIe", "a100-pcie-80gb"},
       {"NVIDIA H100 PCIe", "h100-pcie"},            {"NVIDIA H200", "h200-sxm"},
       {"NVIDIA B200", "b200"},                      {"NVIDIA L40S", "l40s"},
+      {"NVIDIA GB200", "gb200"},                    {"NVIDIA GB300", "gb300"},  // the captures' product_name
       {"Tesla T4", "t4"},                           {"NVIDIA GeForce RTX 4090", "rtx-4090"},
       {"NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"}, {"Tesla V100-SXM2-32GB", "v100-sxm-32gb"},
   };
