@@ -772,11 +772,14 @@ inline bool IsH100Gpu(std::string_view gpu_id) { return gpu_id.substr(0, 4) == "
 // Attention on Blackwell is still an assumption. Signed on speed. `perf train` and `select` quote it for dense training there.
 inline constexpr ValidationEvidence kBlackwellDenseTraining{31, 0.090, -0.048, 0.3349};
 inline constexpr const char* kBlackwellTrainingGpus[] = {"b200", "gb200"};
-inline bool IsBlackwellTrainingGpu(std::string_view gpu_id) {
-  for (const char* g : kBlackwellTrainingGpus)
+// Whether `gpu_id` is one of `ids`.
+template <size_t N>
+bool IsOneOf(std::string_view gpu_id, const char* const (&ids)[N]) {
+  for (const char* g : ids)
     if (gpu_id == g) return true;
   return false;
 }
+inline bool IsBlackwellTrainingGpu(std::string_view gpu_id) { return IsOneOf(gpu_id, kBlackwellTrainingGpus); }
 // Dense-model training on Blackwell Ultra (thirty-fifth session): the 11 held-out dense runs on GB300 that the
 // catalog entry let in (Megatron-Bridge 25.11-26.06 LLaMA 3 8B, 70B and 3.1 405B in FP8 and MXFP8; MLPerf Training
 // v5.1's LLaMA-2 70B LoRA and LLaMA-3.1 8B on 72 and 512 GB300s). GB300's FP8 GEMM rate is Azure's sustained cuBLASLt
@@ -787,11 +790,7 @@ inline bool IsBlackwellTrainingGpu(std::string_view gpu_id) {
 // 512-GPU LLaMA-3.1 8B, as on GB200). Signed on speed. `perf train` quotes it for dense training on B300 and GB300.
 inline constexpr ValidationEvidence kBlackwellUltraDenseTraining{11, 0.006, -0.109, 0.342};
 inline constexpr const char* kBlackwellUltraGpus[] = {"b300", "gb300"};
-inline bool IsBlackwellUltraGpu(std::string_view gpu_id) {
-  for (const char* g : kBlackwellUltraGpus)
-    if (gpu_id == g) return true;
-  return false;
-}
+inline bool IsBlackwellUltraGpu(std::string_view gpu_id) { return IsOneOf(gpu_id, kBlackwellUltraGpus); }
 // Fused attention kernels (thirty-fourth session): cuDNN's SDPA training benchmark (NVIDIA/cudnn-frontend), the kernel
 // Transformer Engine selects on Hopper and later, on H200 and GB200 and, since the thirty-fifth session, GB300
 // (Llama-3.1-shaped GQA, causal, BF16, forward and backward at 2K-32K tokens; 30 held-out `attention` cases) against the rate the model prices attention at there

@@ -2117,13 +2117,15 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "H200), {:+.0f}% to {:+.0f}%; other FP8 stacks are unmeasured (docs/validation.md)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean, t.cases, 100 * t.lo, 100 * t.hi));
   }
-  // A class of published runs the model was optimistic on: "uncertain: on N published <runs> this model was lo to hi
-  // off (mean ...)<why>; expect the step to take longer".
-  auto optimistic_on = [&](const ValidationEvidence& e, std::string_view runs, std::string_view why) {
+  // A class of published runs the model is checked on: "uncertain: on N published <runs> this model was lo to hi off
+  // (mean ...)<why> (docs/validation.md section 5)"; where it was optimistic, <why> ends "expect the step to take longer".
+  auto checked_on = [&](const ValidationEvidence& e, std::string_view runs, std::string_view why) {
     res.notes.push_back(fmt::format("uncertain: on {} published {} this model was {:+.0f}% to {:+.0f}% off (mean "
-                                    "{:+.0f}%; positive: too fast){}; expect the step to take longer "
-                                    "(docs/validation.md section 5)",
+                                    "{:+.0f}%; positive: too fast){} (docs/validation.md section 5)",
                                     e.cases, runs, 100 * e.lo, 100 * e.hi, 100 * e.mean, why));
+  };
+  auto optimistic_on = [&](const ValidationEvidence& e, std::string_view runs, std::string_view why) {
+    checked_on(e, runs, std::string(why) + "; expect the step to take longer");
   };
   if (cfg.detail && !m.moe && !cfg.eager && cfg.dtype != Precision::kFp8 && evidence::IsH100Gpu(gpu.id))
     optimistic_on(evidence::kH100Bf16FusedTraining,
@@ -2137,16 +2139,12 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                   "dense-model training runs on B200 and GB200 (NVIDIA's NeMo recipes and Megatron-Bridge, BF16, FP8 and "
                   "MXFP8)",
                   ", which the GEMM rates measured on these GPUs do not explain; attention there is an assumption");
-  if (cfg.detail && !m.moe && evidence::IsBlackwellUltraGpu(gpu.id)) {
-    const auto& e = evidence::kBlackwellUltraDenseTraining;
-    res.notes.push_back(fmt::format(
-        "uncertain: on {} published dense-model training runs on GB300 (Megatron-Bridge 25.11-26.06 and MLPerf Training "
-        "v5.1: LLaMA 3 8B, 70B, 3.1 405B and LLaMA-2 70B LoRA, FP8 and MXFP8) this model was {:+.0f}% to {:+.0f}% off "
-        "(mean {:+.0f}%; positive: too fast), slow on 7 and fast on 4; the FP8 GEMM rate here is Azure's sustained "
-        "measurement on GB300, the 16-bit one B300's benchmark (the same die), attention an assumption; no B300 dense run "
-        "checks it (docs/validation.md section 5)",
-        e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
-  }
+  if (cfg.detail && !m.moe && evidence::IsBlackwellUltraGpu(gpu.id))
+    checked_on(evidence::kBlackwellUltraDenseTraining,
+               "dense-model training runs on GB300 (Megatron-Bridge 25.11-26.06 and MLPerf Training v5.1: LLaMA 3 8B, 70B, "
+               "3.1 405B and LLaMA-2 70B LoRA, FP8 and MXFP8)",
+               ", slow on 7 and fast on 4; the FP8 GEMM rate here is Azure's sustained measurement on GB300, the 16-bit "
+               "one B300's benchmark (the same die), attention an assumption; no B300 dense run checks it");
   // Attention at FlashAttention 2's rate (an assumption on Blackwell) where the fused stacks run cuDNN's kernel, which
   // the `attention` group measured faster: worth saying where attention is a sizeable share of the step.
   if (cfg.detail && !cfg.eager && cfg.attention == AttentionImpl::kFlash && evidence::IsCudnnAttentionEvidenceGpu(gpu.id)) {
