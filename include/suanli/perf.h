@@ -736,16 +736,17 @@ inline constexpr LatencyShortfall kShortPromptTtftShortfall{12, 1.06e-3, 0.11e-3
 // torch.compile, per-op recompute, H200; held out), and MLPerf Training's closed-division GPT-3 175B and LLaMA-3.1
 // 405B submissions by NVIDIA and its partners (NeMo 23.09-25.04 on 256 to 11,616 H100s, 64 B200s and 256 to 2,496
 // GB200s), Oracle's v4.1 GPT-3 on 1,536 and 3,072 H100s over RoCE and NVIDIA's v5.1 LLaMA-3.1 8B on 72 and 512
-// GB200s (30 held out, step times read from the submissions' logs; twenty-fifth session): quoted because they are all
-// the evidence there is for these paths.
+// GB200s (30 held out, step times read from the submissions' logs; twenty-fifth session); since the thirty-fifth
+// session also Megatron-Bridge's 7 GB300 LLaMA runs and NVIDIA's v5.1 LLaMA-3.1 8B on 72 and 512 GB300s (9 held out):
+// quoted because they are all the evidence there is for these paths.
 inline constexpr ValidationEvidence kFp8TrainingMegatronCore{96, 0.016, -0.192, 0.342};
 inline constexpr ValidationEvidence kEagerFsdpTorchtitan{8, 0.035, 0.003, 0.096};
 inline constexpr ValidationEvidence kFp8TrainingTorchtitan{2, 0.118, 0.110, 0.125};
 // LoRA fine-tuning (perf train --mode lora): NeMo 24.07's three LoRA runs on H100 in FP8 (LLaMA-2 7B, 13B, 70B, rank 32
 // on QKV, SQuAD packed into 4096-token sequences), NeMo AutoModel's two on one H100 in BF16 (LLaMA 3.1 8B and
-// Qwen2.5 7B, rank 16 on every linear layer; twenty-first session), and MLPerf Training's 18 NVIDIA submissions of
+// Qwen2.5 7B, rank 16 on every linear layer; twenty-first session), and MLPerf Training's 20 NVIDIA submissions of
 // llama2_70b_lora (rank 16 on the fused qkv and o, input dropout 0.1, 8,192-token packed sequences, FP8, 8 to 1,024
-// H100, H200, L40S, B200 and GB200 GPUs; twenty-fifth session), all held out. Signed on speed (a step time's error
+// H100, H200, L40S, B200, GB200 and GB300 GPUs; twenty-fifth session, GB300 thirty-fifth), all held out. Signed on speed (a step time's error
 // negated).
 inline constexpr ValidationEvidence kLoraFinetuning{25, 0.027, -0.142, 0.198};
 // 16-bit pretraining on H100 by fused (non-eager) stacks at scale, all held out: the Megatron-LM README's eleven
@@ -811,10 +812,11 @@ inline bool IsCudnnAttentionEvidenceGpu(std::string_view gpu_id) {
 inline constexpr ValidationEvidence kWeakScalingShortfall{34, 0.0216, -0.0016, 0.0947};
 // Mixture-of-experts pretraining with Megatron-Core (Qwen3 30B-A3B and 235B-A22B, GPT-OSS 120B; H100, B200, GB200),
 // with the MoE-layer overhead (Efficiency::moe_layer_time_*) fitted on Megatron-LM's recipe runs (the 9
-// calibration runs: the fit's own spread): the 14 held-out runs of Megatron-Bridge's 26.04.01-26.08 containers
+// calibration runs: the fit's own spread): the 27 held-out runs of Megatron-Bridge's 26.04.01-26.08 containers
 // (three GPT-OSS BF16 runs with layernorm and moe_act recompute and two DeepSeek-V3 runs with a custom pipeline
-// layout and an MTP module added in the twenty-first session), its Qwen3 30B-A3B model card and Megatron-MoE-ModelZoo, and the 6 held-out Qwen3 runs of Megatron-Bridge 25.11, an older
-// MoE stack.
+// layout and an MTP module added in the twenty-first session; the GB300 and B300 runs in the thirty-fifth), its Qwen3
+// 30B-A3B model card, Megatron-MoE-ModelZoo and the Megatron-LM recipe index's GB300 and B300 runs, and the 8
+// held-out Qwen3 runs of Megatron-Bridge 25.11, an older MoE stack.
 inline constexpr ValidationEvidence kMoeTrainingCalibration{9, -0.027, -0.238, 0.113};
 // The same multiples cross-validated on their calibration runs: each run's absolute error with the multiple refitted
 // (best 0.05 step) on the others, eager runs and full-iteration-graph runs apart (scripts/fit_scan.py,
