@@ -2145,6 +2145,12 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                "3.1 405B and LLaMA-2 70B LoRA, FP8 and MXFP8)",
                ", slow on 7 and fast on 4; the FP8 GEMM rate here is Azure's sustained measurement on GB300, the 16-bit "
                "one B300's benchmark (the same die), attention an assumption; no B300 dense run checks it");
+  if (cfg.detail && evidence::IsAmdInstinctGpu(gpu.id))
+    optimistic_on(evidence::kAmdInstinctTraining,
+                  "dense-model training runs on MI300X (torchtitan, FSDP2, compiled: LLaMA 3 8B on 8 GPUs, BF16 and "
+                  "Float8)",
+                  "; the model's rates on AMD Instinct GPUs beyond the GEMM (HBM, attention, link) are defaults, not "
+                  "measurements");
   // Attention at FlashAttention 2's rate (an assumption on Blackwell) where the fused stacks run cuDNN's kernel, which
   // the `attention` group measured faster: worth saying where attention is a sizeable share of the step.
   if (cfg.detail && !cfg.eager && cfg.attention == AttentionImpl::kFlash && evidence::IsCudnnAttentionEvidenceGpu(gpu.id)) {

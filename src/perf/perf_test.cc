@@ -938,6 +938,19 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   EXPECT_TRUE(note_with(on_gb300->notes, "-11% to +34% off (mean +1%"));
   EXPECT_FALSE(note_with(on_gb300->notes, blackwell_note));
   EXPECT_FALSE(note_with(on_b200->notes, ultra_note));
+  // AMD Instinct: the model's rates beyond the GEMM are defaults there, and its two MI300X runs say how far off that
+  // was; the note names them on every Instinct GPU (MI325X's rates are set the same way), and on no NVIDIA GPU.
+  const char* amd_note = "published dense-model training runs on MI300X";
+  for (const char* id : {"mi300x", "mi325x"}) {
+    const GpuSpec& amd = G(id);
+    auto on_amd = EstimateTraining(m8, C(amd), c, E(amd));
+    ASSERT_TRUE(on_amd.ok()) << id << ": " << on_amd.status().message();
+    EXPECT_TRUE(note_with(on_amd->notes, amd_note)) << id;
+    EXPECT_TRUE(note_with(on_amd->notes, "+70% to +112% off (mean +91%")) << id;
+    EXPECT_TRUE(note_with(on_amd->notes, "are defaults, not measurements; expect the step to take longer")) << id;
+  }
+  EXPECT_FALSE(note_with(on_b200->notes, amd_note));
+  EXPECT_FALSE(note_with(ddp->notes, amd_note));
   // Where attention is a tenth of the step or more, a fused stack on Hopper or Blackwell carries the cuDNN kernel
   // runs' figures (`validate --group attention`): at 2,048 tokens LLaMA 3.1 8B's attention is 6% of the step, at 4,096
   // 13% and at 32,768 more; eager stacks (FlashAttention 2 itself) and A100 (no cuDNN evidence) do not.
