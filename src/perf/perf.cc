@@ -46,6 +46,9 @@ constexpr const char* kCpRingOpName = "CP K/V ring exchange";
 constexpr int kWeakScalingNoteGpus = 128;
 // `perf train` says that attention is priced below cuDNN's measured rate once attention is this share of the step.
 constexpr double kAttentionNoteShare = 0.10;
+// Sliding windows at most this wide get the small-window kernel note: the evidence is at 128 tokens (2-4x slower than
+// priced) and at 1024 (as priced), so the note stops between them.
+constexpr int kSmallWindowTokens = 512;
 // Optimizer step traffic per locally held parameter: every state byte read and written (master copy and moments:
 // 12 B each way for Adam with FP32 master weights), the gradient read, the 16-bit weight written; where the
 // optimizer keeps no full copy of the weights (16-bit remainders, or none), the weight is also read to rebuild the
@@ -863,8 +866,10 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   const double d_qk = sh.q_dim / m.heads;
   if (c.attention != AttentionImpl::kUnfused) {
     // Causal: each query attends to half the keys on average (FlashAttention skips masked blocks), at most the
-    // window on windowed layers.
-    attn_flops = 4.0 * T * perf_detail::MeanAttendedKeys(m, c.attn_seq > 0 ? c.attn_seq : c.seq, false) * sh.q_dim / t;
+    // window on windowed layers. Per attended key, 2 x (qk head dim + v head dim) FLOPs per head: QK^T at the query's
+    // width, PV at the value's (MLA: 192 and 128; the two are equal elsewhere).
+    attn_flops = 2.0 * T * perf_detail::MeanAttendedKeys(m, c.attn_seq > 0 ? c.attn_seq : c.seq, false) *
+                 (sh.q_dim + sh.out_proj_in) / t;
     const double bytes = T * (sh.q_dim + 2 * sh.kv_dim + sh.out_proj_in) / t * 2;
     const perf_detail::FusedAttentionTime fa = perf_detail::FusedAttentionForward(
         *c.gpu, *c.eff, attn_flops, bytes, c.attention == AttentionImpl::kFlash1);
@@ -877,7 +882,8 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     // scale-mask-softmax(-dropout) kernel streaming the scores.
     const double sq = T / c.micro_batch;  // queries per sequence on this GPU
     const GemmTime qk = EstimateGemm(sq, c.seq, d_qk, c.micro_batch * heads_local, 2, c.peak, c.gemm_eff, *c.gpu, *c.eff);
-    const GemmTime pv = EstimateGemm(sq, d_qk, c.seq, c.micro_batch * heads_local, 2, c.peak, c.gemm_eff, *c.gpu, *c.eff);
+    const double d_v = sh.out_proj_in / m.heads;
+    const GemmTime pv = EstimateGemm(sq, d_v, c.seq, c.micro_batch * heads_local, 2, c.peak, c.gemm_eff, *c.gpu, *c.eff);
     const double scores = c.micro_batch * heads_local * sq * c.seq;
     // Read scores, write probabilities (16-bit); with attention dropout also write the 1-byte mask and the
     // dropped-out probabilities that feed the second GEMM.
@@ -2163,7 +2169,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       res.notes.push_back(fmt::format(
           "uncertain: attention is {:.0f}% of this step, priced at {:.3f} of the 16-bit peak ({}); cuDNN's fused "
           "attention, which Transformer Engine runs on this GPU generation (Megatron-Core, NeMo, Megatron-Bridge), was "
-          "measured against that price in {} held-out kernel runs on H200, GB200 and GB300, where the model was {:+.0f}% to "
+          "measured against that price in {} held-out kernel runs on H200, GB200 and GB300 (LLaMA 3.1's, DeepSeek-V3's and "
+          "Kimi's MLA and Qwen3.5's shapes, causal, 2K-32K tokens), where the model was {:+.0f}% to "
           "{:+.0f}% off (mean {:+.0f}%; negative: the kernel was faster; `suanli validate --group attention`), so with "
           "those stacks attention itself likely runs faster than priced here, most at long sequences; their end-to-end "
           "runs are nonetheless predicted too fast, this price standing in for a cost the model lacks "
@@ -2174,6 +2181,20 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
               : "FlashAttention 2's measured rate",
           e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
     }
+  }
+  // A small sliding window (GPT-OSS: 128 tokens on half its layers): cuDNN's kernel ran far slower than priced there.
+  if (cfg.detail && !cfg.eager && m.sliding_window > 0 && m.sliding_window <= kSmallWindowTokens &&
+      m.sliding_window_layers > 0) {
+    const auto& s = evidence::kAttentionSmallWindow;
+    const auto& w = evidence::kAttentionWideWindow;
+    res.notes.push_back(fmt::format(
+        "uncertain: {} of this model's {} layers attend within a {}-token window, priced at the fused-attention "
+        "roofline; cuDNN's sliding-window kernel at a 128-token window (head dimension 64) ran slower "
+        "than that in {} held-out kernel runs on GB200 and GB300, the model {:+.0f}% to {:+.0f}% off (mean {:+.0f}%; "
+        "positive: the model is faster), and at a 1024-token window on H200 within {:+.0f}% to {:+.0f}% ({} runs); "
+        "expect those layers' attention to take 2-4x longer (docs/validation.md section 5)",
+        m.sliding_window_layers, m.layers, m.sliding_window, s.cases, 100 * s.lo, 100 * s.hi, 100 * s.mean, 100 * w.lo,
+        100 * w.hi, w.cases));
   }
   if (cfg.detail && par.gpus() >= kWeakScalingNoteGpus) {
     const auto& e = evidence::kWeakScalingShortfall;

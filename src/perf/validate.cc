@@ -134,6 +134,8 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"head_dim", KeyType::kInteger},
               {"seq", KeyType::kInteger},
               {"causal", KeyType::kBool},
+              {"head_dim_v", KeyType::kInteger},
+              {"window", KeyType::kInteger},
               {"pass", KeyType::kString}});
     return m;
   }();
@@ -548,11 +550,31 @@ Result<double> EvalAttention(const toml::table& t, const HardwareCatalog& hw, co
   const bool causal = t["causal"].value_or(true);
   const std::string pass = t["pass"].value_or(std::string());
   if (pass != "fwd" && pass != "bwd") return ParseError(fmt::format("'pass' is '{}'; valid: fwd, bwd", pass));
+  // The value head dimension where it differs from the query's (MLA: 192 for Q and K, 128 for V and the output).
+  double head_dim_v = head_dim;
+  if (t.contains("head_dim_v")) {
+    const auto x = t["head_dim_v"].value<int64_t>();
+    if (!x || *x < 1 || *x > (int64_t(1) << 24))
+      return ParseError("'head_dim_v' must be an integer from 1 to 16777216");
+    head_dim_v = double(*x);
+  }
+  // A causal sliding window: each query attends to at most the `window` keys before it (cuDNN's diagonal band).
+  ModelSpec shape;
+  if (t.contains("window")) {
+    const auto x = t["window"].value<int64_t>();
+    if (!x || *x < 1 || *x > (int64_t(1) << 24)) return ParseError("'window' must be an integer from 1 to 16777216");
+    if (!causal) return ParseError("'window' needs causal = true (a sliding window is a causal band)");
+    shape.layers = 1;
+    shape.sliding_window = static_cast<int>(*x);
+    shape.sliding_window_layers = 1;
+  }
   const double tokens = batch * seq;
-  // Keys per query as the training model counts them (no window: a causal pass sees seq / 2 on average, a full one seq).
-  const double keys = perf_detail::MeanAttendedKeys(ModelSpec{}, seq, /*decode=*/!causal);
-  const double flops = 4.0 * tokens * keys * head_dim * heads;
-  const double bytes = tokens * (2 * heads + 2 * kv_heads) * head_dim * 2;  // Q, K, V and the output, 16-bit
+  // Keys per query as the training model counts them (a causal pass sees seq / 2 on average, a full one seq, a window
+  // at most its width), and per key 2 x (qk + v head dim) FLOPs per head, as the training model and cuDNN count them.
+  const double keys = perf_detail::MeanAttendedKeys(shape, seq, /*decode=*/!causal);
+  const double flops = 2.0 * tokens * keys * (head_dim + head_dim_v) * heads;
+  // Q, K, V and the output, 16-bit.
+  const double bytes = tokens * ((heads + kv_heads) * head_dim + (kv_heads + heads) * head_dim_v) * 2;
   const perf_detail::FusedAttentionTime fa = perf_detail::FusedAttentionForward(*gpu, eff, flops, bytes, false);
   const double scale = pass == "bwd" ? perf_detail::kFlashBackwardFactor : 1.0;
   *detail = fmt::format("{} {:.3f} ms, {}-bound at attention {:.3f}", pass, fa.time_s * scale * 1e3,

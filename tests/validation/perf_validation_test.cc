@@ -120,13 +120,15 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // predictions 25.6% / 63.6%, twenty-seventh session, 24.4% / 63.6% since the one-shot all-reduce, twenty-eighth;
   // decode: 7.8% / 35.3% since the replicated gpt-fast head and the one-shot all-reduce; attention: cuDNN's fused
   // attention on H200 and GB200, thirty-fourth session, first predictions 29.0% / 52.1%, the model pricing it at
-  // FlashAttention 2's rate on Hopper and an assumed one on Blackwell). Training holdout as
+  // FlashAttention 2's rate on Hopper and an assumed one on Blackwell; 45.3% / 309.5% since the thirty-sixth session's
+  // 80 other shapes of the same benchmark, whose 20 runs at a 128-token sliding window the model prices 2-4x too fast).
+  // Training holdout as
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
       {"training", {0.1130, 1.13}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.178, 0.668}}, {"latency", {0.143, 0.162}},
-      {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}, {"attention", {0.300, 0.531}}};
+      {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}, {"attention", {0.460, 3.105}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
@@ -340,8 +342,16 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         },
         "NVFP4 maximum throughput on B200/GB200");
   check(evidence::kAttentionCudnn,
-        [&](const ValidationCase& c) { return c.group == "attention" && has(c.name, "cudnn-frontend SDPA"); },
-        "cuDNN fused attention on H200 and GB200");
+        [&](const ValidationCase& c) {
+          return c.group == "attention" && has(c.name, "cudnn-frontend SDPA") && !has(c.name, " window ");
+        },
+        "cuDNN fused attention on H200, GB200 and GB300, full causal");
+  check(evidence::kAttentionSmallWindow,
+        [&](const ValidationCase& c) { return c.group == "attention" && has(c.name, " window 128 "); },
+        "cuDNN sliding-window attention, 128-token window (GB200, GB300)");
+  check(evidence::kAttentionWideWindow,
+        [&](const ValidationCase& c) { return c.group == "attention" && has(c.name, " window 1024 "); },
+        "cuDNN sliding-window attention, 1024-token window (H200)");
   check(evidence::kFp4MidShapeGemm,
         [&](const ValidationCase& c) {
           return c.group == "gemm" && has(c.name, "DeepGEMM PR 348 cuBLAS mxfp4") && !has(c.name, "8192x8192x8192");
