@@ -72,6 +72,10 @@ struct ModelSpec {
   int64_t embed_proj_dim = 0;     // OPT word_embed_proj_dim when != hidden (project_in/out)
   int sliding_window = 0;         // tokens; 0 = full attention on every layer
   int sliding_window_layers = 0;  // how many layers use the window (Gemma 2: every other)
+  // The window is chunked (Llama 4's attention_chunk_size): a query attends to the keys of its own chunk, which
+  // starts at a multiple of `sliding_window`, not to the `sliding_window` keys before it. The cache holds at most one
+  // chunk per such layer, as it holds a window.
+  bool chunked_window = false;
   int mtp_layers = 0;             // DeepSeek multi-token-prediction modules (not counted in params)
   // The checkpoint's own storage format from config.json's quantization_config: a --weights id where suanli has
   // that format ("fp8", "nvfp4", "awq", "gptq", "nf4", "int8"), "" where it has none or the config names none; and a
@@ -85,7 +89,11 @@ struct ModelSpec {
   bool is_moe() const { return moe.has_value(); }
   // Every layer attends to the whole context and keeps it in the KV cache: what an engine does that ignores the
   // config's sliding window (vLLM --disable-sliding-window; TensorRT-LLM without max_attention_window_size).
-  void DisableSlidingWindow() { sliding_window = 0; sliding_window_layers = 0; }
+  void DisableSlidingWindow() {
+    sliding_window = 0;
+    sliding_window_layers = 0;
+    chunked_window = false;
+  }
   int moe_layer_count() const;    // layers with routed experts
   bool is_moe_layer(int i) const;  // layer i (from 0) has routed experts: past the first dense ones, every layer_step-th
 };

@@ -239,7 +239,9 @@ json ModelJson(const ModelSpec& m, const CatalogModel* cm) {
   j["parallel_block"] = m.parallel_block;  // attention and MLP off the same input: one TP all-reduce per layer
   const char* attn[] = {"mha", "gqa", "mqa", "mla"};
   j["attention"] = attn[static_cast<int>(m.attention())];
-  if (m.sliding_window) j["sliding_window"] = {{"tokens", m.sliding_window}, {"layers", m.sliding_window_layers}};
+  if (m.sliding_window)
+    j["sliding_window"] = {
+        {"tokens", m.sliding_window}, {"layers", m.sliding_window_layers}, {"chunked", m.chunked_window}};
   if (!m.stored_quantization.empty())
     j["stored_quantization"] = {
         {"weights", m.stored_weights.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.stored_weights)},
@@ -280,8 +282,8 @@ void ShowModel(const ModelSpec& m, const CatalogModel* cm) {
                               m.moe_layer_count())});
   t.Row({"vocab / context", fmt::format("{} / {}", m.vocab, m.max_positions)});
   if (m.sliding_window)
-    t.Row({"sliding window", fmt::format("{} tokens on {} of {} layers", m.sliding_window, m.sliding_window_layers,
-                                         m.layers)});
+    t.Row({m.chunked_window ? "attention chunks" : "sliding window",
+           fmt::format("{} tokens on {} of {} layers", m.sliding_window, m.sliding_window_layers, m.layers)});
   if (!m.stored_quantization.empty())
     t.Row({"checkpoint stored as", m.stored_weights.empty()
                                        ? fmt::format("{} (not a format suanli models)", m.stored_quantization)

@@ -130,7 +130,7 @@ namespace {
 const std::vector<std::string> kSupportedTypes = {"llama",  "mistral", "mixtral",  "qwen2",     "qwen2_moe",
                                                   "qwen3",  "qwen3_moe", "deepseek_v3", "gemma2", "phi3", "gpt_oss", "gpt2",
                                                   "gpt_neox", "gptj",  "opt",      "bloom",   "falcon",
-                                                  "mpt", "nemotron"};
+                                                  "mpt", "nemotron", "llama4", "llama4_text"};
 
 class JsonReader {
  public:
@@ -280,10 +280,19 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     return Unsupported(fmt::format("{}: model_type '{}' is not supported (supported: {}){}", name, t, list,
                                    DidYouMean(t, kSupportedTypes)));
   }
-  JsonReader r(j, name);
+  // Llama 4 (Llama4ForConditionalGeneration): the text decoder's keys sit under text_config; the vision encoder is not
+  // modelled (its 0.8B or so parameters are not counted).
+  if (t == "llama4") {
+    if (!j.contains("text_config") || !j["text_config"].is_object())
+      return ParseError(name + ": model_type 'llama4' needs a 'text_config' object (the text decoder's keys)");
+    json text = j["text_config"];
+    j = std::move(text);
+  }
+  const bool llama4 = t == "llama4" || t == "llama4_text";
+  JsonReader r(j, llama4 && t == "llama4" ? name + " text_config" : name);
   const bool llama_like = t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "qwen2_moe" ||
                           t == "qwen3" || t == "qwen3_moe" || t == "phi3" || t == "gemma2" || t == "deepseek_v3" ||
-                          t == "gpt_oss" || t == "nemotron";
+                          t == "gpt_oss" || t == "nemotron" || llama4;
   if (llama_like) {
     SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size"}, kMaxHidden));
     SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"num_hidden_layers"}, kMaxLayers));
@@ -340,7 +349,66 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
         }
       }
     }
-    if (t == "mixtral" || gpt_oss) {
+    if (llama4) {
+      // Llama 4: every interleave_moe_layer_step-th layer is MoE (one routed expert of intermediate_size per token, top-k,
+      // and one shared expert of the same width; no router bias); the others are dense MLPs of intermediate_size_mlp.
+      // iRoPE: the RoPE layers attend within chunks of attention_chunk_size tokens, every no_rope_layer_interval-th
+      // layer (NoPE) attends to the whole context; no_rope_layers lists 1 for a RoPE layer, 0 for NoPE (empty: the
+      // interval). The QK norm has no weights.
+      SUANLI_ASSIGN_OR_RETURN(m.ffn, r.IntOr("intermediate_size_mlp", m.ffn, kMaxHidden * 16));
+      MoeSpec e;
+      SUANLI_ASSIGN_OR_RETURN(int64_t ne, r.Int({"num_local_experts"}, 1 << 16));
+      SUANLI_ASSIGN_OR_RETURN(int64_t k, r.Int({"num_experts_per_tok"}, 1 << 16));
+      e.num_experts = static_cast<int>(ne);
+      e.experts_per_token = static_cast<int>(k);
+      SUANLI_ASSIGN_OR_RETURN(e.expert_ffn, r.Int({"intermediate_size"}, kMaxHidden * 16));
+      e.num_shared_experts = 1;
+      e.shared_ffn = e.expert_ffn;
+      SUANLI_ASSIGN_OR_RETURN(int64_t step, r.IntOr("interleave_moe_layer_step", 1, kMaxLayers));
+      if (step < 1) return ParseError(r.Where("interleave_moe_layer_step") + " must be at least 1");
+      e.layer_step = static_cast<int>(step);
+      if (r.Has("moe_layers") && !(j["moe_layers"].is_array() && j["moe_layers"].empty())) {
+        if (!j["moe_layers"].is_array())
+          return ParseError(r.Where("moe_layers") + " must be a list of layer indices");
+        std::vector<int> want;
+        for (int i = 0; i < m.layers; ++i)
+          if ((i + 1) % e.layer_step == 0) want.push_back(i);
+        std::vector<int> got;
+        for (const auto& v : j["moe_layers"]) {
+          if (!v.is_number_integer()) return ParseError(r.Where("moe_layers") + ": entries must be layer indices");
+          got.push_back(v.get<int>());
+        }
+        if (got != want)
+          return Unsupported(r.Where("moe_layers") +
+                             ": MoE layers other than every interleave_moe_layer_step-th are not supported");
+      }
+      m.moe = e;
+      SUANLI_ASSIGN_OR_RETURN(int64_t chunk, r.IntOr("attention_chunk_size", 0, int64_t(1) << 31));
+      if (chunk > 0) {
+        int rope_layers = 0;
+        const bool listed = r.Has("no_rope_layers") && j["no_rope_layers"].is_array() && !j["no_rope_layers"].empty();
+        if (listed) {
+          if (j["no_rope_layers"].size() != size_t(m.layers))
+            return ParseError(r.Where("no_rope_layers") + fmt::format(" must list one entry per layer ({} layers)", m.layers));
+          for (const auto& v : j["no_rope_layers"]) {
+            if (!v.is_number_integer() || (v.get<int>() != 0 && v.get<int>() != 1))
+              return ParseError(r.Where("no_rope_layers") + ": entries must be 1 (RoPE, chunked) or 0 (NoPE, full)");
+            rope_layers += v.get<int>();
+          }
+        } else if (r.Has("no_rope_layers") && !j["no_rope_layers"].is_array()) {
+          return ParseError(r.Where("no_rope_layers") + " must be a list (one 0 or 1 per layer)");
+        } else {
+          SUANLI_ASSIGN_OR_RETURN(int64_t interval, r.IntOr("no_rope_layer_interval", 4, kMaxLayers));
+          if (interval < 1) return ParseError(r.Where("no_rope_layer_interval") + " must be at least 1");
+          for (int i = 0; i < m.layers; ++i) rope_layers += (i + 1) % interval != 0;
+        }
+        if (rope_layers > 0 && (m.max_positions == 0 || chunk < m.max_positions)) {
+          m.sliding_window = static_cast<int>(chunk);
+          m.sliding_window_layers = rope_layers;
+          m.chunked_window = true;
+        }
+      }
+    } else if (t == "mixtral" || gpt_oss) {
       // GPT-OSS: every layer MoE, experts of intermediate_size with biases, a router with a bias.
       MoeSpec e;
       SUANLI_ASSIGN_OR_RETURN(int64_t ne, r.Int({"num_local_experts"}, 1 << 16));

@@ -39,6 +39,7 @@ TEST_F(Models, ParameterCountsMatchPublishedCounts) {
       {"qwen2.5-32b", {0.01, "model card's 32.5B disagrees with its own config (computed 32.76B)"}},
       {"opt-13b", {0.012, "published as '13B' (two significant digits); computed 12.85B"}},
       {"phi-3-mini", {0.006, "published as '3.8B' (two significant digits); computed 3.82B"}},
+      {"llama-4-scout", {0.015, "109B counts the vision encoder suanli does not model; the text decoder is 107.77B"}},
   };
   int checked = 0;
   for (const auto& cm : catalog_->models()) {
@@ -115,6 +116,61 @@ TEST_F(Models, GptOssCountsBiasesSinksAndAlternatingWindows) {
       "max_position_embeddings":1024,"layer_types":["sliding_attention","local"]})", "o.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("layer_types"), std::string::npos) << bad.status().message();
+}
+
+// Llama 4 (model_type llama4, the text decoder under text_config): every interleave_moe_layer_step-th layer has 1
+// routed expert of intermediate_size per token out of num_local_experts plus one shared expert of the same width and
+// a router without bias; the other layers a dense MLP of intermediate_size_mlp; untied 202048 x 5120 embedding and
+// head; the QK norm has no weights. The RoPE layers (all but every fourth) attend within 8192-token chunks.
+TEST_F(Models, Llama4CountsSharedAndRoutedExpertsAndChunksThreeLayersInFour) {
+  const double h = 5120, q = 40 * 128, kv = 8 * 128, f = 8192, fd = 16384, V = 202048;
+  const double attn = 2 * h * q + 2 * h * kv;
+  const double expert = 3 * h * f;
+  const ModelSpec s = Get("llama-4-scout");
+  ASSERT_TRUE(s.moe.has_value());
+  EXPECT_EQ(s.moe->num_experts, 16);
+  EXPECT_EQ(s.moe->experts_per_token, 1);
+  EXPECT_EQ(s.moe->num_shared_experts, 1);
+  EXPECT_EQ(s.moe->shared_ffn, 8192);
+  EXPECT_EQ(s.moe_layer_count(), 48);
+  EXPECT_EQ(s.ffn, 16384);
+  EXPECT_TRUE(s.chunked_window);
+  EXPECT_EQ(s.sliding_window, 8192);
+  EXPECT_EQ(s.sliding_window_layers, 36);
+  const double moe_layer = attn + 2 * h + 16 * h /*router*/ + expert /*shared*/;
+  const auto cs = CountParams(s);
+  EXPECT_DOUBLE_EQ(cs.total, 48 * (moe_layer + 16 * expert) + 2 * V * h + h);
+  EXPECT_DOUBLE_EQ(cs.active, 48 * (moe_layer + expert) + 2 * V * h + h);
+  // Maverick: 128 experts on every other layer (1, 3, ..., 47), dense MLPs of 16384 between them.
+  const ModelSpec mv = Get("llama-4-maverick");
+  ASSERT_TRUE(mv.moe.has_value());
+  EXPECT_EQ(mv.moe_layer_count(), 24);
+  EXPECT_FALSE(mv.is_moe_layer(0));
+  EXPECT_TRUE(mv.is_moe_layer(1));
+  const double mv_moe = attn + 2 * h + 128 * h + expert, mv_dense = attn + 2 * h + 3 * h * fd;
+  const auto cm = CountParams(mv);
+  EXPECT_DOUBLE_EQ(cm.total, 24 * (mv_moe + 128 * expert) + 24 * mv_dense + 2 * V * h + h);
+  EXPECT_DOUBLE_EQ(cm.active, 24 * (mv_moe + expert) + 24 * mv_dense + 2 * V * h + h);
+  // The cache keeps one chunk on the 36 chunked layers and every token on the 12 NoPE layers.
+  EXPECT_DOUBLE_EQ(KvCacheBytes(s, 2, 1, 65536, 1), 2.0 * 8 * 128 * 2 * (36 * 8192.0 + 12 * 65536.0));
+  // Errors: the nested text_config is required; listed MoE layers must follow the step; no_rope_layers lists every layer.
+  auto no_text = ParseHfConfig(R"({"model_type":"llama4","hidden_size":64})", "l4.json");
+  ASSERT_FALSE(no_text.ok());
+  EXPECT_NE(no_text.status().message().find("text_config"), std::string::npos) << no_text.status().message();
+  const std::string base = R"({"model_type":"llama4_text","hidden_size":64,"num_hidden_layers":4,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":16,"intermediate_size":32,"intermediate_size_mlp":64,"vocab_size":100,
+      "num_local_experts":4,"num_experts_per_tok":1,"interleave_moe_layer_step":2,"attention_chunk_size":8,
+      "max_position_embeddings":1024)";
+  auto ok = ParseHfConfig(base + R"(,"no_rope_layers":[1,1,1,0]})", "t.json");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->moe_layer_count(), 2);
+  EXPECT_EQ(ok->sliding_window_layers, 3);
+  auto odd = ParseHfConfig(base + R"(,"moe_layers":[0,2]})", "t.json");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("moe_layers"), std::string::npos) << odd.status().message();
+  auto short_list = ParseHfConfig(base + R"(,"no_rope_layers":[1,0]})", "t.json");
+  ASSERT_FALSE(short_list.ok());
+  EXPECT_NE(short_list.status().message().find("no_rope_layers"), std::string::npos) << short_list.status().message();
 }
 
 TEST_F(Models, ExactLlama2SevenBCount) {

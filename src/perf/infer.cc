@@ -116,11 +116,7 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
     if (per_head) {
       // One thread block per query head: the group's blocks share the KV read through L2, but each issues
       // its own instructions for every cached K and V element (sliding-window layers see at most the window).
-      double attended = ctx;
-      if (m.sliding_window > 0) {
-        const double wl = m.sliding_window_layers > 0 ? m.sliding_window_layers : m.layers;
-        attended = (ctx * (m.layers - wl) + std::min(ctx, double(m.sliding_window)) * wl) / m.layers;
-      }
+      const double attended = perf_detail::MeanAttendedKeys(m, ctx, /*decode=*/true);
       const double elements = batch * attended * q_dim / t * 2;
       tc = elements * eff.per_head_decode_instructions / issue_rate;
     }
@@ -625,11 +621,17 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   if (auto beyond = ContextBeyondModelNote(m, cfg.fit.seq)) r.notes.push_back(std::move(*beyond));
   if (auto stored = StoredFormatNote(m, cfg.fit.weights)) r.notes.push_back(std::move(*stored));
   if (m.sliding_window > 0 && cfg.fit.seq > m.sliding_window)
-    r.notes.push_back(fmt::format(
-        "the KV cache keeps at most the {}-token sliding window on {} of {} layers, as engines that honour the window "
-        "do; one that keeps every token (TensorRT-LLM 0.13's Mistral runs in docs/validation.md section 5) fits fewer "
-        "sequences: --no-sliding-window",
-        m.sliding_window, m.sliding_window_layers > 0 ? m.sliding_window_layers : m.layers, m.layers));
+    r.notes.push_back(
+        m.chunked_window
+            ? fmt::format("the KV cache keeps at most the current {}-token attention chunk on {} of {} layers (chunked "
+                          "attention), as vLLM's and TensorRT-LLM's Llama 4 caches do; one that keeps every token fits "
+                          "fewer sequences: --no-sliding-window",
+                          m.sliding_window, m.sliding_window_layers > 0 ? m.sliding_window_layers : m.layers, m.layers)
+            : fmt::format(
+                  "the KV cache keeps at most the {}-token sliding window on {} of {} layers, as engines that honour the "
+                  "window do; one that keeps every token (TensorRT-LLM 0.13's Mistral runs in docs/validation.md "
+                  "section 5) fits fewer sequences: --no-sliding-window",
+                  m.sliding_window, m.sliding_window_layers > 0 ? m.sliding_window_layers : m.layers, m.layers));
   // Where held-out serving runs disagreed with the model (docs/validation.md section 5), say so.
   const bool hopper = cl.gpu->architecture == "hopper";
   const bool fp8 = cfg.compute == Precision::kFp8;

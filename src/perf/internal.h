@@ -86,7 +86,14 @@ inline double MeanAttendedKeys(const ModelSpec& m, double ctx, bool decode) {
   const double full = decode ? ctx : ctx / 2;
   if (m.sliding_window <= 0 || m.layers <= 0) return full;
   const double w = m.sliding_window;
-  const double windowed = decode ? std::min(ctx, w) : (w >= ctx ? ctx / 2 : w - w * w / (2 * ctx));
+  double windowed = decode ? std::min(ctx, w) : (w >= ctx ? ctx / 2 : w - w * w / (2 * ctx));
+  if (m.chunked_window && ctx > w) {
+    // Chunked attention (Llama 4): a query sees the keys of its own chunk up to itself. Prefill over ctx = n w + r
+    // tokens: n full chunks of w / 2 keys per query on average and a last one of r / 2; a decode step past the first
+    // chunk sees w / 2 keys on average over the chunk's positions.
+    const double n = std::floor(ctx / w), rest = ctx - n * w;
+    windowed = decode ? w / 2 : (n * w * (w / 2) + rest * (rest / 2)) / ctx;
+  }
   const double share = double(m.sliding_window_layers) / m.layers;
   return (1 - share) * full + share * windowed;
 }

@@ -1328,6 +1328,22 @@ TEST_F(Perf, SlidingWindowLayersAttendToTheWindowOnly) {
       if (r == &*mistral) EXPECT_EQ(n.find("-token window, priced at the fused-attention"), std::string::npos) << n;
 }
 
+// Chunked attention (Llama 4): a query attends to its own chunk up to itself, so over 2 chunks of 8192 a prefill
+// query sees 4096 keys on average on a chunked layer, where a sliding window of 8192 would give it 8192 - 8192^2 /
+// (2 x 16384) = 6144; a decode step past the first chunk sees 4096 on average. Within one chunk nothing changes.
+TEST_F(Perf, ChunkedLayersAttendWithinTheirChunk) {
+  const ModelSpec s = M("llama-4-scout");
+  ASSERT_TRUE(s.chunked_window);
+  const double share = 36.0 / 48;
+  EXPECT_DOUBLE_EQ(perf_detail::MeanAttendedKeys(s, 16384, false), (1 - share) * 8192 + share * 4096);
+  EXPECT_DOUBLE_EQ(perf_detail::MeanAttendedKeys(s, 20000, true), (1 - share) * 20000 + share * 4096);
+  EXPECT_DOUBLE_EQ(perf_detail::MeanAttendedKeys(s, 4096, false), 2048);
+  EXPECT_DOUBLE_EQ(perf_detail::MeanAttendedKeys(s, 4096, true), 4096);
+  ModelSpec windowed = s;
+  windowed.chunked_window = false;
+  EXPECT_DOUBLE_EQ(perf_detail::MeanAttendedKeys(windowed, 16384, false), (1 - share) * 8192 + share * 6144);
+}
+
 // Fused attention does 2 x (qk head dim + v head dim) FLOPs per attended key and head: QK^T at the query's width,
 // PV at the value's. With MLA they differ (DeepSeek-V3: 128 heads, Q and K 192 wide, V 128), and the count is
 // 2 x 320 per key, as cuDNN's SDPA benchmark counts it, not 4 x 192; elsewhere the two are equal and it is 4 x d.

@@ -597,7 +597,10 @@ Status CheckKvDtype(const char* engine, const InferConfig& cfg) {
 std::string SlidingWindowNote(const ModelSpec& m, bool disable_sliding_window, std::string_view check) {
   if (m.sliding_window <= 0) return "";
   return fmt::format("# estimated with {} in the KV cache; {}\n",
-                     disable_sliding_window ? "every token (--no-sliding-window)" : "the sliding window's tokens", check);
+                     disable_sliding_window ? "every token (--no-sliding-window)"
+                     : m.chunked_window     ? "the current attention chunk's tokens"
+                                            : "the sliding window's tokens",
+                     check);
 }
 
 Result<std::string> VllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::string_view model_ref,
@@ -614,6 +617,11 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::
   if (!quantize.empty()) args.push_back({"--quantization", quantize});
   SUANLI_RETURN_IF_ERROR(CheckKvDtype("vllm", cfg));
   if (cfg.fit.kv_bytes_per_elem == 1) args.push_back({"--kv-cache-dtype", "fp8"});
+  if (disable_sliding_window && m.chunked_window)
+    return InvalidArgument(
+        "--emit vllm with --no-sliding-window: vLLM's --disable-sliding-window is for sliding windows; this model's "
+        "chunked attention (Llama 4) has no flag suanli knows that keeps every token, so estimate it without "
+        "--no-sliding-window");
   if (disable_sliding_window && m.sliding_window > 0) args.push_back({"--disable-sliding-window", ""});
   if (p.ep > 1) {
     if (p.ep != p.tp)
