@@ -2211,6 +2211,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const auto& old = evidence::kMoeTrainingMegatronBridge2511;
     const auto& other = evidence::kMoeTrainingAutomodel;
     const auto& coarse = evidence::kMoeTrainingCoarseExperts;
+    const auto& l4 = evidence::kMoeTrainingLlama4Nemo;
     res.notes.push_back(fmt::format(
         "calibrated: each MoE layer takes {:.2f}x the time its operators add up to (CUDA graphs {}; {:.2f}x "
         "without a full-iteration graph, {:.2f}x with one), a multiple fitted on {} Megatron-LM recipe runs "
@@ -2224,11 +2225,13 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "GPT-OSS 120B, DeepSeek-V3; on H100, B200, GB200, B300 and GB300), where its throughput was {:+.0f}% to {:+.0f}% off (mean "
         "{:+.0f}%; positive: too fast), {} runs of the older Megatron-Bridge 25.11 stack ({:+.0f}% to {:+.0f}%), and {} "
         "runs of NeMo AutoModel's PyTorch FSDP2 stack ({:+.0f}% to {:+.0f}%: there the multiple makes the model too "
-        "slow), and {} runs of Grok-1's 8 wide experts in NVIDIA's NeMo recipes ({:+.0f}% to {:+.0f}%: the multiple, "
-        "fitted on narrow experts, over-charges wide ones); the model knows neither the stack's version nor its "
-        "kernels (docs/validation.md section 5)",
+        "slow), {} runs of Grok-1's 8 wide experts in NVIDIA's NeMo recipes ({:+.0f}% to {:+.0f}%: the multiple, "
+        "fitted on narrow experts, over-charges wide ones), and {} runs of Llama 4 Maverick in the same recipes "
+        "({:+.0f}% to {:+.0f}%, the H100 runs at EP 128 the slowest); the model knows neither the stack's version nor "
+        "its kernels (docs/validation.md section 5)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean, old.cases, 100 * old.lo, 100 * old.hi, other.cases,
-        100 * other.lo, 100 * other.hi, coarse.cases, 100 * coarse.lo, 100 * coarse.hi));
+        100 * other.lo, 100 * other.hi, coarse.cases, 100 * coarse.lo, 100 * coarse.hi, l4.cases, 100 * l4.lo,
+        100 * l4.hi));
   }
   if (cfg.fit.offload_layers > 0) {
     res.notes.push_back(fmt::format(

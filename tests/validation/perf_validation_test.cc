@@ -538,12 +538,15 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   check(evidence::kMoeTrainingHoldout,
         [&](const ValidationCase& c) {
           return c.group == "training" && c.moe && c.role == "holdout" && !has(c.name, " 25.11 ") &&
-                 !has(c.name, "NeMo AutoModel") && !has(c.name, "Grok-1");
+                 !has(c.name, "NeMo AutoModel") && !has(c.name, "Grok-1") && !has(c.name, "Llama 4 Maverick");
         },
         "MoE training, held out (Megatron-Bridge 26.04.01-26.08, model card, ModelZoo)");
   check(evidence::kMoeTrainingCoarseExperts,
         [&](const ValidationCase& c) { return c.group == "training" && c.moe && has(c.name, "Grok-1"); },
         "MoE training, coarse experts (Grok-1, NeMo recipes)", true);
+  check(evidence::kMoeTrainingLlama4Nemo,
+        [&](const ValidationCase& c) { return c.group == "training" && has(c.name, "Llama 4 Maverick"); },
+        "MoE training, Llama 4 Maverick (NeMo recipes)", true);
   check(evidence::kMoeTrainingAutomodel,
         [&](const ValidationCase& c) { return c.group == "training" && c.moe && has(c.name, "NeMo AutoModel"); },
         "MoE training, NeMo AutoModel");
