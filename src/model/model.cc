@@ -255,6 +255,18 @@ static void ReadQuantizationConfig(const json& j, ModelSpec* m) {
   m->stored_quantization = desc;
 }
 
+namespace {
+// The routed experts every MoE family states, under its own key for their number: how many per layer and top-k.
+Result<MoeSpec> ReadRoutedExperts(const JsonReader& r, const char* experts_key) {
+  MoeSpec e;
+  SUANLI_ASSIGN_OR_RETURN(int64_t ne, r.Int({experts_key}, 1 << 16));
+  SUANLI_ASSIGN_OR_RETURN(int64_t k, r.Int({"num_experts_per_tok"}, 1 << 16));
+  e.num_experts = static_cast<int>(ne);
+  e.experts_per_token = static_cast<int>(k);
+  return e;
+}
+}  // namespace
+
 Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv) {
   const std::string name(name_sv);
   json j;
@@ -356,11 +368,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
       // layer (NoPE) attends to the whole context; no_rope_layers lists 1 for a RoPE layer, 0 for NoPE (empty: the
       // interval). The QK norm has no weights.
       SUANLI_ASSIGN_OR_RETURN(m.ffn, r.IntOr("intermediate_size_mlp", m.ffn, kMaxHidden * 16));
-      MoeSpec e;
-      SUANLI_ASSIGN_OR_RETURN(int64_t ne, r.Int({"num_local_experts"}, 1 << 16));
-      SUANLI_ASSIGN_OR_RETURN(int64_t k, r.Int({"num_experts_per_tok"}, 1 << 16));
-      e.num_experts = static_cast<int>(ne);
-      e.experts_per_token = static_cast<int>(k);
+      SUANLI_ASSIGN_OR_RETURN(MoeSpec e, ReadRoutedExperts(r, "num_local_experts"));
       SUANLI_ASSIGN_OR_RETURN(e.expert_ffn, r.Int({"intermediate_size"}, kMaxHidden * 16));
       e.num_shared_experts = 1;
       e.shared_ffn = e.expert_ffn;
@@ -410,11 +418,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
       }
     } else if (t == "mixtral" || gpt_oss) {
       // GPT-OSS: every layer MoE, experts of intermediate_size with biases, a router with a bias.
-      MoeSpec e;
-      SUANLI_ASSIGN_OR_RETURN(int64_t ne, r.Int({"num_local_experts"}, 1 << 16));
-      SUANLI_ASSIGN_OR_RETURN(int64_t k, r.Int({"num_experts_per_tok"}, 1 << 16));
-      e.num_experts = static_cast<int>(ne);
-      e.experts_per_token = static_cast<int>(k);
+      SUANLI_ASSIGN_OR_RETURN(MoeSpec e, ReadRoutedExperts(r, "num_local_experts"));
       e.expert_ffn = m.ffn;
       e.router_bias = gpt_oss;
       m.moe = e;
@@ -424,11 +428,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
         return Unsupported(r.Where("mlp_only_layers") +
                            ": dense layers at listed positions are not supported (only [] or absent); "
                            "decoder_sparse_step expresses a regular pattern");
-      MoeSpec e;
-      SUANLI_ASSIGN_OR_RETURN(int64_t ne, r.Int({"num_experts"}, 1 << 16));
-      SUANLI_ASSIGN_OR_RETURN(int64_t k, r.Int({"num_experts_per_tok"}, 1 << 16));
-      e.num_experts = static_cast<int>(ne);
-      e.experts_per_token = static_cast<int>(k);
+      SUANLI_ASSIGN_OR_RETURN(MoeSpec e, ReadRoutedExperts(r, "num_experts"));
       SUANLI_ASSIGN_OR_RETURN(e.expert_ffn, r.Int({"moe_intermediate_size"}, kMaxHidden * 16));
       SUANLI_ASSIGN_OR_RETURN(e.shared_ffn, r.IntOr("shared_expert_intermediate_size", 0, kMaxHidden * 16));
       e.num_shared_experts = e.shared_ffn > 0 ? 1 : 0;
@@ -437,11 +437,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
       e.layer_step = static_cast<int>(std::max<int64_t>(1, step));
       m.moe = e;
     } else if (t == "deepseek_v3") {
-      MoeSpec e;
-      SUANLI_ASSIGN_OR_RETURN(int64_t ne, r.Int({"n_routed_experts"}, 1 << 16));
-      SUANLI_ASSIGN_OR_RETURN(int64_t k, r.Int({"num_experts_per_tok"}, 1 << 16));
-      e.num_experts = static_cast<int>(ne);
-      e.experts_per_token = static_cast<int>(k);
+      SUANLI_ASSIGN_OR_RETURN(MoeSpec e, ReadRoutedExperts(r, "n_routed_experts"));
       SUANLI_ASSIGN_OR_RETURN(e.expert_ffn, r.Int({"moe_intermediate_size"}, kMaxHidden * 16));
       SUANLI_ASSIGN_OR_RETURN(int64_t ns, r.IntOr("n_shared_experts", 0, 1 << 16));
       e.num_shared_experts = static_cast<int>(ns);
