@@ -624,7 +624,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     r.notes.push_back(
         m.chunked_window
             ? fmt::format("the KV cache keeps at most the current {}-token attention chunk on {} of {} layers (chunked "
-                          "attention), as vLLM's and TensorRT-LLM's Llama 4 caches do; one that keeps every token fits "
+                          "attention), as vLLM's chunked local-attention cache does; an engine that keeps every token fits "
                           "fewer sequences: --no-sliding-window",
                           m.sliding_window, m.sliding_window_layers > 0 ? m.sliding_window_layers : m.layers, m.layers)
             : fmt::format(
