@@ -826,10 +826,10 @@ inline bool IsCudnnAttentionEvidenceGpu(std::string_view gpu_id) {
 // 4-32x the GPUs). Over those 34 pairs the published step time grew -0.2% to 9.5% (mean 2.2%) more than the model's,
 // a cost of scale the model does not have (2.7% mean at the twenty-third session; 2.4% before the thirty-first's fixed
 // Apex buckets on the recipes that set them; 2.1% after them, 2.2% since the thirty-second's gradient GEMMs). The
-// thirty-sixth session's two Llama 4 Maverick pairs (128 -> 512 GB200s, BF16 and FP8; the model's MoE step grows 3.4%
-// and 5.3%, the published one 2.7% and 3.8%) make it 36 pairs, -1.4% to 9.5%, mean 2.0%.
+// thirty-sixth session's two Llama 4 Maverick pairs (128 -> 512 GB200s, BF16 and FP8; the published step grows 2.7% and
+// 3.8%, the model's a little more) make it 36 pairs, -1.7% to 9.5%, mean 2.0%.
 // Signed: > 0 means the model's growth fell short.
-inline constexpr ValidationEvidence kWeakScalingShortfall{36, 0.0198, -0.0136, 0.0948};
+inline constexpr ValidationEvidence kWeakScalingShortfall{36, 0.0196, -0.0167, 0.0948};
 // Mixture-of-experts pretraining with Megatron-Core (Qwen3 30B-A3B and 235B-A22B, GPT-OSS 120B; H100, B200, GB200),
 // with the MoE-layer overhead (Efficiency::moe_layer_time_*) fitted on Megatron-LM's recipe runs (the 9
 // calibration runs: the fit's own spread): the 27 held-out runs of Megatron-Bridge's 26.04.01-26.08 containers
@@ -850,7 +850,7 @@ inline constexpr LeaveOneOut kMoeLayerMultipleLeaveOneOut{9, 0.181, 0.290};
 // same layout. Error of the predicted step-time ratio (selective / full) against the published one. The only
 // published pairs of one job on one stack in the set, so the resolution `plan` can claim between close layouts.
 inline constexpr ValidationEvidence kSameJobRatio{4, -0.032, -0.049, -0.008};
-inline constexpr ValidationEvidence kMoeTrainingHoldout{27, -0.042, -0.277, 0.345};
+inline constexpr ValidationEvidence kMoeTrainingHoldout{27, -0.041, -0.277, 0.345};
 inline constexpr ValidationEvidence kMoeTrainingMegatronBridge2511{8, 0.191, -0.338, 1.092};
 // The same model on another stack: NeMo AutoModel's PyTorch FSDP2 with DeepEP on H100 in BF16 (Qwen3 30B-A3B,
 // GPT-OSS 120B; twenty-first session, held out), where the Megatron-Core multiple makes the model too slow.
@@ -861,8 +861,9 @@ inline constexpr ValidationEvidence kMoeTrainingAutomodel{2, -0.467, -0.551, -0.
 inline constexpr ValidationEvidence kMoeTrainingCoarseExperts{8, -0.345, -0.401, -0.281};
 // Llama 4 Maverick in NVIDIA's NeMo 25.04 recipes (dgxc-benchmarking v25.05; thirty-sixth session, held out): 128
 // experts of width 8192, top-1 plus a shared expert, on every other layer; GB200 at EP 64 and H100 at EP 128 x ETP 4,
-// BF16 and FP8. Signed on speed.
-inline constexpr ValidationEvidence kMoeTrainingLlama4Nemo{6, -0.118, -0.312, 0.010};
+// BF16 and FP8. Signed on speed. Before the thirty-sixth session left the shared experts' GEMMs out of the MoE-layer
+// multiple: -31% to +1% (mean -12%).
+inline constexpr ValidationEvidence kMoeTrainingLlama4Nemo{6, -0.049, -0.234, 0.070};
 // Error bands per validation group (training, serving TTFT and throughput over dense models; decode over all).
 inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200", "gb300", "h100-sxm", "h200-sxm", "l40s",
                                                 "mi300x"};
