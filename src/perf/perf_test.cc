@@ -1362,6 +1362,17 @@ TEST_F(Perf, AttentionFlopsCountTheValueHeadDimension) {
   auto llama = EstimateTraining(M("llama-3.1-8b"), C(g), Train(8, 1, 1, 64, 4096), E(g));
   ASSERT_TRUE(llama.ok());
   EXPECT_DOUBLE_EQ(FindOp(llama->ops, "attention (flash)")->flops, 4.0 * 4096 * 2048 * 32 * 128);
+  // Serving prefill runs MLA expanded too: 2 x 320 per key and head over the TP shard's heads.
+  InferConfig ic;
+  ic.fit.batch = 1;
+  ic.fit.par.tp = 8;
+  ic.input_len = 4096;
+  ic.output_len = 1;
+  auto pre = EstimateInference(M("deepseek-v3"), C(g), ic, E(g));
+  ASSERT_TRUE(pre.ok()) << pre.status().message();
+  const OpCost* a = FindOp(pre->prefill_ops, "attention");
+  ASSERT_NE(a, nullptr);
+  EXPECT_DOUBLE_EQ(a->flops, 4096.0 * 2048 * (2.0 * (192 + 128)) * 128 / 8);
 }
 
 // MoE token permutation: each rank copies its tokens to their k expert slots and sums them back, 16-bit:
