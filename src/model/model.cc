@@ -297,6 +297,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
   if (t == "llama4") {
     if (!j.contains("text_config") || !j["text_config"].is_object())
       return ParseError(name + ": model_type 'llama4' needs a 'text_config' object (the text decoder's keys)");
+    ReadQuantizationConfig(j, &m);  // a quantised checkpoint states it beside text_config (e.g. Maverick's FP8 one)
     json text = j["text_config"];
     j = std::move(text);
   }
@@ -575,7 +576,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = bias;
     SUANLI_ASSIGN_OR_RETURN(m.tie_embeddings, r.BoolOr("tie_word_embeddings", true));
   }
-  ReadQuantizationConfig(j, &m);
+  if (m.stored_quantization.empty()) ReadQuantizationConfig(j, &m);
   SUANLI_RETURN_IF_ERROR(ValidateSpec(m, name));
   return m;
 }

@@ -168,6 +168,12 @@ TEST_F(Models, Llama4CountsSharedAndRoutedExpertsAndChunksThreeLayersInFour) {
   auto odd = ParseHfConfig(base + R"(,"moe_layers":[0,2]})", "t.json");
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.status().message().find("moe_layers"), std::string::npos) << odd.status().message();
+  // A quantised Llama 4 checkpoint states its format beside text_config, not inside it.
+  auto fp8 = ParseHfConfig(R"({"model_type":"llama4","quantization_config":{"quant_method":"fp8"},"text_config":)" +
+                               base + "}}",
+                           "m.json");
+  ASSERT_TRUE(fp8.ok()) << fp8.status().message();
+  EXPECT_EQ(fp8->stored_weights, "fp8");
   auto short_list = ParseHfConfig(base + R"(,"no_rope_layers":[1,0]})", "t.json");
   ASSERT_FALSE(short_list.ok());
   EXPECT_NE(short_list.status().message().find("no_rope_layers"), std::string::npos) << short_list.status().message();
