@@ -293,7 +293,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
                                    DidYouMean(t, kSupportedTypes)));
   }
   // Llama 4 (Llama4ForConditionalGeneration): the text decoder's keys sit under text_config; the vision encoder is not
-  // modelled (its 0.8B or so parameters are not counted).
+  // modelled (about 0.9B parameters, not counted).
   if (t == "llama4") {
     if (!j.contains("text_config") || !j["text_config"].is_object())
       return ParseError(name + ": model_type 'llama4' needs a 'text_config' object (the text decoder's keys)");
@@ -384,8 +384,9 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
           if ((i + 1) % e.layer_step == 0) want.push_back(i);
         std::vector<int> got;
         for (const auto& v : j["moe_layers"]) {
-          if (!v.is_number_integer()) return ParseError(r.Where("moe_layers") + ": entries must be layer indices");
-          got.push_back(v.get<int>());
+          if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= m.layers)
+            return ParseError(r.Where("moe_layers") + fmt::format(": entries must be layer indices from 0 to {}", m.layers - 1));
+          got.push_back(static_cast<int>(v.get<int64_t>()));
         }
         if (got != want)
           return Unsupported(r.Where("moe_layers") +
@@ -400,9 +401,9 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
           if (j["no_rope_layers"].size() != size_t(m.layers))
             return ParseError(r.Where("no_rope_layers") + fmt::format(" must list one entry per layer ({} layers)", m.layers));
           for (const auto& v : j["no_rope_layers"]) {
-            if (!v.is_number_integer() || (v.get<int>() != 0 && v.get<int>() != 1))
+            if (!v.is_number_integer() || (v.get<int64_t>() != 0 && v.get<int64_t>() != 1))
               return ParseError(r.Where("no_rope_layers") + ": entries must be 1 (RoPE, chunked) or 0 (NoPE, full)");
-            rope_layers += v.get<int>();
+            rope_layers += static_cast<int>(v.get<int64_t>());
           }
         } else if (r.Has("no_rope_layers") && !j["no_rope_layers"].is_array()) {
           return ParseError(r.Where("no_rope_layers") + " must be a list (one 0 or 1 per layer)");

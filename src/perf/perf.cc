@@ -2196,18 +2196,16 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     }
   }
   // A small sliding window (GPT-OSS: 128 tokens on half its layers): cuDNN's kernel ran far slower than priced there.
+  // Llama 4's chunks are another kernel and far wider.
   if (cfg.detail && !cfg.eager && m.sliding_window > 0 && m.sliding_window <= kSmallWindowTokens &&
-      m.sliding_window_layers > 0) {
-    const auto& s = evidence::kAttentionSmallWindow;
+      m.sliding_window_layers > 0 && !m.chunked_window) {
     const auto& w = evidence::kAttentionWideWindow;
-    res.notes.push_back(fmt::format(
-        "uncertain: {} of this model's {} layers attend within a {}-token window, priced at the fused-attention "
-        "roofline; cuDNN's sliding-window kernel at a 128-token window (head dimension 64) ran slower "
-        "than that in {} held-out kernel runs on GB200 and GB300, the model {:+.0f}% to {:+.0f}% off (mean {:+.0f}%; "
-        "positive: the model is faster), and at a 1024-token window on H200 within {:+.0f}% to {:+.0f}% ({} runs); "
-        "expect those layers' attention to take 2-4x longer (docs/validation.md section 5)",
-        m.sliding_window_layers, m.layers, m.sliding_window, s.cases, 100 * s.lo, 100 * s.hi, 100 * s.mean, 100 * w.lo,
-        100 * w.hi, w.cases));
+    checked_on(evidence::kAttentionSmallWindow,
+               "cuDNN sliding-window kernel runs at a 128-token window (head dimension 64, GB200 and GB300, held out)",
+               fmt::format(": {} of this model's {} layers attend within a {}-token window, priced at the "
+                           "fused-attention roofline; at a 1024-token window on H200 it was within {:+.0f}% to "
+                           "{:+.0f}% ({} runs); expect those layers' attention to take 2-4x longer",
+                           m.sliding_window_layers, m.layers, m.sliding_window, 100 * w.lo, 100 * w.hi, w.cases));
   }
   if (cfg.detail && par.gpus() >= kWeakScalingNoteGpus) {
     const auto& e = evidence::kWeakScalingShortfall;
