@@ -794,10 +794,12 @@ inline constexpr const char* kBlackwellUltraGpus[] = {"b300", "gb300"};
 inline bool IsBlackwellUltraGpu(std::string_view gpu_id) { return IsOneOf(gpu_id, kBlackwellUltraGpus); }
 // Dense-model training on AMD Instinct (thirty-sixth session): pytorch/ao's two single-node torchtitan runs on 8
 // MI300X (LLaMA 3 8B, FSDP2, compiled, per-op checkpointing, BF16 and Float8 tensorwise; torch 2.9 nightly with ROCm
-// 6.4). The model's MI300X rates beyond the GEMM (HBM, attention, link) are the defaults, not measurements of that
-// GPU, and its FP8 GEMM rate is the BF16 fraction applied to the FP8 peak: too fast on both (+70%, +112%). Signed on
-// speed. `perf train` quotes it for the Instinct GPUs in the catalog, whose rates are set the same way.
-inline constexpr ValidationEvidence kAmdInstinctTraining{2, 0.913, 0.705, 1.120};
+// 6.4). Signed on speed. Since the thirty-seventh session MI300X's rates are Azure's micro-benchmarks of that GPU
+// (hipBLASLt FP8 GEMM, BabelStream, FlashAttention 2, RCCL; data/efficiency.toml), which took the two runs from +70%
+// and +112% to +54% and +73%: the rest is the ROCm stack, which no micro-benchmark in the set measures. `perf train`
+// quotes it for the Instinct GPUs in the catalog (MI325X takes MI300X's fractions beyond its BF16 GEMM; MI250X the
+// defaults).
+inline constexpr ValidationEvidence kAmdInstinctTraining{2, 0.637, 0.545, 0.730};
 inline constexpr const char* kAmdInstinctGpus[] = {"mi250x", "mi300x", "mi325x"};
 inline bool IsAmdInstinctGpu(std::string_view gpu_id) { return IsOneOf(gpu_id, kAmdInstinctGpus); }
 // Fused attention kernels (thirty-fourth session): cuDNN's SDPA training benchmark (NVIDIA/cudnn-frontend), the kernel
@@ -869,7 +871,7 @@ inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200"
                                                 "mi300x"};
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
-inline constexpr ErrorBand kTrainingError{"training", 313, 0.0722, 0.1387, 1.1197, kTrainingGpus, 171, 0.0210};
+inline constexpr ErrorBand kTrainingError{"training", 313, 0.0704, 0.1387, 0.7296, kTrainingGpus, 171, 0.0193};
 inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0636, 0.1212, 0.3528, kDecodeGpus, 19, 0.0080};
 inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1036, 0.2224, 0.3803, kServingGpus, 32, 0.0697};
 inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0654, 0.1198, 0.2523, kServingGpus, 66, 0.0437};

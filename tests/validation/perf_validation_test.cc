@@ -108,11 +108,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.082, 0.279}}};
-  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 10.72% mean,
-  // 112.0% worst since the thirty-sixth session's two MI300X rows (10.08% / 109.2% before; 9.70% after the
+  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 10.39% mean,
+  // 109.2% worst since the thirty-seventh session's MI300X rates (10.59% / 112.0% with the thirty-sixth session's two
+  // MI300X rows at default rates, 10.08% / 109.2% before them; 9.70% after the
   // thirty-fourth session, 9.79% before GB200's HBM fraction); gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth session, and to 16.8% with
   // Azure's eight GB200 FP4 rows against the estimated gemm_fp4, thirty-fourth
-  // session; max_throughput: TensorRT-LLM 1.0 and 0.13 with its Mixtral rows, first predictions 22.4% / 299.2%, 19.8%
+  // session, and to 25.6% / 308.0% with Azure's six held-out MI300X hipBLASLt FP8 shapes, thirty-seventh session, whose
+  // three smallest take about 40 us each where the model's launch floor is 5 us; max_throughput: TensorRT-LLM 1.0 and 0.13 with its Mixtral rows, first predictions 22.4% / 299.2%, 19.8%
   // since the L40S link fraction was fitted on v0.9's L40S throughput rows (twenty-eighth session; TTFT 14.1%,
   // static-batch throughput 12.4%);
   // 1.0's own runs, 12.0% / 38.4%, are pinned by their band in ErrorBandsMatchTheValidationData; speculative: the
@@ -126,8 +128,8 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.1130, 1.13}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
-      {"decode", {0.088, 0.363}}, {"gemm", {0.178, 0.668}}, {"latency", {0.143, 0.162}},
+      {"training", {0.1110, 1.10}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
+      {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.143, 0.162}},
       {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}, {"attention", {0.460, 3.105}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
@@ -174,8 +176,9 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
   EXPECT_EQ(n_dense, 226);
-  // The worst-case ratchet below guards the GPUs whose rates are measured; the two MI300X rows (where the model's rates
-  // beyond the GEMM are defaults, +70% and +112%) have their own evidence band (evidence::kAmdInstinctTraining).
+  // The worst-case ratchet below guards the NVIDIA GPUs; the two MI300X rows (+54% and +73% with that GPU's measured
+  // rates, +70% and +112% with the defaults they had before the thirty-seventh session) have their own evidence band
+  // (evidence::kAmdInstinctTraining).
   auto [n_measured, mean_measured, worst_measured] = subset([&](const ValidationCase& c) {
     return c.group == "training" && c.role == "holdout" && !c.moe && !evidence::IsAmdInstinctGpu(c.gpu);
   });
@@ -243,12 +246,14 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // rates from B300's benchmark, 7.10% with its FP8 rate from Azure's sustained sweep on GB300 (-11% to +11%, and the
   // 512-GPU 8B 34% too fast, as on GB200); 7.06% with MLPerf v5.1's LoRA step times over the intervals that span no
   // evaluation (GB200 on 512 GPUs 0.2297 -> 0.2051 s). The thirty-sixth session's two held-out MI300X rows (pytorch/ao's
-  // torchtitan LLaMA 3 8B, BF16 and Float8; the model's MI300X rates beyond the GEMM are defaults) made it 7.81%.
+  // torchtitan LLaMA 3 8B, BF16 and Float8; the model's MI300X rates beyond the GEMM are defaults) made it 7.81%, and
+  // the thirty-seventh session's MI300X rates from Azure's micro-benchmarks of that GPU (hipBLASLt FP8, BabelStream,
+  // FlashAttention 2, RCCL: +70% -> +54%, +112% -> +73%) 7.57%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0781);  // 7.809%
+  EXPECT_LE(mean_dense, 0.0757);  // 7.565%
   EXPECT_LE(worst_measured, 0.352);  // 34.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB300s, a 0.085 s step; 33.2% on 512 GB200s), plus one point
-  EXPECT_LE(worst_dense, 1.13);      // 112.0%: MI300X Float8
+  EXPECT_LE(worst_dense, 0.74);      // 73.0%: MI300X Float8, plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
   // point-to-point, 2.6% over before the twenty-second session's TP-overlap share: more exposed TP time per
