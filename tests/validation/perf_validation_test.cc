@@ -123,13 +123,15 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // decode: 7.8% / 35.3% since the replicated gpt-fast head and the one-shot all-reduce; attention: cuDNN's fused
   // attention on H200 and GB200, thirty-fourth session, first predictions 29.0% / 52.1%, the model pricing it at
   // FlashAttention 2's rate on Hopper and an assumed one on Blackwell; 45.3% / 309.5% since the thirty-sixth session's
-  // 80 other shapes of the same benchmark, whose 20 runs at a 128-token sliding window the model prices 2-4x too fast).
+  // 80 other shapes of the same benchmark, whose 20 runs at a 128-token sliding window the model prices 2-4x too fast;
+  // latency: vLLM's CI on H200, 14.0% / 15.8%, and since the thirty-seventh session Oracle's nine vLLM runs of LLaMA
+  // 3.1 405B FP8 on 8 MI300X, first predictions 14-23% too fast: 17.2% / 22.9%).
   // Training holdout as
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
       {"training", {0.1110, 1.10}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
-      {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.143, 0.162}},
+      {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.182, 0.239}},
       {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}, {"attention", {0.460, 3.105}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
@@ -407,14 +409,33 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         },
         "Hopper FP8 TTFT at 128 tokens");
   {
-    // On the time: measured / predicted - 1, from tokens/s rows (torchao on H100) and latency rows (vLLM, H200).
+    // On the time: measured / predicted - 1, from tokens/s rows (torchao on H100) and latency rows on Hopper (vLLM,
+    // H200; not Oracle's MI300X rows, which have their own figure).
     const auto& want = evidence::kHopperSmallBatchDecode;
     int n = 0;
     double sum = 0, lo = 1e9, hi = -1e9;
     for (const auto& c : rep->cases) {
       const bool torchao_h100 = c.name.rfind("torchao", 0) == 0 && c.gpu == "h100-sxm";
-      if (!torchao_h100 && c.group != "latency") continue;
+      if (!torchao_h100 && !(c.group == "latency" && hopper(c))) continue;
       const double slower = c.metric == "decode_tokens_per_s" ? c.error : 1 / (1 + c.error) - 1;
+      n++;
+      sum += slower;
+      lo = std::min(lo, slower);
+      hi = std::max(hi, slower);
+    }
+    EXPECT_EQ(n, want.cases);
+    EXPECT_NEAR(sum / n, want.mean, 0.005);
+    EXPECT_NEAR(lo, want.lo, 0.005);
+    EXPECT_NEAR(hi, want.hi, 0.005);
+  }
+  {
+    // On the time, as above: Oracle's vLLM latency runs on MI300X.
+    const auto& want = evidence::kAmdInstinctServingLatency;
+    int n = 0;
+    double sum = 0, lo = 1e9, hi = -1e9;
+    for (const auto& c : rep->cases) {
+      if (c.group != "latency" || !evidence::IsAmdInstinctGpu(c.gpu)) continue;
+      const double slower = 1 / (1 + c.error) - 1;
       n++;
       sum += slower;
       lo = std::min(lo, slower);
