@@ -659,6 +659,20 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
                   "the H100 rows'");
     optimistic_on(evidence::IsBlackwellTrainingGpu, evidence::kBlackwellDenseTraining,
                   "dense-model training runs on B200 and GB200", "the B200 and GB200 rows'");
+    optimistic_on(evidence::IsAmdInstinctGpu, evidence::kAmdInstinctTraining,
+                  "dense-model training runs on MI300X (torchtitan; with MI300X's measured rates)",
+                  "the AMD Instinct rows'");
+    // Serving on AMD Instinct: the measured latency was longer than predicted (signed on the time).
+    if (serving && !moe && std::any_of(rows->begin(), rows->end(), [&](const SelectRow& r) {
+          return r.eligible && evidence::IsAmdInstinctGpu(r.gpu);
+        })) {
+      const auto& e = evidence::kAmdInstinctServingLatency;
+      std::cout << fmt::format(
+          "uncertain: on {} published vLLM latency runs on MI300X (LLaMA 3.1 405B FP8, 8 GPUs) the measured time was "
+          "{:.0f}% to {:.0f}% longer than the model's (mean {:.0f}%; docs/validation.md section 5): the AMD Instinct "
+          "rows' latencies are likely low, and they may rank higher than they should.\n",
+          e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean);
+    }
     bool any = false;
     for (const auto& r : *rows) {
       if (r.eligible) continue;
