@@ -581,11 +581,70 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
                            "balancer\n{}",
                            f->rank, emitted->gpu, emitted->replicas, emitted->gpus, *cmd);
     }
+    const bool moe = model->moe.has_value();
+    // The footnotes: what the validation says of these rows, for the table and for --json.
+    std::vector<std::string> notes;
+    if (serving && f->spec.spec.tokens > 0)
+      notes.push_back(fmt::format(
+          "validated: none end to end with speculative decoding. At the published acceptance length its speed-up was "
+          "{:+.1f}% to {:+.1f}% off TensorRT-LLM's MTP and {:+.0f}% to {:+.0f}% off EAGLE in vLLM and SGLang "
+          "(docs/validation.md section 5), so the TPOTs are likely low and the ranking less certain.",
+          100 * evidence::kSpeculativeMtpTrtllm.lo, 100 * evidence::kSpeculativeMtpTrtllm.hi,
+          100 * evidence::kSpeculativeEagle.lo, 100 * evidence::kSpeculativeEagle.hi));
+    else if (moe && serving)
+      notes.push_back(
+          "validated: none for a mixture-of-experts model. Against published MoE serving runs the model was mostly "
+          "too fast (docs/validation.md section 5), so these times are likely lower bounds and the ranking is less "
+          "certain.");
+    else if (moe)
+      notes.push_back(fmt::format(
+          "validated: none end to end for a mixture-of-experts model. Its MoE layers carry a calibrated overhead; "
+          "against {} held-out Megatron-Core MoE training runs the model was {:+.0f}% to {:+.0f}% off, and up to "
+          "{:+.0f}% on an older stack (docs/validation.md section 5), so the ranking is less certain.",
+          evidence::kMoeTrainingHoldout.cases, 100 * evidence::kMoeTrainingHoldout.lo,
+          100 * evidence::kMoeTrainingHoldout.hi, 100 * evidence::kMoeTrainingMegatronBridge2511.hi));
+    else
+      notes.push_back(fmt::format(
+          "validated: published end-to-end {} runs on that GPU are in the validation set (docs/validation.md). The "
+          "others are estimated with the same model from micro-benchmark fractions or stated assumptions "
+          "(data/efficiency.toml), untested end to end.",
+          serving ? "serving (static batches or full load)" : "training"));
+    // Classes of held-out training runs the model was optimistic on (perf train's notes): those rows' times and
+    // costs are likely low, so they may rank too high.
+    auto optimistic_on = [&](auto on_gpu, const ValidationEvidence& e, std::string_view runs, std::string_view rows_of) {
+      if (serving || moe ||
+          std::none_of(rows->begin(), rows->end(), [&](const SelectRow& r) { return r.eligible && on_gpu(r.gpu); }))
+        return;
+      notes.push_back(fmt::format(
+          "uncertain: on {} published {} the model was {:+.0f}% to {:+.0f}% off (mean {:+.0f}% too fast; "
+          "docs/validation.md section 5): {} times and costs are likely low, and they may rank higher than they "
+          "should.",
+          e.cases, runs, 100 * e.lo, 100 * e.hi, 100 * e.mean, rows_of));
+    };
+    optimistic_on(evidence::IsH100Gpu, evidence::kH100Bf16FusedTraining, "16-bit training runs of fused stacks on H100",
+                  "the H100 rows'");
+    optimistic_on(evidence::IsBlackwellTrainingGpu, evidence::kBlackwellDenseTraining,
+                  "dense-model training runs on B200 and GB200", "the B200 and GB200 rows'");
+    optimistic_on(evidence::IsAmdInstinctGpu, evidence::kAmdInstinctTraining,
+                  "dense-model training runs on MI300X (torchtitan; with MI300X's measured rates)",
+                  "the AMD Instinct rows'");
+    // Serving on AMD Instinct: the measured latency was longer than predicted (signed on the time).
+    if (serving && !moe && std::any_of(rows->begin(), rows->end(), [&](const SelectRow& r) {
+          return r.eligible && evidence::IsAmdInstinctGpu(r.gpu);
+        })) {
+      const auto& e = evidence::kAmdInstinctServingLatency;
+      notes.push_back(fmt::format(
+          "uncertain: on {} published vLLM latency runs on MI300X (LLaMA 3.1 405B FP8, 8 GPUs) the measured time was "
+          "{:.0f}% to {:.0f}% longer than the model's (mean {:.0f}%; docs/validation.md section 5): the AMD Instinct "
+          "rows' latencies are likely low, and they may rank higher than they should.",
+          e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
+    }
     if (ctx->options().json) {
       json j = JsonEnvelope(serving ? "suanli.select.serve/1" : "suanli.select.train/1");
       j["model"] = model->id;
       j["ranking"] = json::array();
       for (const auto& r : *rows) j["ranking"].push_back(RowJson(r, serving, model->moe.has_value()));
+      j["notes"] = notes;
       if (emitted)
         j["launch"] = {{ServeEngineName(*engine), launch}, {"rank", f->rank}, {"gpu", emitted->gpu},
                        {"replicas", emitted->replicas}};
@@ -599,7 +658,6 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
                     : std::vector<std::string>{"#", "gpu", "validated", "GPUs", "layout", "time", "GPU-hours", "cost",
                                                "memory"});
     int i = 1;
-    const bool moe = model->moe.has_value();
     for (const auto& r : *rows) {
       if (!r.eligible) continue;
       const std::string cost_h = r.price_per_gpu_hour > 0 ? fmt::format("{:.2f}", r.cost_per_hour_usd) : "n/a";
@@ -619,60 +677,7 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       }
     }
     std::cout << t.Render();
-    if (serving && f->spec.spec.tokens > 0)
-      std::cout << fmt::format(
-          "validated: none end to end with speculative decoding. At the published acceptance length its speed-up was "
-          "{:+.1f}% to {:+.1f}% off TensorRT-LLM's MTP and {:+.0f}% to {:+.0f}% off EAGLE in vLLM and SGLang "
-          "(docs/validation.md section 5), so the TPOTs are likely low and the ranking less certain.\n",
-          100 * evidence::kSpeculativeMtpTrtllm.lo, 100 * evidence::kSpeculativeMtpTrtllm.hi,
-          100 * evidence::kSpeculativeEagle.lo, 100 * evidence::kSpeculativeEagle.hi);
-    else if (moe && serving)
-      std::cout << "validated: none for a mixture-of-experts model. Against published MoE serving runs the model was "
-                   "mostly too fast (docs/validation.md section 5), so these times are likely lower bounds and the "
-                   "ranking is less certain.\n";
-    else if (moe)
-      std::cout << fmt::format(
-          "validated: none end to end for a mixture-of-experts model. Its MoE layers carry a calibrated overhead; "
-          "against {} held-out Megatron-Core MoE training runs the model was {:+.0f}% to {:+.0f}% off, and up to "
-          "{:+.0f}% on an older stack (docs/validation.md section 5), so the ranking is less certain.\n",
-          evidence::kMoeTrainingHoldout.cases, 100 * evidence::kMoeTrainingHoldout.lo,
-          100 * evidence::kMoeTrainingHoldout.hi, 100 * evidence::kMoeTrainingMegatronBridge2511.hi);
-    else
-      std::cout << fmt::format(
-          "validated: published end-to-end {} runs on that GPU are in the validation set (docs/validation.md). The "
-          "others are estimated with the same model from micro-benchmark fractions or stated assumptions "
-          "(data/efficiency.toml), untested end to end.\n",
-          serving ? "serving (static batches or full load)" : "training");
-    // Classes of held-out training runs the model was optimistic on (perf train's notes): those rows' times and
-    // costs are likely low, so they may rank too high.
-    auto optimistic_on = [&](auto on_gpu, const ValidationEvidence& e, std::string_view runs, std::string_view rows_of) {
-      if (serving || moe ||
-          std::none_of(rows->begin(), rows->end(), [&](const SelectRow& r) { return r.eligible && on_gpu(r.gpu); }))
-        return;
-      std::cout << fmt::format(
-          "uncertain: on {} published {} the model was {:+.0f}% to {:+.0f}% off (mean {:+.0f}% too fast; "
-          "docs/validation.md section 5): {} times and costs are likely low, and they may rank higher than they "
-          "should.\n",
-          e.cases, runs, 100 * e.lo, 100 * e.hi, 100 * e.mean, rows_of);
-    };
-    optimistic_on(evidence::IsH100Gpu, evidence::kH100Bf16FusedTraining, "16-bit training runs of fused stacks on H100",
-                  "the H100 rows'");
-    optimistic_on(evidence::IsBlackwellTrainingGpu, evidence::kBlackwellDenseTraining,
-                  "dense-model training runs on B200 and GB200", "the B200 and GB200 rows'");
-    optimistic_on(evidence::IsAmdInstinctGpu, evidence::kAmdInstinctTraining,
-                  "dense-model training runs on MI300X (torchtitan; with MI300X's measured rates)",
-                  "the AMD Instinct rows'");
-    // Serving on AMD Instinct: the measured latency was longer than predicted (signed on the time).
-    if (serving && !moe && std::any_of(rows->begin(), rows->end(), [&](const SelectRow& r) {
-          return r.eligible && evidence::IsAmdInstinctGpu(r.gpu);
-        })) {
-      const auto& e = evidence::kAmdInstinctServingLatency;
-      std::cout << fmt::format(
-          "uncertain: on {} published vLLM latency runs on MI300X (LLaMA 3.1 405B FP8, 8 GPUs) the measured time was "
-          "{:.0f}% to {:.0f}% longer than the model's (mean {:.0f}%; docs/validation.md section 5): the AMD Instinct "
-          "rows' latencies are likely low, and they may rank higher than they should.\n",
-          e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean);
-    }
+    for (const auto& n : notes) std::cout << n << "\n";
     bool any = false;
     for (const auto& r : *rows) {
       if (r.eligible) continue;
