@@ -317,13 +317,14 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   auto has = [](const std::string& s, const char* part) { return s.find(part) != std::string::npos; };
   // `on_speed`: signed as fast_error (a step time's error negated); otherwise the error as it is (the serving classes
   // are signed on the latency).
-  auto check = [&](const ValidationEvidence& want, auto select, const char* what, bool on_speed = false) {
+  // `value`: the signed figure a case adds to the class.
+  auto check_by = [&](const ValidationEvidence& want, auto select, const char* what, auto value) {
     int n = 0;
     double sum = 0, lo = 1e9, hi = -1e9;
     for (const auto& c : rep->cases) {
       if (!select(c)) continue;
       n++;
-      const double e = on_speed ? c.fast_error() : c.error;
+      const double e = value(c);
       sum += e;
       lo = std::min(lo, e);
       hi = std::max(hi, e);
@@ -334,6 +335,9 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
     EXPECT_NEAR(sum / n, want.mean, 0.005) << what;
     EXPECT_NEAR(lo, want.lo, 0.005) << what;
     EXPECT_NEAR(hi, want.hi, 0.005) << what;
+  };
+  auto check = [&](const ValidationEvidence& want, auto select, const char* what, bool on_speed = false) {
+    check_by(want, select, what, [&](const ValidationCase& c) { return on_speed ? c.fast_error() : c.error; });
   };
   check(evidence::kEagerFsdpFoundryH100,
         [&](const ValidationCase& c) { return has(c.name, "llm-foundry") && has(c.name, "h100"); },
@@ -408,44 +412,19 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
                  !has(c.name, "mixtral");
         },
         "Hopper FP8 TTFT at 128 tokens");
-  {
-    // On the time: measured / predicted - 1, from tokens/s rows (torchao on H100) and latency rows on Hopper (vLLM,
-    // H200; not Oracle's MI300X rows, which have their own figure).
-    const auto& want = evidence::kHopperSmallBatchDecode;
-    int n = 0;
-    double sum = 0, lo = 1e9, hi = -1e9;
-    for (const auto& c : rep->cases) {
-      const bool torchao_h100 = c.name.rfind("torchao", 0) == 0 && c.gpu == "h100-sxm";
-      if (!torchao_h100 && !(c.group == "latency" && hopper(c))) continue;
-      const double slower = c.metric == "decode_tokens_per_s" ? c.error : 1 / (1 + c.error) - 1;
-      n++;
-      sum += slower;
-      lo = std::min(lo, slower);
-      hi = std::max(hi, slower);
-    }
-    EXPECT_EQ(n, want.cases);
-    EXPECT_NEAR(sum / n, want.mean, 0.005);
-    EXPECT_NEAR(lo, want.lo, 0.005);
-    EXPECT_NEAR(hi, want.hi, 0.005);
-  }
-  {
-    // On the time, as above: Oracle's vLLM latency runs on MI300X.
-    const auto& want = evidence::kAmdInstinctServingLatency;
-    int n = 0;
-    double sum = 0, lo = 1e9, hi = -1e9;
-    for (const auto& c : rep->cases) {
-      if (c.group != "latency" || !evidence::IsAmdInstinctGpu(c.gpu)) continue;
-      const double slower = 1 / (1 + c.error) - 1;
-      n++;
-      sum += slower;
-      lo = std::min(lo, slower);
-      hi = std::max(hi, slower);
-    }
-    EXPECT_EQ(n, want.cases);
-    EXPECT_NEAR(sum / n, want.mean, 0.005);
-    EXPECT_NEAR(lo, want.lo, 0.005);
-    EXPECT_NEAR(hi, want.hi, 0.005);
-  }
+  // On the time: measured / predicted - 1, from tokens/s rows (torchao on H100) and latency rows.
+  auto slower = [](const ValidationCase& c) {
+    return c.metric == "decode_tokens_per_s" ? c.error : 1 / (1 + c.error) - 1;
+  };
+  check_by(evidence::kHopperSmallBatchDecode,
+           [&](const ValidationCase& c) {
+             const bool torchao_h100 = c.name.rfind("torchao", 0) == 0 && c.gpu == "h100-sxm";
+             return torchao_h100 || (c.group == "latency" && hopper(c));
+           },
+           "small-batch decode on Hopper (torchao H100, vLLM H200)", slower);
+  check_by(evidence::kAmdInstinctServingLatency,
+           [&](const ValidationCase& c) { return c.group == "latency" && evidence::IsAmdInstinctGpu(c.gpu); },
+           "vLLM latency on MI300X (Oracle)", slower);
   {
     // Absolute: measured minus predicted seconds, one GPU, 128-token prompts, v0.9, dense models.
     const auto& want = evidence::kShortPromptTtftShortfall;
