@@ -693,10 +693,11 @@ inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.231, -0.465, 1.4
 // generate.py (torch.compile) on H100 and vLLM's batch-8 latency benchmark on H200, all held out. Signed on the
 // time: measured time per token / predicted - 1 (> 0: the model was optimistic).
 inline constexpr ValidationEvidence kHopperSmallBatchDecode{6, 0.140, 0.082, 0.187};
-// Serving on AMD Instinct (thirty-seventh session, held out): Oracle Cloud's vLLM benchmark_latency.py runs of LLaMA
-// 3.1 405B FP8 on 8 MI300X (TP 8; 128 tokens in, 128 out; batch 1 to 256; October 2024). Signed on the time: measured
-// end-to-end latency / predicted - 1 (> 0: the model was optimistic).
-inline constexpr ValidationEvidence kAmdInstinctServingLatency{9, 0.225, 0.162, 0.297};
+// Serving on AMD Instinct (thirty-seventh session, held out): vLLM's end-to-end latency on 8 MI300X at TP 8, FP8
+// weights: Oracle Cloud's LLaMA 3.1 405B runs (batch 1 to 256, 128 tokens in and out; October 2024 stack) and AMD's own
+// LLaMA 3.1 70B runs (batch 1, 2, 4; 128 in, 2048 out; vLLM 0.10.2 on ROCm 7.0, October 2025). Signed on the time:
+// measured end-to-end latency / predicted - 1 (> 0: the model was optimistic).
+inline constexpr ValidationEvidence kAmdInstinctServingLatency{12, 0.186, 0.008, 0.297};
 // TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency).
 inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.194, -0.318, -0.084};
 // TensorRT-LLM 1.0's maximum throughput (trtllm-bench, in-flight batching, every request queued at once) with NVFP4

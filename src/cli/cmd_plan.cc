@@ -634,9 +634,9 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
         })) {
       const auto& e = evidence::kAmdInstinctServingLatency;
       notes.push_back(fmt::format(
-          "uncertain: on {} published vLLM latency runs on MI300X (LLaMA 3.1 405B FP8, 8 GPUs) the measured time was "
-          "{:.0f}% to {:.0f}% longer than the model's (mean {:.0f}%; docs/validation.md section 5): the AMD Instinct "
-          "rows' latencies are likely low, and they may rank higher than they should.",
+          "uncertain: on {} published vLLM latency runs on MI300X (LLaMA 3.1 70B and 405B FP8, 8 GPUs) the measured "
+          "time was {:.0f}% to {:.0f}% longer than the model's (mean {:.0f}%; docs/validation.md section 5): the AMD "
+          "Instinct rows' latencies are likely low, and they may rank higher than they should.",
           e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
     }
     if (ctx->options().json) {

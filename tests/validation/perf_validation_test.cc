@@ -125,13 +125,13 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // FlashAttention 2's rate on Hopper and an assumed one on Blackwell; 45.3% / 309.5% since the thirty-sixth session's
   // 80 other shapes of the same benchmark, whose 20 runs at a 128-token sliding window the model prices 2-4x too fast;
   // latency: vLLM's CI on H200, 14.0% / 15.8%, and since the thirty-seventh session Oracle's nine vLLM runs of LLaMA
-  // 3.1 405B FP8 on 8 MI300X, first predictions 14-23% too fast: 17.2% / 22.9%).
+  // 3.1 405B FP8 on 8 MI300X, first predictions 14-23% too fast, and AMD's three of LLaMA 3.1 70B, 1-10%: 15.0% / 22.9%).
   // Training holdout as
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
       {"training", {0.1110, 1.10}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
-      {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.182, 0.239}},
+      {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.160, 0.239}},
       {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}, {"attention", {0.460, 3.105}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
@@ -424,7 +424,7 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
            "small-batch decode on Hopper (torchao H100, vLLM H200)", slower);
   check_by(evidence::kAmdInstinctServingLatency,
            [&](const ValidationCase& c) { return c.group == "latency" && evidence::IsAmdInstinctGpu(c.gpu); },
-           "vLLM latency on MI300X (Oracle)", slower);
+           "vLLM latency on MI300X (Oracle, AMD)", slower);
   {
     // Absolute: measured minus predicted seconds, one GPU, 128-token prompts, v0.9, dense models.
     const auto& want = evidence::kShortPromptTtftShortfall;
