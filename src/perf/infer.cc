@@ -710,9 +710,8 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     const auto& e = evidence::kAmdInstinctServingLatency;
     r.notes.push_back(fmt::format(
         "uncertain: on MI300X, vLLM's end-to-end latency of LLaMA 3.1 70B and 405B in FP8 over 8 GPUs took {:.0f}% to "
-        "{:.0f}% longer than predicted (mean {:.0f}%, {} held-out runs at batch 1-256; AMD's own 2025 runs 1-11%, "
-        "Oracle's 2024 runs 16-30%); the model's MI300X rates are Azure's micro-benchmarks of that GPU "
-        "(docs/validation.md section 5)",
+        "{:.0f}% longer than predicted (mean {:.0f}%, {} held-out runs at batch 1-256, the 2024 stack the furthest "
+        "off); the model's MI300X rates are Azure's micro-benchmarks of that GPU (docs/validation.md section 5)",
         100 * e.lo, 100 * e.hi, 100 * e.mean, e.cases));
   }
   if (hopper && !fp8 && cfg.fit.batch <= 8) {
