@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -208,6 +209,11 @@ Status ValidateSpec(const ModelSpec& m, const std::string& name) {
     if (m.moe->experts_per_token > m.moe->num_experts)
       return ParseError(fmt::format("{}: experts per token ({}) exceeds the number of experts ({})", name,
                                     m.moe->experts_per_token, m.moe->num_experts));
+    // A step past the last layer leaves no layer with experts: a dense model mislabelled as MoE.
+    if (m.moe_layer_count() == 0)
+      return ParseError(fmt::format("{}: no layer has experts ({} layers, {} of them dense first, MoE layer step {}); "
+                                    "valid: a step of at most the layers after the dense ones",
+                                    name, m.layers, m.moe->first_dense_layers, m.moe->layer_step));
   }
   return Status::Ok();
 }
@@ -340,7 +346,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
       SUANLI_ASSIGN_OR_RETURN(use_sw, r.BoolOr("use_sliding_window", false));
     }
     if (use_sw && r.Has("sliding_window")) {
-      SUANLI_ASSIGN_OR_RETURN(int64_t sw, r.IntOr("sliding_window", 0, int64_t(1) << 31));
+      SUANLI_ASSIGN_OR_RETURN(int64_t sw, r.IntOr("sliding_window", 0, std::numeric_limits<int>::max()));
       if (sw > 0 && (m.max_positions == 0 || sw < m.max_positions)) {
         m.sliding_window = static_cast<int>(sw);
         m.sliding_window_layers = (t == "gemma2") ? (m.layers + 1) / 2 : m.layers;  // Gemma 2 alternates local/global
@@ -393,7 +399,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
                              ": MoE layers other than every interleave_moe_layer_step-th are not supported");
       }
       m.moe = e;
-      SUANLI_ASSIGN_OR_RETURN(int64_t chunk, r.IntOr("attention_chunk_size", 0, int64_t(1) << 31));
+      SUANLI_ASSIGN_OR_RETURN(int64_t chunk, r.IntOr("attention_chunk_size", 0, std::numeric_limits<int>::max()));
       if (chunk > 0) {
         int rope_layers = 0;
         const bool listed = r.Has("no_rope_layers") && j["no_rope_layers"].is_array() && !j["no_rope_layers"].empty();

@@ -174,6 +174,17 @@ TEST_F(Models, Llama4CountsSharedAndRoutedExpertsAndChunksThreeLayersInFour) {
                            "m.json");
   ASSERT_TRUE(fp8.ok()) << fp8.status().message();
   EXPECT_EQ(fp8->stored_weights, "fp8");
+  // A chunk of 2^31 tokens does not fit the window's int (it wrapped to a negative window); a step past the last
+  // layer leaves no layer with experts (it was accepted as an MoE model without one).
+  auto huge_chunk = ParseHfConfig(base + R"(,"attention_chunk_size":2147483648})", "t.json");
+  ASSERT_FALSE(huge_chunk.ok());
+  EXPECT_NE(huge_chunk.status().message().find("attention_chunk_size"), std::string::npos)
+      << huge_chunk.status().message();
+  std::string far_step = base;
+  far_step.replace(far_step.find(R"("interleave_moe_layer_step":2)"), 29, R"("interleave_moe_layer_step":9)");
+  auto no_moe = ParseHfConfig(far_step + "}", "t.json");
+  ASSERT_FALSE(no_moe.ok());
+  EXPECT_NE(no_moe.status().message().find("no layer has experts"), std::string::npos) << no_moe.status().message();
   auto short_list = ParseHfConfig(base + R"(,"no_rope_layers":[1,0]})", "t.json");
   ASSERT_FALSE(short_list.ok());
   EXPECT_NE(short_list.status().message().find("no_rope_layers"), std::string::npos) << short_list.status().message();
