@@ -508,6 +508,16 @@ run_suanli(2 out perf infer -m llama-3.1-8b -g h100-sxm --batch lots)
 expect_contains("${out}" "--batch must be a positive number of sequences or max, got 'lots'" "perf infer --batch lots")
 run_suanli(2 out perf infer -m llama-3.1-8b -g h100-sxm --batch 8 --max-batch 64)
 expect_contains("${out}" "--max-batch caps --batch max" "perf infer --max-batch without --batch max")
+# A count of 0 is not "no limit" and not "the default": --max-batch, perf infer's --gpus and --packed-doc-tokens
+# given as 0 are errors that name the flag and the range.
+run_suanli(1 out perf infer -m llama-3.1-8b -g h100-sxm --batch max --max-batch 0)
+expect_contains("${out}" "--max-batch: Value 0 not in range 1 to" "perf infer --max-batch 0")
+run_suanli(1 out tco -g h100-sxm --model llama-3.1-8b --batch max --max-batch 0)
+expect_contains("${out}" "--max-batch: Value 0 not in range 1 to" "tco --max-batch 0")
+run_suanli(1 out perf infer -m llama-3.1-8b -g h100-sxm --gpus 0)
+expect_contains("${out}" "--gpus: Value 0 not in range 1 to" "perf infer --gpus 0")
+run_suanli(1 out perf train -m llama-3.1-8b -g h100-sxm --gpus 8 --global-batch 8 --packed-doc-tokens 0)
+expect_contains("${out}" "--packed-doc-tokens: Value 0 not in range 1 to" "perf train --packed-doc-tokens 0")
 # tco prices serving at full load too, with the KV-cache format that sets how many sequences fit; FP8 weights are
 # served in FP8 (it once priced them as a weight-only dequantisation).
 run_suanli(0 out perf infer -m llama-3.1-8b -g h100-sxm --weights fp8 --kv-dtype fp8 --batch max --input-len 1000 --output-len 1000 --json)
@@ -589,7 +599,7 @@ expect_contains("${out}" "--moe-imbalance: must be a finite number" "perf train 
 run_suanli(1 out fit -m llama-3.1-8b -g h100 --fragmentation inf)
 expect_contains("${out}" "must be a finite number, got inf" "fit --fragmentation inf")
 run_suanli(2 out plan -m llama-3.1-8b -g h100-sxm --gpus 8 --global-batch 64 --seq 4096 --tokens -5)
-expect_contains("${out}" "--tokens must be a finite number of tokens" "plan --tokens -5")
+expect_contains("${out}" "--tokens must be a number of tokens from 0 to 1e+18" "plan --tokens -5")
 run_suanli(2 out perf infer -m mixtral-8x7b -g h100 --tp 4 --ep 8)
 expect_contains("${out}" "valid EP for TP 4 and 8 experts: 1, 2, 4" "perf infer: EP outside the TP group")
 run_suanli(0 out fit --mode infer -m mixtral-8x7b -g h100 --tp 8 --ep 8)

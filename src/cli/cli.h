@@ -127,6 +127,8 @@ inline constexpr const char* kServingBatchHelp =
     "(continuous batching at full load)";
 inline constexpr const char* kServingMaxBatchHelp =
     "With --batch max: the engine's batch limit (TensorRT-LLM max_batch_size, vLLM max_num_seqs)";
+// --max-batch's values when given (0 inside is "not given"): the serving batch's own range.
+inline const CLI::Range kServingMaxBatchRange{int64_t{1}, int64_t{1} << 24};
 // Shared by fit and perf train.
 inline constexpr const char* kRecomputeModulesHelp =
     "With --recompute selective (implied when omitted): the modules that recompute, comma-separated (Megatron-Core's "

@@ -196,14 +196,15 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--lora-targets", f->lora_targets, kLoraTargetsHelp);
   train->add_option("--packed-doc-tokens", f->packed_doc_tokens,
                     "Packed sequences: documents of this many tokens per sequence, attention within each (fine-tuning "
-                    "with --packed-sequence / THD attention)");
+                    "with --packed-sequence / THD attention)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   train->add_option("--tokens", f->tokens, "Train on this many tokens: time and GPU-hours");
   train->add_option("--moe-imbalance", f->moe_imbalance, "MoE: busiest expert's tokens / mean (>= 1)")
       ->capture_default_str();
   train->add_option("--price-per-gpu-hour", f->price, "USD per GPU-hour for the cost");
   auto* infer = sub->add_subcommand("infer", "Time to first token, time per output token, throughput");
   common(infer);
-  infer->add_option("--gpus", f->gpus, "Total GPUs (default TP x PP)");
+  infer->add_option("--gpus", f->gpus, "Total GPUs (default TP x PP)")->check(CLI::Range(1, 1 << 20));
   infer->add_option("--ep", f->ep,
                     "MoE: expert-parallel degree inside the TP group (EP x ETP = TP, as TensorRT-LLM's moe_ep_size)")
       ->capture_default_str();
@@ -212,7 +213,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                     "MoE with --ep: busiest GPU's token-expert pairs / mean, at least uniform routing's (1 = uniform)")
       ->capture_default_str();
   infer->add_option("--batch,-b", f->batch, kServingBatchHelp)->capture_default_str();
-  infer->add_option("--max-batch", f->max_batch, kServingMaxBatchHelp);
+  infer->add_option("--max-batch", f->max_batch, kServingMaxBatchHelp)->check(kServingMaxBatchRange);
   infer->add_option("--input-len", f->input_len, "Prompt tokens")->capture_default_str();
   infer->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
   infer->add_option("--weights", f->weights, "bf16 fp16 fp8 nvfp4 (Blackwell) int8 int4 nf4 q4_k_m ...")->capture_default_str();

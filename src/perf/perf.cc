@@ -186,11 +186,14 @@ const char* CudaGraphsName(CudaGraphs g) {
 }
 
 Status CheckTokensAndPrice(double tokens, double price_per_gpu_hour) {
-  if (!(tokens >= 0 && std::isfinite(tokens)))
-    return InvalidArgument(fmt::format("--tokens must be a finite number of tokens, at least 0, got {}", tokens));
-  if (!(price_per_gpu_hour >= 0 && std::isfinite(price_per_gpu_hour)))
-    return InvalidArgument(
-        fmt::format("--price-per-gpu-hour must be a finite USD amount, at least 0, got {}", price_per_gpu_hour));
+  // Upper bounds far past any real job (the largest published pretraining corpora are a few times 1e13 tokens), so
+  // that a typo's exponent gives an error, not a time to train with hundreds of digits.
+  constexpr double kMaxTokens = 1e18, kMaxPrice = 1e6;
+  if (!(tokens >= 0 && tokens <= kMaxTokens))
+    return InvalidArgument(fmt::format("--tokens must be a number of tokens from 0 to {:g}, got {:g}", kMaxTokens, tokens));
+  if (!(price_per_gpu_hour >= 0 && price_per_gpu_hour <= kMaxPrice))
+    return InvalidArgument(fmt::format("--price-per-gpu-hour must be a USD amount from 0 to {:g}, got {:g}", kMaxPrice,
+                                       price_per_gpu_hour));
   return Status::Ok();
 }
 

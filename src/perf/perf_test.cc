@@ -1353,7 +1353,9 @@ TEST_F(Perf, SlidingWindowLayersAttendToTheWindowOnly) {
                           [&](const std::string& n) { return n.find(window_note) != std::string::npos; }));
   for (const auto* r : {&*mistral, &*oss})
     for (const auto& n : r->notes)
-      if (r == &*mistral) EXPECT_EQ(n.find("-token window, priced at the fused-attention"), std::string::npos) << n;
+      if (r == &*mistral) {
+        EXPECT_EQ(n.find("-token window, priced at the fused-attention"), std::string::npos) << n;
+      }
 }
 
 // Chunked attention (Llama 4): a query attends to its own chunk up to itself, so over 2 chunks of 8192 a prefill
@@ -3389,7 +3391,8 @@ TEST_F(Perf, ExpertParallelDecodeAtLargeBatchCostsAboutWhatTpCosts) {
 }
 
 // Training's imbalance factor, tokens and price are checked where they are used: NaN and out-of-range values are
-// errors that name the flag (a NaN factor once gave a MoE step with 0 us of compute).
+// errors that name the flag (a NaN factor once gave a MoE step with 0 us of compute). The largest accepted values
+// still give an answer.
 TEST_F(Perf, TrainingRejectsNonFiniteFactors) {
   const GpuSpec& g = G("h100-sxm");
   const double nan = std::nan("");
@@ -3398,7 +3401,10 @@ TEST_F(Perf, TrainingRejectsNonFiniteFactors) {
     const char* flag;
   };
   for (const Bad& b : {Bad{nan, 0, 0, "--moe-imbalance"}, Bad{0.5, 0, 0, "--moe-imbalance"}, Bad{1.1, nan, 0, "--tokens"},
-                       Bad{1.1, -1, 0, "--tokens"}, Bad{1.1, 0, INFINITY, "--price-per-gpu-hour"}}) {
+                       Bad{1.1, -1, 0, "--tokens"}, Bad{1.1, 0, INFINITY, "--price-per-gpu-hour"},
+                       // A typo's exponent: an error, not a time to train with 300 digits.
+                       Bad{1.1, 1e300, 0, "--tokens"}, Bad{1.1, 1e18 * 1.01, 0, "--tokens"},
+                       Bad{1.1, 0, 1e7, "--price-per-gpu-hour"}}) {
     TrainConfig c = Train(8, 1, 1, 64);
     c.moe_imbalance = b.imbalance;
     c.tokens = b.tokens;
@@ -3407,6 +3413,12 @@ TEST_F(Perf, TrainingRejectsNonFiniteFactors) {
     ASSERT_FALSE(r.ok()) << b.flag;
     EXPECT_EQ(r.status().message().rfind(b.flag, 0), 0u) << r.status().message();
   }
+  TrainConfig c = Train(8, 1, 1, 64);
+  c.tokens = 1e18;
+  c.price_per_gpu_hour = 1e6;
+  auto r = EstimateTraining(M("llama-3.1-8b"), C(g), c, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(std::isfinite(r->cost_usd) && r->cost_usd > 0);
 }
 
 // --moe-imbalance is a floor on the busiest rank's share over uniform routing: 1 changes nothing, a larger factor

@@ -561,6 +561,7 @@ TEST_F(Planner, BadRequestsAreErrors) {
   // for a negative price, silently replaced by the catalog's.
   bad([](PlanRequest& q) { q.tokens = -5; }, "--tokens");
   bad([](PlanRequest& q) { q.tokens = std::nan(""); }, "--tokens");
+  bad([](PlanRequest& q) { q.tokens = 1e300; }, "--tokens");
   bad([](PlanRequest& q) { q.price_per_gpu_hour = -1; q.objective = Objective::kCost; }, "--price-per-gpu-hour");
   bad([](PlanRequest& q) { q.price_per_gpu_hour = INFINITY; }, "--price-per-gpu-hour");
 }
