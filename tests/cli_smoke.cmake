@@ -522,6 +522,15 @@ expect_contains("${out}" "--packed-doc-tokens: Value 0 not in range 1 to" "perf 
 # served in FP8 (it once priced them as a weight-only dequantisation).
 run_suanli(0 out perf infer -m llama-3.1-8b -g h100-sxm --weights fp8 --kv-dtype fp8 --batch max --input-len 1000 --output-len 1000 --json)
 string(JSON full_batch GET "${out}" batch)
+# An idle GPU has no cost per hour of work or per PFLOP-day: the table says so and the JSON has null, not 0 USD.
+run_suanli(0 out tco -g h100-sxm -u 0)
+expect_contains("${out}" "no hour used at 0% utilisation" "tco -u 0")
+expect_contains("${out}" "no cost per PFLOP-day without compute" "tco -u 0")
+run_suanli(0 out tco -g h100-sxm -u 0 --json)
+string(JSON idle_hour TYPE "${out}" per_gpu usd_per_used_gpu_hour)
+if(NOT idle_hour STREQUAL "NULL")
+  message(FATAL_ERROR "tco -u 0 --json: usd_per_used_gpu_hour is ${idle_hour}, expected NULL")
+endif()
 run_suanli(0 out tco -g h100-sxm --model llama-3.1-8b --weights fp8 --kv-dtype fp8 --batch max --max-batch 4096 --input-len 1000 --output-len 1000)
 expect_contains("${out}" "fp8 (KV cache fp8) on h100-sxm (TP=1 PP=1), batch ${full_batch} (the most that fit)" "tco --batch max")
 run_suanli(0 out perf infer -m llama-3.1-8b -g h100-sxm --weights fp8 --batch 16 --input-len 512 --output-len 128 --json)

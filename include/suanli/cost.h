@@ -148,10 +148,12 @@ struct TcoResult {
   double total_usd_per_year = 0;         // depreciation + opex
   double lifetime_usd = 0;               // total x years
   double usd_per_gpu_hour = 0;           // total / 8760 (every hour owned)
-  double usd_per_used_gpu_hour = 0;      // total / (8760 x utilisation)
+  // total / (8760 x utilisation); nullopt at utilisation 0 (no hour is used), as are the owning cost per
+  // PFLOP-day and per million tokens below, which are per hour of work too.
+  std::optional<double> usd_per_used_gpu_hour;
   double marginal_usd_per_used_hour = 0; // power + cooling of one more hour of work
   double pflop_days_per_year = 0;        // peak x MFU x hours used, in PFLOP-days
-  double usd_per_pflop_day = 0;
+  std::optional<double> usd_per_pflop_day;  // also nullopt when peak_flops is 0
   bool pflop_days_at_peak = true;        // no MFU given: peak PFLOP-days
   std::optional<double> usd_per_million_tokens;
   std::vector<RentComparison> rent;      // one per input cloud price

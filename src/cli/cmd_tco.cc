@@ -301,11 +301,11 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
                       {"total_usd_per_year", r->total_usd_per_year},
                       {"lifetime_usd", r->lifetime_usd},
                       {"usd_per_gpu_hour", r->usd_per_gpu_hour},
-                      {"usd_per_used_gpu_hour", r->usd_per_used_gpu_hour},
+                      {"usd_per_used_gpu_hour", Opt(r->usd_per_used_gpu_hour)},
                       {"marginal_usd_per_used_hour", r->marginal_usd_per_used_hour},
                       {"pflop_days_per_year", r->pflop_days_per_year},
                       {"pflop_days_at_peak", r->pflop_days_at_peak},
-                      {"usd_per_pflop_day", r->usd_per_pflop_day},
+                      {"usd_per_pflop_day", Opt(r->usd_per_pflop_day)},
                       {"usd_per_million_tokens", Opt(r->usd_per_million_tokens)}};
       j["fleet"] = {{"capex_usd", r->fleet_capex_usd},
                     {"total_usd_per_year", r->fleet_total_usd_per_year},
@@ -350,8 +350,10 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
                                r->it_power_watts / 1000)});
     own.Row({"operations staff", Usd(r->staff_usd_per_year), "per GPU-year"});
     own.Row({"total", Usd(r->total_usd_per_year),
-             fmt::format("{:.2f} USD per GPU-hour owned, {:.2f} per hour used", r->usd_per_gpu_hour,
-                         r->usd_per_used_gpu_hour)});
+             r->usd_per_used_gpu_hour
+                 ? fmt::format("{:.2f} USD per GPU-hour owned, {:.2f} per hour used", r->usd_per_gpu_hour,
+                               *r->usd_per_used_gpu_hour)
+                 : fmt::format("{:.2f} USD per GPU-hour owned; no hour used at 0% utilisation", r->usd_per_gpu_hour)});
     std::cout << own.Render();
     // Full-load power per machine: a node of the GPU's NVLink domain (an 8-GPU server, a 72-GPU NVL72 rack), or one
     // GPU in a desktop or laptop.
@@ -361,10 +363,11 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
                              Usd(r->fleet_capex_usd), Usd(r->fleet_total_usd_per_year),
                              r->it_power_watts * in.gpus / 1000, r->it_power_watts * per_node / 1000,
                              single ? "GPU" : fmt::format("{}-GPU node", per_node));
-    std::cout << fmt::format("compute: {:.1f} {}s per GPU-year at {} (dense 16-bit peak {}{}); owning: {} USD per {}\n",
+    std::cout << fmt::format("compute: {:.1f} {}s per GPU-year at {} (dense 16-bit peak {}{}); owning: {}\n",
                              r->pflop_days_per_year, flops_label, fmt::format("{:.0f}% utilisation", 100 * in.utilisation),
                              FormatFlops(in.peak_flops), in.mfu ? fmt::format(" x MFU {:.2f}", *in.mfu) : "",
-                             Usd(r->usd_per_pflop_day), flops_label);
+                             r->usd_per_pflop_day ? fmt::format("{} USD per {}", Usd(*r->usd_per_pflop_day), flops_label)
+                                                  : std::string("no cost per PFLOP-day without compute"));
     if (r->usd_per_million_tokens)
       std::cout << fmt::format("tokens: {:.0f} tokens/s per GPU ({}); owning: {:.3f} USD per million tokens\n",
                                *in.tokens_per_s, in.tokens_per_s_source, *r->usd_per_million_tokens);

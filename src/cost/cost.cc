@@ -307,7 +307,7 @@ Result<TcoResult> ComputeTco(const TcoInputs& in) {
   r.total_usd_per_year = r.depreciation_usd_per_year + r.opex_usd_per_year;
   r.lifetime_usd = r.total_usd_per_year * in.depreciation_years;
   r.usd_per_gpu_hour = r.total_usd_per_year / kHoursPerYear;
-  r.usd_per_used_gpu_hour = used_hours > 0 ? r.total_usd_per_year / used_hours : 0;
+  if (used_hours > 0) r.usd_per_used_gpu_hour = r.total_usd_per_year / used_hours;
   r.marginal_usd_per_used_hour = r.it_power_watts / 1000.0 * in.pue * in.electricity_usd_per_kwh;
   // Costs that do not depend on use: what renting has to beat.
   const double fixed_usd_per_year = r.depreciation_usd_per_year + r.hosting_usd_per_year + r.staff_usd_per_year;
@@ -315,8 +315,9 @@ Result<TcoResult> ComputeTco(const TcoInputs& in) {
   const double delivered_flops = in.peak_flops * in.mfu.value_or(1.0);
   r.pflop_days_at_peak = !in.mfu.has_value();
   r.pflop_days_per_year = delivered_flops / 1e15 * used_hours / 24.0;
-  r.usd_per_pflop_day = r.pflop_days_per_year > 0 ? r.total_usd_per_year / r.pflop_days_per_year : 0;
-  if (in.tokens_per_s) r.usd_per_million_tokens = UsdPerMillionTokens(r.usd_per_used_gpu_hour, *in.tokens_per_s);
+  if (r.pflop_days_per_year > 0) r.usd_per_pflop_day = r.total_usd_per_year / r.pflop_days_per_year;
+  if (in.tokens_per_s && r.usd_per_used_gpu_hour)
+    r.usd_per_million_tokens = UsdPerMillionTokens(*r.usd_per_used_gpu_hour, *in.tokens_per_s);
 
   for (const auto& c : in.cloud) {
     RentComparison rc;

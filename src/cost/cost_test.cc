@@ -85,9 +85,12 @@ TEST(TcoFormulas, HandCheckedNumbers) {
   EXPECT_NEAR(r->energy_kwh_per_year, 6570, 1e-9);
   EXPECT_NEAR(r->hosting_usd_per_year, 1200, 1e-9);  // 100 USD/kW-month x 1 kW x 12
   EXPECT_NEAR(r->total_usd_per_year, 6000 + 438 + 219 + 1200 + 600, 1e-9);
-  EXPECT_NEAR(r->usd_per_used_gpu_hour, r->total_usd_per_year / 4380, 1e-12);
+  ASSERT_TRUE(r->usd_per_used_gpu_hour.has_value());
+  EXPECT_NEAR(*r->usd_per_used_gpu_hour, r->total_usd_per_year / 4380, 1e-12);
   // 1 PFLOP/s for 4380 h = 182.5 PFLOP-days.
   EXPECT_NEAR(r->pflop_days_per_year, 182.5, 1e-9);
+  ASSERT_TRUE(r->usd_per_pflop_day.has_value());
+  EXPECT_NEAR(*r->usd_per_pflop_day, r->total_usd_per_year / 182.5, 1e-9);
   EXPECT_TRUE(r->pflop_days_at_peak);
   ASSERT_EQ(r->rent.size(), 1u);
   const RentComparison& rc = r->rent[0];
@@ -144,7 +147,28 @@ TEST(TcoFormulas, MfuAndTokens) {
   EXPECT_NEAR(r->rent[0].usd_per_pflop_day, 48 / 0.4, 1e-9);
   ASSERT_TRUE(r->rent[0].usd_per_million_tokens.has_value());
   EXPECT_NEAR(*r->rent[0].usd_per_million_tokens, 2.0 / 3.6, 1e-12);  // 2 USD per 3.6M tokens
-  EXPECT_NEAR(*r->usd_per_million_tokens, r->usd_per_used_gpu_hour / 3.6, 1e-12);
+  EXPECT_NEAR(*r->usd_per_million_tokens, *r->usd_per_used_gpu_hour / 3.6, 1e-12);
+}
+
+// A GPU that does no work has a yearly cost but no cost per hour of work, per PFLOP-day or per million tokens:
+// those are absent (JSON null, "-"), not 0 USD, which would read as free compute. Renting at 0% use costs nothing
+// a year, and owning never pays back.
+TEST(TcoFormulas, ZeroUtilisationHasNoCostPerUnitOfWork) {
+  TcoInputs in = Simple();
+  in.utilisation = 0;
+  in.tokens_per_s = 1000;
+  auto r = ComputeTco(in);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(r->total_usd_per_year, 6000);  // depreciation is still paid
+  EXPECT_FALSE(r->usd_per_used_gpu_hour.has_value());
+  EXPECT_FALSE(r->usd_per_pflop_day.has_value());
+  EXPECT_FALSE(r->usd_per_million_tokens.has_value());
+  ASSERT_EQ(r->rent.size(), 1u);
+  EXPECT_EQ(r->rent[0].usd_per_year, 0);
+  EXPECT_FALSE(r->rent[0].break_even_months.has_value());
+  EXPECT_FALSE(r->rent[0].owning_cheaper);
+  // A rented hour's price per PFLOP-day does not depend on how many hours are rented.
+  EXPECT_NEAR(r->rent[0].usd_per_pflop_day, 48, 1e-9);
 }
 
 TEST(TcoFormulas, HostingPerRack) {
