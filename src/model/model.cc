@@ -325,6 +325,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     SUANLI_ASSIGN_OR_RETURN(m.vocab, r.Int({"vocab_size"}, kMaxVocab));
     SUANLI_ASSIGN_OR_RETURN(m.max_positions, r.IntOr("max_position_embeddings", 0));
     SUANLI_ASSIGN_OR_RETURN(int64_t hd, r.IntOr("head_dim", m.hidden / m.heads, kMaxHidden));
+    if (hd == 0 && r.Has("head_dim")) return ParseError(r.Where("head_dim") + " must be positive, got 0");
     m.head_dim = static_cast<int>(hd);
     // Nemotron (NVIDIA's Nemotron-4 and Minitron; transformers' NemotronForCausalLM): the LLaMA layout with a plain
     // squared-ReLU MLP (up and down projections, no gate) and LayerNorm1P norms (weight and bias).

@@ -267,6 +267,16 @@ TEST(ParseHfConfig, HugeNumbersAreErrorsNotCrashes) {
   EXPECT_NE(f.status().message().find("hidden_size"), std::string::npos);
 }
 
+// An explicit head_dim of 0 is named as the key at fault, not reported as hidden / heads (which were fine).
+TEST(ParseHfConfig, ZeroHeadDimNamesTheKey) {
+  auto m = ParseHfConfig(R"({"model_type":"llama","hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,
+                             "head_dim":0,"intermediate_size":11008,"vocab_size":32000})",
+                         "z.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("z.json: key 'head_dim' must be positive, got 0"), std::string::npos)
+      << m.status().message();
+}
+
 TEST(ParseHfConfig, Gpt2DefaultsMatchGpt2Small) {
   // GPT-2 small: 124,439,808 parameters (tied embeddings, learned positions).
   auto m = ParseHfConfig(R"({"model_type":"gpt2","n_embd":768,"n_layer":12,"n_head":12,"n_positions":1024,
