@@ -136,13 +136,26 @@ struct KernelEvent {
   std::string severity_word;  // SXid: "Fatal" / "Non-fatal" when present
 };
 
+// NUL bytes in a text input. A text log has none, except in runs where a file system kept the file's new length
+// but not its data (a host that lost power, hung or was reset before the log reached the disk); a binary file has
+// other control bytes around them too.
+struct NulBytes {
+  int64_t bytes = 0;           // NUL bytes
+  int64_t runs = 0;            // runs of consecutive NULs
+  int64_t first_line = 0;      // the line the first run is on (0: none)
+  int64_t other_bytes = 0;     // the other bytes of the stretches with NULs that were scanned
+  int64_t control_bytes = 0;   // of those, control bytes a log does not hold (not tab, newline, CR, FF or ESC)
+  // Binary data, not a text log with NUL runs: nothing but NULs, or over 1% other control bytes beside them.
+  bool LooksBinary() const { return bytes > 0 && (other_bytes == 0 || control_bytes * 100 > other_bytes); }
+};
+
 struct KernelLogParse {
   std::string name;           // the input's name
   std::vector<KernelEvent> events;
   int64_t lines = 0;
   int64_t nvrm_lines = 0;     // lines containing "NVRM"
   bool truncated = false;     // a line longer than the limit, or the input hit the size limit
-  bool has_nul = false;       // NUL bytes seen: binary data, not a text log
+  NulBytes nul;               // NUL bytes seen (binary data, or a log cut by an unclean stop)
   std::vector<std::string> problems;  // non-fatal parse problems (-> ERROR findings)
 };
 
@@ -181,6 +194,7 @@ struct AppLogParse {
   std::vector<AppEvent> events;
   int64_t lines = 0;
   bool truncated = false;
+  NulBytes nul;
   std::vector<std::string> problems;
 };
 

@@ -113,6 +113,7 @@ AppLogParse ParseAppLog(std::string_view text, std::string_view name) {
     return out.events.back();
   };
   int64_t last_oom_line = -10;
+  detail::CountNulBytes(text, 1, &out.nul);
   detail::ForEachLine(
       text,
       [&](std::string_view line, int64_t n) {

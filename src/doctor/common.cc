@@ -2,6 +2,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "doctor/util.h"
@@ -197,6 +198,28 @@ std::optional<double> MemoryToGiB(std::string_view number, std::string_view unit
   else if (unit == "B" || unit == "bytes") f = 1.0 / 1073741824.0;
   else return std::nullopt;
   return *n * f;
+}
+
+void CountNulBytes(std::string_view text, int64_t first_line, NulBytes* n) {
+  if (text.empty() || !std::memchr(text.data(), '\0', text.size())) return;
+  int64_t line = first_line;
+  bool in_run = false;
+  for (const char ch : text) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (b == 0) {
+      ++n->bytes;
+      if (!in_run) {
+        ++n->runs;
+        if (n->first_line == 0) n->first_line = line;
+      }
+      in_run = true;
+      continue;
+    }
+    in_run = false;
+    ++n->other_bytes;
+    if (b == '\n') ++line;
+    else if (b < 0x20 && b != '\t' && b != '\r' && b != '\f' && b != 0x1b) ++n->control_bytes;
+  }
 }
 
 }  // namespace detail

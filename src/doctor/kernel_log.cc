@@ -87,13 +87,15 @@ std::optional<double> DmesgTimestamp(std::string_view line) {
   return detail::LeadingNumber(in);
 }
 
-// Parses an integer at the start of `s` (after spaces); returns chars consumed or 0.
+// Parses an integer of at most 7 digits at the start of `s` (after spaces); returns chars consumed, or 0 when there
+// is none or it is longer (no Xid or SXid code is: such a line is not one, rather than one with a clipped code).
 std::size_t ReadInt(std::string_view s, int* out) {
   std::size_t i = 0;
   while (i < s.size() && s[i] == ' ') ++i;
   std::size_t start = i;
   long v = 0;
-  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) && i - start < 7) {
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+    if (i - start == 7) return 0;
     v = v * 10 + (s[i] - '0');
     ++i;
   }
@@ -209,7 +211,7 @@ void ParseLine(std::string_view line, int64_t line_no, std::string_view name, Ke
 // `first_line`. Returns the number of lines in `text`.
 int64_t ScanBuffer(std::string_view text, std::string_view name, int64_t first_line, KernelLogParse* out) {
   if (text.empty()) return 0;
-  if (std::memchr(text.data(), '\0', text.size())) out->has_nul = true;
+  detail::CountNulBytes(text, first_line, &out->nul);
   constexpr int kMarkers = 2;
   const Marker markers[kMarkers] = {kNvrm, kXid};
   std::size_t next[kMarkers];

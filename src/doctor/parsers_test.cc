@@ -62,6 +62,16 @@ TEST(DoctorParse, KernelLogSurvivesHostileInput) {
   EXPECT_TRUE(p.truncated);
   ASSERT_EQ(p.events.size(), 1u);
   EXPECT_LE(p.events[0].text.size(), 310u);
+  // A code longer than any Xid's or SXid's is not read as its first 7 digits (which named "Xid 9999999" for
+  // 999999999999999999999); the line is not an event. Seven digits still are.
+  p = ParseKernelLog("NVRM: Xid (PCI:0000:00:00): 999999999999999999999, pid=x\n"
+                     "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12345678, Fatal\n"
+                     "XID 12345678 something\n"
+                     "NVRM: Xid (PCI:0000:00:00): 1234567, pid=x\n",
+                     "long-codes");
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].code, 1234567);
+  EXPECT_EQ(p.events[0].line, 4);
 }
 
 TEST(DoctorParse, XmlOldAndNewElementNames) {

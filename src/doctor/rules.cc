@@ -1251,6 +1251,33 @@ DoctorReport Diagnose(const DoctorInputs& in, const DoctorKnowledge& k) {
     f.cause = "The input could not be parsed completely; findings from it may be missing.";
     f.action = "Check that the file is the expected kind and complete (not truncated or binary).";
   };
+  // NUL bytes in a text log: binary data (an input error), or runs inside text that was read, which is what a file
+  // system leaves where a file's new length reached the disk but its data did not.
+  auto nul_bytes = [&](const std::string& file, const NulBytes& n, const char* kind) {
+    if (n.bytes == 0) return;
+    if (n.LooksBinary()) {
+      input_error(file, fmt::format("{}: binary data, not a text log ({} NUL bytes)", file, n.bytes));
+      return;
+    }
+    Finding& f = Add(c, "log.nul_bytes", State::kWarn,
+                     fmt::format("The {} has runs of NUL bytes where text should be: a likely unclean stop", kind));
+    f.evidence.push_back(Evidence{file, n.first_line,
+                                  fmt::format("{} NUL byte(s) in {} run(s), the first on line {}; the text around them "
+                                              "was read",
+                                              n.bytes, n.runs, n.first_line)});
+    f.cause = "Runs of NUL bytes inside a text log are what a file system leaves where the file's new length reached "
+              "the disk before its data: the host lost power, hung or was reset before the log was flushed (ext4 puts "
+              "buffered writes on disk at writeback or fsync, not at write). What was logged in the moments before is "
+              "lost. A process that crashes or is killed leaves none: its writes are in the page cache.";
+    if (std::string_view(kind) != "kernel log")
+      f.cause += " A log that several processes or hosts write to on a network file system (every rank's output "
+                 "to one file over NFS) can also get them, where one writer's data lands past another's end of file.";
+    f.action = "Treat it as an unclean stop at that line: read the lines before the first run, the previous boot's "
+               "kernel log (journalctl -k -b -1) and the BMC's event log (ipmitool sel list) for a power, thermal or "
+               "reset event; on a GPU node, an Xid 79 or a hang under load just before points at the GPU or its power.";
+    f.source = "Red Hat Enterprise Linux 5 Deployment Guide, ch. 4 'The ext4 File System' (delayed allocation: writes "
+               "are not guaranteed on disk without fsync); suanli docs/doctor.md";
+  };
 
   // ---- parse
   std::vector<GpuTelemetry> local = in.gpus;
@@ -1301,12 +1328,13 @@ DoctorReport Diagnose(const DoctorInputs& in, const DoctorKnowledge& k) {
     const KernelLogParse& l = *lp;
     const std::string name = l.name;
     if (l.truncated) input_error(name, fmt::format("{}: partly read (over-long lines or too many events)", name));
-    if (l.has_nul) input_error(name, fmt::format("{}: contains binary data (NUL bytes)", name));
+    nul_bytes(name, l.nul, "kernel log");
   }
   std::vector<AppEvent> app;
   for (const auto& x : in.app_logs) {
     auto r = ParseAppLog(x.text, x.name);
     for (const auto& p : r.problems) input_error(x.name, p);
+    nul_bytes(x.name, r.nul, "application log");
     for (auto& e : r.events) app.push_back(std::move(e));
   }
   std::vector<GpuTelemetry> fleet;

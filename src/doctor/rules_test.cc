@@ -227,5 +227,50 @@ TEST(DoctorRules, RepeatedIncidentsAreFoldedNotMultiplied) {
   EXPECT_NE(last.find("10-500 of 500"), std::string::npos) << last;
 }
 
+// NUL bytes. Runs of them inside a kernel log that was read (what a file system leaves after a power loss or reset)
+// are a WARN naming the first run's line, and the Xid after them still counts; random bytes with NULs among them
+// are binary data, an input error; a log without NULs has neither.
+TEST(DoctorRules, NulRunsInALogAreAnUncleanStopNotBinaryData) {
+  using namespace std::string_literals;
+  const std::string crash = "[ 10.0] NVRM: loaded\n"s + std::string(4096, '\0') +
+                            "[  0.0] Linux version 6.1\n[ 99.5] NVRM: Xid (PCI:0000:91:00): 79, pid=1, GPU has fallen "
+                            "off the bus.\n"s + std::string(16, '\0');
+  DoctorInputs in;
+  in.kernel_logs.push_back({"kern.log", crash});
+  DoctorReport r = Diagnose(in, K());
+  const Finding* nul = Find(r, "log.nul_bytes");
+  ASSERT_NE(nul, nullptr);
+  EXPECT_EQ(nul->state, State::kWarn);
+  ASSERT_EQ(nul->evidence.size(), 1u);
+  EXPECT_EQ(nul->evidence[0].line, 2);
+  EXPECT_NE(nul->evidence[0].text.find("4112 NUL byte(s) in 2 run(s)"), std::string::npos) << nul->evidence[0].text;
+  EXPECT_EQ(Find(r, "input.unreadable"), nullptr);
+  ASSERT_NE(Find(r, "xid.79"), nullptr);
+  EXPECT_EQ(r.overall, State::kFail);
+
+  std::string bin(20000, '\0');
+  for (std::size_t i = 0; i < bin.size(); ++i) bin[i] = static_cast<char>(i * 7919 % 251);
+  DoctorInputs b;
+  b.kernel_logs.push_back({"bin", bin});
+  b.app_logs.push_back({"app.bin", bin});
+  r = Diagnose(b, K());
+  EXPECT_EQ(Find(r, "log.nul_bytes"), nullptr);
+  int unreadable = 0;
+  for (const auto& f : r.findings)
+    if (f.code == "input.unreadable" && f.title.find("binary data, not a text log") != std::string::npos) ++unreadable;
+  EXPECT_EQ(unreadable, 2);
+
+  DoctorInputs only_nul;
+  only_nul.app_logs.push_back({"zeros.log", std::string(4096, '\0')});
+  r = Diagnose(only_nul, K());
+  EXPECT_NE(Find(r, "input.unreadable"), nullptr);
+
+  DoctorInputs clean;
+  clean.app_logs.push_back({"train.log", "step 1 loss 2.3\n\x1b[32mstep 2\x1b[0m loss 2.2\n"});
+  r = Diagnose(clean, K());
+  EXPECT_EQ(Find(r, "log.nul_bytes"), nullptr);
+  EXPECT_EQ(Find(r, "input.unreadable"), nullptr);
+}
+
 }  // namespace
 }  // namespace suanli::doctor

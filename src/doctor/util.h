@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "suanli/doctor.h"
+
 namespace suanli::doctor::detail {
 
 std::string_view Trim(std::string_view s);
@@ -45,6 +47,9 @@ void ForEachLine(std::string_view text, F&& f, std::size_t max_line = 65536, boo
     pos = end + 1;
   }
 }
+// Adds the NUL bytes of `text`, whose first line is number `first_line`, to *n (a byte-wise pass only where
+// `text` has a NUL; runs are counted within `text`).
+void CountNulBytes(std::string_view text, int64_t first_line, NulBytes* n);
 // Parses "<number> <unit>" memory amounts (B, KiB, MiB, GiB, TiB, KB, MB, GB) into GiB.
 std::optional<double> MemoryToGiB(std::string_view number, std::string_view unit);
 
