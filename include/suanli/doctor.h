@@ -388,6 +388,11 @@ int ExitCodeForState(State overall);
 Status LoadBundle(const std::string& dir, DoctorInputs* inputs);
 // Parses "KEY=VALUE"; keys are lower-cased. Error on a missing '=' or empty key.
 Status AddFact(std::string_view key_value, DoctorInputs* inputs);
+// The same for a fact the user typed (--env): the key must be one the rules or the report use (docs/doctor.md;
+// "did you mean" otherwise), and a version must read as one (driver 550.54.14, torch 2.4.0+cu124, torch_cuda 12.4
+// or None, compute_cap 9.0), since a mistyped one would be compared as if it were real. A bundle's facts.env goes
+// through AddFact, which keeps what a newer collector wrote.
+Status AddUserFact(std::string_view key_value, DoctorInputs* inputs);
 
 // ---------------------------------------------------------------------------------------
 // The live path.

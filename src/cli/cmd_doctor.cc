@@ -227,7 +227,7 @@ Action SetupDoctor(CLI::App* sub, Context* ctx) {
     }
     dr::DoctorInputs in;
     for (const auto& kv : f->env)
-      if (Status s = dr::AddFact(kv, &in); !s.ok()) return PrintError(s);
+      if (Status s = dr::AddUserFact(kv, &in); !s.ok()) return PrintError(s);
     Status s;
     if (s.ok()) s = StreamKernelLogs(f->kernel_logs, &in.kernel_logs_parsed);
     if (s.ok()) s = ReadInto(f->smi_xml, &in.smi_xml);

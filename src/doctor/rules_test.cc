@@ -162,6 +162,34 @@ TEST(DoctorRules, DriverTooOldNamesTheDriverAndTheWheel) {
   EXPECT_FALSE(AddFact("novalue", &in).ok());
 }
 
+// A fact the user types is checked: an unknown key gets "did you mean", and a version that does not read as one
+// is an error, not compared as if real (driver=abc once gave a FAIL saying the driver "supports CUDA up to ?").
+// A bundle's facts stay lenient (AddFact). Neither bad fact is kept.
+TEST(DoctorRules, UserFactsAreCheckedBundleFactsAreNot) {
+  DoctorInputs in;
+  for (const char* good : {"torch=2.4.0+cu124", "torch=2.5.0a0+git1234", "torch=2.6.0.dev20241112", "driver=550.54.14",
+                           "torch_cuda=None", "torch_cuda=12.4", "compute_cap=9.0", "nccl_version=2.21.5", "TORCH=2.4.1"})
+    EXPECT_TRUE(AddUserFact(good, &in).ok()) << good;
+  struct Bad {
+    const char* fact;
+    const char* message;
+  };
+  for (const Bad& b : {Bad{"driver=abc", "'abc' is not a driver version (e.g. 550.54.14)"},
+                       Bad{"driver=580", "is not a driver version"}, Bad{"torch=abc", "is not a torch version"},
+                       Bad{"compute_cap=sm90", "is not a compute capability"},
+                       Bad{"torch_cuda=cu124", "is not a torch_cuda version"},
+                       Bad{"dirver=550.54.14", "unknown fact 'dirver' (did you mean 'driver'?)"}}) {
+    DoctorInputs x;
+    Status st = AddUserFact(b.fact, &x);
+    ASSERT_FALSE(st.ok()) << b.fact;
+    EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(st.message().find(b.message), std::string::npos) << st.message();
+    EXPECT_TRUE(x.facts.empty()) << b.fact;
+  }
+  DoctorInputs bundle;
+  EXPECT_TRUE(AddFact("gpu_fabric_state=completed", &bundle).ok());
+}
+
 }  // namespace
 }  // namespace suanli::doctor
 
