@@ -222,5 +222,23 @@ void CountNulBytes(std::string_view text, int64_t first_line, NulBytes* n) {
   }
 }
 
+bool LooksLikeVersion(std::string_view v, bool suffix_ok) {
+  std::size_t i = 0, parts = 0;
+  while (true) {
+    const std::size_t start = i;
+    while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) ++i;
+    if (i == start) return false;
+    ++parts;
+    if (i < v.size() && v[i] == '.' && i + 1 < v.size() && std::isdigit(static_cast<unsigned char>(v[i + 1]))) {
+      ++i;
+      continue;
+    }
+    break;
+  }
+  if (parts < 2) return false;
+  if (i == v.size()) return true;
+  return suffix_ok && (v[i] == '+' || v[i] == 'a' || v[i] == 'b' || v.substr(i, 2) == "rc" || v.substr(i, 4) == ".dev");
+}
+
 }  // namespace detail
 }  // namespace suanli::doctor

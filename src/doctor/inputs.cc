@@ -26,29 +26,6 @@ Status AddFact(std::string_view key_value, DoctorInputs* inputs) {
   return Status::Ok();
 }
 
-namespace {
-
-// "N.N[.N...]" then, where `suffix_ok`, anything after a '+', 'a', 'b', "rc" or ".dev" (torch's local versions
-// and pre-releases: 2.4.0+cu124, 2.5.0a0+git1234, 2.6.0.dev20241112).
-bool LooksLikeVersion(std::string_view v, bool suffix_ok) {
-  std::size_t i = 0, parts = 0;
-  while (true) {
-    const std::size_t start = i;
-    while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) ++i;
-    if (i == start) return false;
-    ++parts;
-    if (i < v.size() && v[i] == '.' && i + 1 < v.size() && std::isdigit(static_cast<unsigned char>(v[i + 1]))) {
-      ++i;
-      continue;
-    }
-    break;
-  }
-  if (parts < 2) return false;
-  if (i == v.size()) return true;
-  return suffix_ok && (v[i] == '+' || v[i] == 'a' || v[i] == 'b' || v.substr(i, 2) == "rc" || v.substr(i, 4) == ".dev");
-}
-
-}  // namespace
 
 Status AddUserFact(std::string_view key_value, DoctorInputs* inputs) {
   SUANLI_RETURN_IF_ERROR(AddFact(key_value, inputs));
@@ -65,10 +42,10 @@ Status AddUserFact(std::string_view key_value, DoctorInputs* inputs) {
   const bool driver_like = key == "driver" || key == "kernel_module_version" || key == "nvml_library_version";
   const char* example = driver_like ? "550.54.14" : key == "torch" ? "2.4.0+cu124" : key == "torch_cuda" ? "12.4 or None"
                                                                                    : "9.0";
-  const bool ok = driver_like          ? LooksLikeVersion(value, false)
-                  : key == "torch"      ? LooksLikeVersion(value, true)
-                  : key == "torch_cuda" ? value == "None" || LooksLikeVersion(value, false)
-                  : key == "compute_cap" ? LooksLikeVersion(value, false)
+  const bool ok = driver_like          ? detail::LooksLikeVersion(value, false)
+                  : key == "torch"      ? detail::LooksLikeVersion(value, true)
+                  : key == "torch_cuda" ? value == "None" || detail::LooksLikeVersion(value, false)
+                  : key == "compute_cap" ? detail::LooksLikeVersion(value, false)
                                          : true;
   if (!ok) {
     inputs->facts.erase(key);

@@ -1358,6 +1358,14 @@ DoctorReport Diagnose(const DoctorInputs& in, const DoctorKnowledge& k) {
         break;
       }
   }
+  // A driver version that does not read as one (a bundle's facts.env, a hand-edited file) is said, and the rules
+  // that compare it are not run, rather than compared as if it were real.
+  if (!c.driver.empty() && !detail::LooksLikeVersion(c.driver, false)) {
+    input_error(c.driver_origin, fmt::format("{}: driver version '{}' does not read as one (e.g. 550.54.14); the driver "
+                                             "compatibility rules are not run",
+                                             c.driver_origin, c.driver));
+    c.driver.clear();
+  }
   if (!c.driver.empty()) report.facts["driver"] = c.driver;
   for (const auto& g : merged)
     if (!g.cuda_version.empty()) {

@@ -188,6 +188,14 @@ TEST(DoctorRules, UserFactsAreCheckedBundleFactsAreNot) {
   }
   DoctorInputs bundle;
   EXPECT_TRUE(AddFact("gpu_fabric_state=completed", &bundle).ok());
+  // A bundle's unreadable driver is an input error and no driver rule runs on it.
+  ASSERT_TRUE(AddFact("driver=abc", &bundle).ok());
+  ASSERT_TRUE(AddFact("torch=2.6.0+cu126", &bundle).ok());
+  DoctorReport r = Diagnose(bundle, K());
+  EXPECT_EQ(Find(r, "env.driver_too_old"), nullptr);
+  const Finding* bad = Find(r, "input.unreadable");
+  ASSERT_NE(bad, nullptr);
+  EXPECT_NE(bad->title.find("driver version 'abc' does not read as one"), std::string::npos) << bad->title;
 }
 
 }  // namespace
