@@ -162,6 +162,13 @@ expect_contains("${out}" "dense-model training runs on B200 and GB200 the model 
 expect_contains("${out}" "dense-model training runs on MI300X (torchtitan; with MI300X's measured rates) the model was +55% to +73% off" "select quotes the MI300X runs")
 run_suanli(0 out select serve -m llama-3.1-8b --users 32)
 expect_contains("${out}" "published vLLM latency runs on MI300X (LLaMA 3.1 70B and 405B FP8, 8 GPUs) the measured time was 1% to 30% longer" "select serve quotes the MI300X latency runs")
+# An objective or limit of 0 cannot be met: given as 0 (or not a number) it is an error, not "no objective".
+run_suanli(1 out select serve -m llama-3.1-8b --ttft-ms 0)
+expect_contains("${out}" "--ttft-ms: must be above 0 (leave it out for none), got 0" "select serve --ttft-ms 0")
+run_suanli(1 out select train --model llama-3.1-8b --tokens 1e11 --deadline-days 0)
+expect_contains("${out}" "--deadline-days: must be above 0" "select train --deadline-days 0")
+run_suanli(1 out select serve -m llama-3.1-8b --rps abc)
+expect_contains("${out}" "--rps: must be a number above 0, got 'abc'" "select serve --rps abc")
 run_suanli(0 out select train --model llama-3.1-8b --tokens 1e11 --json)
 expect_contains("${out}" "\"notes\": [" "select --json carries the footnotes")
 expect_contains("${out}" "the AMD Instinct rows' times and costs are likely low" "select --json: the MI300X evidence")

@@ -127,6 +127,21 @@ inline constexpr const char* kServingBatchHelp =
     "(continuous batching at full load)";
 inline constexpr const char* kServingMaxBatchHelp =
     "With --batch max: the engine's batch limit (TensorRT-LLM max_batch_size, vLLM max_num_seqs)";
+// A number that, when given, must be above 0 (an objective or limit of 0 cannot be met; leaving the option out is
+// "none"). CLI11's own PositiveNumber prints the double's whole range.
+inline const CLI::Validator kPositive(
+    [](std::string& in) -> std::string {
+      double v = 0;
+      try {
+        std::size_t used = 0;
+        v = std::stod(in, &used);
+        if (used != in.size()) return "must be a number above 0, got '" + in + "'";
+      } catch (const std::exception&) {
+        return "must be a number above 0, got '" + in + "'";
+      }
+      return v > 0 ? std::string() : "must be above 0 (leave it out for none), got " + in;
+    },
+    "POSITIVE");
 // --max-batch's values when given (0 inside is "not given"): the serving batch's own range.
 inline const CLI::Range kServingMaxBatchRange{int64_t{1}, int64_t{1} << 24};
 // Shared by fit and perf train.

@@ -485,9 +485,9 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
   serve->add_option("--input-len", f->input_len, "Prompt tokens")->capture_default_str();
   serve->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
   serve->add_option("--users", f->users, "Concurrent sequences")->capture_default_str();
-  serve->add_option("--rps", f->rps, "Requests per second (raises the concurrency by Little's law)");
-  serve->add_option("--ttft-ms", f->ttft_ms, "Time-to-first-token objective, ms");
-  serve->add_option("--tpot-ms", f->tpot_ms, "Time-per-output-token objective, ms");
+  serve->add_option("--rps", f->rps, "Requests per second (raises the concurrency by Little's law)")->check(kPositive);
+  serve->add_option("--ttft-ms", f->ttft_ms, "Time-to-first-token objective, ms")->check(kPositive);
+  serve->add_option("--tpot-ms", f->tpot_ms, "Time-per-output-token objective, ms")->check(kPositive);
   serve->add_option("--request-overhead-ms", f->request_overhead_ms,
                     "Serving engine's host time per request, added to the TTFT (as perf infer)")
       ->capture_default_str();
@@ -503,8 +503,8 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
   train->add_option("--tokens", f->tokens, "Tokens to train")->required();
   train->add_option("--global-batch", f->global_batch, "Sequences per step")->capture_default_str();
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
-  train->add_option("--deadline-days", f->deadline_days, "Finish within this many days");
-  train->add_option("--budget", f->budget, "USD budget");
+  train->add_option("--deadline-days", f->deadline_days, "Finish within this many days")->check(kPositive);
+  train->add_option("--budget", f->budget, "USD budget")->check(kPositive);
   train->add_option("--inter-node", f->inter_node, "Fabric between nodes (default: each GPU's reference system's, as `suanli gpus GPU` shows; else ib-ndr)")->check(NonEmpty());
   return [ctx, f, serve]() -> int {
     auto mc = ctx->models();
