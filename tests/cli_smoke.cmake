@@ -162,6 +162,12 @@ expect_contains("${out}" "dense-model training runs on B200 and GB200 the model 
 expect_contains("${out}" "dense-model training runs on MI300X (torchtitan; with MI300X's measured rates) the model was +55% to +73% off" "select quotes the MI300X runs")
 run_suanli(0 out select serve -m llama-3.1-8b --users 32)
 expect_contains("${out}" "published vLLM latency runs on MI300X (LLaMA 3.1 70B and 405B FP8, 8 GPUs) the measured time was 1% to 30% longer" "select serve quotes the MI300X latency runs")
+# plan --threads past the limit is an error (100,000 once aborted the process), and a pinned degree of 0 is not
+# "search".
+run_suanli(1 out plan -m llama-3.1-8b -g h100 --gpus 64 --global-batch 64 --threads 100000)
+expect_contains("${out}" "--threads: Value 100000 not in range 1 to 1024" "plan --threads 100000")
+run_suanli(1 out plan -m llama-3.1-8b -g h100 --gpus 64 --global-batch 64 --tp 0)
+expect_contains("${out}" "--tp: Value 0 not in range" "plan --tp 0")
 # An objective or limit of 0 cannot be met: given as 0 (or not a number) it is an error, not "no objective".
 run_suanli(1 out select serve -m llama-3.1-8b --ttft-ms 0)
 expect_contains("${out}" "--ttft-ms: must be above 0 (leave it out for none), got 0" "select serve --ttft-ms 0")

@@ -20,6 +20,8 @@ namespace suanli {
 enum class Objective { kTime, kCost, kTokensPerDollar };
 Result<Objective> ParseObjective(std::string_view s);
 
+inline constexpr int kMaxPlanThreads = 1024;
+
 struct PlanRequest {
   const ModelSpec* model = nullptr;
   Cluster cluster;
@@ -54,7 +56,7 @@ struct PlanRequest {
   double price_per_gpu_hour = 0;     // for the cost objectives
   Objective objective = Objective::kTime;
   int top_k = 5;
-  int threads = 0;                   // 0 = all hardware threads
+  int threads = 0;                   // 0 = all hardware threads; at most kMaxPlanThreads
   // Optional constraints (0 / -1 = search): fix a degree the user has already decided.
   int fixed_tp = 0, fixed_pp = 0, fixed_cp = 0, fixed_ep = 0, fixed_zero = -1;
   int max_micro_batch = 64;

@@ -141,7 +141,7 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_option("--price-per-gpu-hour", f->price, "USD per GPU-hour (default: the catalog's indicative on-demand)");
   sub->add_option("--objective", f->objective, "time | cost | tokens-per-dollar")->capture_default_str();
   sub->add_option("--top", f->top, "How many configurations to show")->capture_default_str();
-  sub->add_option("--threads", f->threads, "Worker threads (default: all cores)");
+  sub->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, kMaxPlanThreads));
   sub->add_flag("--fp8-params", f->fp8_params,
                 "With --dtype fp8: FP8 parameters (Megatron-Core --fp8-param-gather, NeMo fp8_params; perf train --weights "
                 "fp8): 1 B per layer weight in memory and in the parameter all-gathers");
@@ -154,10 +154,10 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
                   "--mtp-num-layers; DeepSeek-V3: 1)");
   sub->add_flag("--eager", f->eager, "Eager PyTorch (HF transformers, Composer, torchtitan without torch.compile)");
   AddOptimizerPrecisionOptions(sub, &f->master_dtype, &f->moments_dtype);
-  sub->add_option("--tp", f->tp, "Fix TP (default: search)");
-  sub->add_option("--pp", f->pp, "Fix PP (default: search)");
-  sub->add_option("--cp", f->cp, "Fix CP (default: search)");
-  sub->add_option("--ep", f->ep, "Fix EP (default: search)");
+  sub->add_option("--tp", f->tp, "Fix TP (default: search)")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--pp", f->pp, "Fix PP (default: search)")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--cp", f->cp, "Fix CP (default: search)")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--ep", f->ep, "Fix EP (default: search)")->check(CLI::Range(1, 1 << 20));
   sub->add_option("--zero", f->zero, "Fix the ZeRO stage (default: search)");
   sub->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward (Megatron before Core)");
   sub->add_option("--dp-bucket-mb", f->dp_bucket_mb,

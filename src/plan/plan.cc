@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <tuple>
 
@@ -279,7 +280,9 @@ Result<PlanResult> Plan(const PlanRequest& req) {
     if (v < 0) return InvalidArgument(fmt::format("{} must be at least 1 (omit it to search), got {}", flag, v));
   if (req.fixed_zero < -1 || req.fixed_zero > 3)
     return InvalidArgument(fmt::format("--zero must be 0, 1, 2 or 3 (omit it to search), got {}", req.fixed_zero));
-  if (req.threads < 0) return InvalidArgument(fmt::format("--threads must be at least 1 (omit it for all cores), got {}", req.threads));
+  if (req.threads < 0 || req.threads > kMaxPlanThreads)
+    return InvalidArgument(
+        fmt::format("--threads must be between 1 and {} (omit it for all cores), got {}", kMaxPlanThreads, req.threads));
   SUANLI_RETURN_IF_ERROR(CheckTokensAndPrice(req.tokens, req.price_per_gpu_hour));  // 0 price: the catalog's
   double price = req.price_per_gpu_hour;
   if (price <= 0 && req.objective != Objective::kTime) {
@@ -317,8 +320,17 @@ Result<PlanResult> Plan(const PlanRequest& req) {
     auto work = [&](int id) {
       for (size_t i = next++; i < outers.size(); i = next++) SearchOuter(sh, outers[i], outs[id]);
     };
+    // No more threads than layouts to share out; a thread the system refuses is one fewer worker, not a crash (the
+    // workers take layouts from one counter, so any number of them covers every layout).
     std::vector<std::thread> pool;
-    for (int i = 1; i < res.threads; ++i) pool.emplace_back(work, i);
+    const int workers = static_cast<int>(std::min<size_t>(static_cast<size_t>(res.threads), std::max<size_t>(1, outers.size())));
+    for (int i = 1; i < workers; ++i) {
+      try {
+        pool.emplace_back(work, i);
+      } catch (const std::system_error&) {
+        break;
+      }
+    }
     work(0);
     for (auto& t : pool) t.join();
     PlanForCount pc;

@@ -535,6 +535,22 @@ TEST_F(Planner, NoFeasibleConfigurationExplainsTheNearestMiss) {
   EXPECT_NE(r->counts[0].nearest_miss.find("ZeRO-3"), std::string::npos);
 }
 
+// More threads than layouts to search: the extra ones are not started, and the answer is the one thread's (how many
+// configurations were evaluated may differ: each worker prunes against its own best so far).
+TEST_F(Planner, ManyThreadsGiveTheOneThreadAnswer) {
+  const ModelSpec m = M("llama-3.1-8b");
+  PlanRequest one = Req(m, "h100-sxm", {64}, 64, 4096);
+  one.threads = 1;
+  PlanRequest many = one;
+  many.threads = kMaxPlanThreads;
+  auto a = Plan(one), b = Plan(many);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_FALSE(a->counts[0].top.empty());
+  ASSERT_EQ(a->counts[0].top.size(), b->counts[0].top.size());
+  for (size_t i = 0; i < a->counts[0].top.size(); ++i)
+    EXPECT_EQ(a->counts[0].top[i].result.step_time_s, b->counts[0].top[i].result.step_time_s) << i;
+}
+
 TEST_F(Planner, BadRequestsAreErrors) {
   const ModelSpec m = M("llama-3.1-8b");
   EXPECT_FALSE(Plan(Req(m, "h100-sxm", {}, 64, 4096)).ok());
@@ -557,6 +573,7 @@ TEST_F(Planner, BadRequestsAreErrors) {
   bad([](PlanRequest& q) { q.fixed_ep = -1; }, "--ep");
   bad([](PlanRequest& q) { q.fixed_zero = 5; }, "--zero must be 0, 1, 2 or 3");
   bad([](PlanRequest& q) { q.threads = -1; }, "--threads");
+  bad([](PlanRequest& q) { q.threads = kMaxPlanThreads + 1; }, "--threads");  // 100,000 once aborted the process
   // A negative or non-finite token count or price is refused up front, not turned into "no layout fits" or,
   // for a negative price, silently replaced by the catalog's.
   bad([](PlanRequest& q) { q.tokens = -5; }, "--tokens");
