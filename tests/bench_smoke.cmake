@@ -28,6 +28,8 @@ expect_contains("${out}" "gpu.mem.triad" "bench --list")
 expect_contains("${out}" "cpu.gemm.fp32" "bench --list")
 run_suanli(2 out bench --only gpu.mem.triadd)
 expect_contains("${out_err}" "did you mean 'gpu.mem.triad'" "bench --only typo")
+run_suanli(2 out bench --no-store --time-limit 1e300)
+expect_contains("${out_err}" "--time-limit must be above 0 and at most 86400 s" "bench --time-limit 1e300")
 
 run_suanli(0 out bench --quick --only cpu gpu.mem.read --db ${db} --json)
 string(JSON schema GET "${out}" schema)

@@ -283,6 +283,11 @@ struct BenchOptions {
   double time_limit_s = 120;      // per case
 };
 
+// The options' ranges: a time limit in (0, 1 day] (a larger one overflowed the watchdog's clock and timed every case
+// out at once), a micro-batch of 1..4096 and a sequence of 1..1,048,576 tokens. InvalidArgument naming the flag.
+// PlanCases checks them too.
+Status ValidateBenchOptions(const BenchOptions& options);
+
 // Forward and backward GEMMs of one transformer layer at micro_batch x seq tokens (BF16 training).
 // Forward y = x W: (m = tokens, n = out, k = in); backward dX: (tokens, in, out); dW: (in, out, tokens).
 // Attention core counted as full (non-causal) batched GEMMs; MoE experts as one GEMM over

@@ -357,6 +357,33 @@ TEST(BenchPlan, OnlyFiltersByNameOrPrefixAndSuggestsOnTypos) {
   EXPECT_TRUE(none->empty());
 }
 
+// Options out of range are errors naming the flag, from the plan as from the check itself; the bounds are accepted.
+// A time limit of 1e300 s once overflowed the watchdog's clock and timed every case out at once.
+TEST(BenchPlan, OptionsOutOfRangeAreErrors) {
+  struct Bad {
+    double time_limit_s;
+    int64_t micro_batch, seq;
+    const char* flag;
+  };
+  for (const Bad& b : {Bad{0, 1, 2048, "--time-limit"}, Bad{1e300, 1, 2048, "--time-limit"},
+                       Bad{std::nan(""), 1, 2048, "--time-limit"}, Bad{60, 0, 2048, "--micro-batch"},
+                       Bad{60, 1, 0, "--seq"}, Bad{60, 1, (int64_t{1} << 20) + 1, "--seq"}}) {
+    BenchOptions o;
+    o.time_limit_s = b.time_limit_s;
+    o.micro_batch = b.micro_batch;
+    o.seq = b.seq;
+    Status st = ValidateBenchOptions(o);
+    ASSERT_FALSE(st.ok()) << b.flag;
+    EXPECT_EQ(st.message().rfind(b.flag, 0), 0u) << st.message();
+    EXPECT_FALSE(PlanCases({}, o).ok()) << b.flag;
+  }
+  BenchOptions edge;
+  edge.time_limit_s = 86400;
+  edge.micro_batch = 4096;
+  edge.seq = int64_t{1} << 20;
+  EXPECT_TRUE(ValidateBenchOptions(edge).ok());
+}
+
 TEST(BenchPlan, ModelAddsLayerShapesAndTheTrainingBaseline) {
   BenchOptions o;
   o.model = Model("llama-3.1-8b");

@@ -135,7 +135,20 @@ Result<std::vector<GemmShape>> LayerGemms(const ModelSpec& m, int64_t micro_batc
   return out;
 }
 
+Status ValidateBenchOptions(const BenchOptions& o) {
+  constexpr double kDay = 86400;
+  if (!(o.time_limit_s > 0 && o.time_limit_s <= kDay))
+    return InvalidArgument(fmt::format("--time-limit must be above 0 and at most {:g} s (a day), got {:g}", kDay,
+                                       o.time_limit_s));
+  if (o.micro_batch < 1 || o.micro_batch > 4096)
+    return InvalidArgument(fmt::format("--micro-batch must be between 1 and 4096, got {}", o.micro_batch));
+  if (o.seq < 1 || o.seq > (int64_t{1} << 20))
+    return InvalidArgument(fmt::format("--seq must be between 1 and 1048576 tokens, got {}", o.seq));
+  return Status::Ok();
+}
+
 Result<std::vector<BenchCase>> PlanCases(const std::vector<DeviceInfo>& gpus, const BenchOptions& o) {
+  SUANLI_RETURN_IF_ERROR(ValidateBenchOptions(o));
   std::vector<BenchCase> all;
   auto add = [&](BenchCase c) {
     c.time_limit_s = o.time_limit_s;

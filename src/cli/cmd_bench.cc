@@ -79,7 +79,7 @@ int RunBenchCommand(Context* ctx, const BenchFlags& f) {
   o.seq = f.seq;
   o.quick = f.quick;
   o.time_limit_s = f.time_limit_s;
-  if (f.time_limit_s <= 0) return PrintError(InvalidArgument("--time-limit must be positive"));
+  if (Status st = ValidateBenchOptions(o); !st.ok()) return PrintError(st);
   if (!f.model.empty()) {
     auto mc = ctx->models();
     if (!mc.ok()) return PrintError(mc.status());
