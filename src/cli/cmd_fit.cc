@@ -175,7 +175,8 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_option("--dp", f->dp, "Data-parallel degree (default: from --gpus, else 1)");
   sub->add_option("--cp", f->cp, "Context-parallel degree")->capture_default_str();
   sub->add_option("--ep", f->ep, "Expert-parallel degree (MoE)")->capture_default_str();
-  sub->add_option("--etp", f->etp, "Expert tensor-parallel degree (MoE; default: TP in training, TP / EP in serving)");
+  sub->add_option("--etp", f->etp, "Expert tensor-parallel degree (MoE; default: TP in training, TP / EP in serving)")
+      ->check(CLI::Range(1, 1 << 16));
   sub->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->capture_default_str();
   sub->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
   sub->add_option("--pp-layout", f->pp_layout, kPpLayoutHelp);

@@ -121,7 +121,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--ep", f->ep, "Expert-parallel degree")->capture_default_str();
   train->add_option("--etp", f->etp,
                     "Expert tensor-parallel degree (default: TP); with --etp 1 the expert-parallel group can take in "
-                    "the tensor-parallel ranks (Megatron-Core's MoE parallel folding)");
+                    "the tensor-parallel ranks (Megatron-Core's MoE parallel folding)")
+      ->check(CLI::Range(1, 1 << 16));
   train->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP)")->capture_default_str();
   train->add_option("--micro-batch", f->micro_batch, "Sequences per micro-batch (default: fastest that fits)")
       ->check(CLI::Validator(
@@ -208,7 +209,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   infer->add_option("--ep", f->ep,
                     "MoE: expert-parallel degree inside the TP group (EP x ETP = TP, as TensorRT-LLM's moe_ep_size)")
       ->capture_default_str();
-  infer->add_option("--etp", f->etp, "MoE: expert tensor-parallel degree (default: TP / EP)");
+  infer->add_option("--etp", f->etp, "MoE: expert tensor-parallel degree (default: TP / EP)")->check(CLI::Range(1, 1 << 16));
   infer->add_option("--moe-imbalance", f->serve_moe_imbalance,
                     "MoE with --ep: busiest GPU's token-expert pairs / mean, at least uniform routing's (1 = uniform)")
       ->capture_default_str();

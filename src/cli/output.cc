@@ -125,7 +125,8 @@ void AddSpeculationOptions(CLI::App* app, SpeculationFlags* f) {
       ->capture_default_str();
   app->add_option("--draft-vocab", f->spec.draft_vocab,
                   "Speculative decoding: the draft head's own output vocabulary (EAGLE-3: 32000); default: the "
-                  "target's output head");
+                  "target's output head")
+      ->check(CLI::Range(1, 1 << 26));
   app->add_option("--speculative-topk", f->spec.topk,
                   "Speculative decoding with a draft tree: candidates per sequence each draft pass after the first "
                   "expands (SGLang --speculative-eagle-topk)")
@@ -135,7 +136,8 @@ void AddSpeculationOptions(CLI::App* app, SpeculationFlags* f) {
                   "the --emit launch lines (EAGLE; EAGLE-3 with --draft-vocab); an MTP head ships in the target's");
   app->add_option("--verify-tokens", f->spec.verify_tokens,
                   "Speculative decoding with a draft tree: tokens per sequence the target verifies in a round (SGLang "
-                  "--speculative-num-draft-tokens); default K+1");
+                  "--speculative-num-draft-tokens); default K+1")
+      ->check(CLI::Range(1, 1 << 20));
 }
 
 Result<Speculation> ParseSpeculation(Context* ctx, const SpeculationFlags& f) {

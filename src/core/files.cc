@@ -15,9 +15,15 @@ namespace suanli::detail {
 
 Result<std::string> ReadFile(const std::string& path, std::size_t max_bytes) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return IoError(fmt::format("{}: is a directory, expected a file", path));
+  // A path the user named that is not there, or is a directory, is their input's error (NotFound: exit 2, as the
+  // model and doctor inputs say it); a file that exists but cannot be read is an I/O error (exit 4).
+  if (std::filesystem::is_directory(path, ec)) return NotFound(fmt::format("{}: is a directory, expected a file", path));
   std::ifstream in(path, std::ios::binary);
-  if (!in) return IoError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (!in) {
+    const int err = errno;
+    const std::string msg = fmt::format("{}: cannot open: {}", path, std::strerror(err));
+    return err == ENOENT || err == ENOTDIR ? NotFound(msg) : IoError(msg);
+  }
   std::string out;
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {

@@ -247,6 +247,11 @@ Status CheckSpeculation(const ModelSpec& m, const InferConfig& cfg) {
     return InvalidArgument(fmt::format("--speculative-tokens {} is outside 1..64 (tokens drafted per round)",
                                        cfg.spec.tokens));
   const double tau = cfg.spec.acceptance_length;
+  if (tau == 0)
+    return InvalidArgument(fmt::format(
+        "--speculative-tokens {} needs --acceptance-length: the mean tokens a round emits per sequence, 1 to {} (the "
+        "accepted drafts plus the target's own; engines report it as the mean acceptance length)",
+        cfg.spec.tokens, cfg.spec.tokens + 1));
   if (!(tau >= 1 && tau <= cfg.spec.tokens + 1))
     return InvalidArgument(fmt::format(
         "--acceptance-length {:g} must be between 1 and {} (tokens a round emits per sequence: the accepted drafts of "

@@ -398,6 +398,8 @@ TEST_F(Perf, SpeculativeDecodingIsARoundOverTheAcceptanceLength) {
     EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
   };
   bad([](InferConfig& b) { b.spec.acceptance_length = 5.5; }, "must be between 1 and 5");
+  // Not given at all: say that it is needed, not that "0" is out of range.
+  bad([](InferConfig& b) { b.spec.acceptance_length = 0; }, "--speculative-tokens 4 needs --acceptance-length");
   bad([&](InferConfig& b) { b.spec.draft_model = M("llama-2-7b"); }, "vocabulary");
   bad([](InferConfig& b) { b.fit.par.pp = 2; }, "pipeline parallelism (PP=2)");
   bad([](InferConfig& b) { b.spec.draft_vocab = 32000; }, "a --draft-model brings its own");
