@@ -535,6 +535,9 @@ expect_contains("${out}" "--packed-doc-tokens: Value 0 not in range 1 to" "perf 
 # served in FP8 (it once priced them as a weight-only dequantisation).
 run_suanli(0 out perf infer -m llama-3.1-8b -g h100-sxm --weights fp8 --kv-dtype fp8 --batch max --input-len 1000 --output-len 1000 --json)
 string(JSON full_batch GET "${out}" batch)
+# A serving layout that does not fit says by how much, and that its times are hypothetical (exit 3).
+run_suanli(3 out perf infer -m llama-3.1-405b -g a10)
+expect_contains("${out}" "DOES NOT FIT: 812.9 GB per GPU needed, a10 has 25.8 GB (short by 787.1 GB); the times below are what it would take if it fit" "perf infer, no fit")
 # An idle GPU has no cost per hour of work or per PFLOP-day: the table says so and the JSON has null, not 0 USD.
 run_suanli(0 out tco -g h100-sxm -u 0)
 expect_contains("${out}" "no hour used at 0% utilisation" "tco -u 0")

@@ -756,7 +756,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         std::cout << "inter-node: " << InterNodeWords(net, f->inter_node.empty() ? (*gpu)->id : "") << "\n";
     }
     std::cout << "\n";
-    if (!r->fits) std::cout << "DOES NOT FIT: " << FormatBytes(r->per_gpu_peak_bytes) << " per GPU needed\n\n";
+    if (!r->fits)
+      std::cout << fmt::format("DOES NOT FIT: {} per GPU needed, {} has {} (short by {}); the times below are what it "
+                               "would take if it fit\n\n",
+                               FormatBytes(r->per_gpu_peak_bytes), (*gpu)->id, FormatBytes((*gpu)->memory_bytes.value),
+                               FormatBytes(r->per_gpu_peak_bytes - (*gpu)->memory_bytes.value));
     Table t({"", "value"});
     // At full load the prefill of every sequence in flight is not any one request's wait (that includes queueing).
     t.Row({cfg.batch_max ? "prefill of the whole batch" : "time to first token",
