@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -104,6 +105,29 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
   SUANLI_ASSIGN_OR_RETURN(g.ecc, r.OptSourcedBool("ecc"));
   SUANLI_ASSIGN_OR_RETURN(g.mig_max_instances, r.OptSourcedInt("mig_max_instances"));
   SUANLI_ASSIGN_OR_RETURN(g.fp64_reduced, r.OptSourcedBool("fp64_reduced"));
+  // Values the models divide by or compare must be physical: an SM count of 0 gave a NaN time to first token.
+  if (g.sm_count && (g.sm_count->value < 1 || g.sm_count->value > 4096))
+    return ParseError(r.Where("sm_count") + fmt::format(": {} SMs is not 1-4096", g.sm_count->value));
+  if (g.mig_max_instances && (g.mig_max_instances->value < 0 || g.mig_max_instances->value > 64))
+    return ParseError(r.Where("mig_max_instances") + fmt::format(": {} is not 0-64", g.mig_max_instances->value));
+  if (g.launch_year && (g.launch_year->value < 1990 || g.launch_year->value > 2100))
+    return ParseError(r.Where("launch_year") + fmt::format(": {} is not a year from 1990 to 2100", g.launch_year->value));
+  if (g.compute_capability && g.vendor == "amd") {
+    // AMD names the ISA: gfx90a, gfx942, gfx950.
+    const std::string& cc = g.compute_capability->value;
+    if (cc.size() < 4 || cc.rfind("gfx", 0) != 0 ||
+        !std::all_of(cc.begin() + 3, cc.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }))
+      return ParseError(r.Where("compute_capability") + ": '" + cc + "' is not an AMD ISA name (e.g. \"gfx942\")");
+  } else if (g.compute_capability) {
+    const std::string& cc = g.compute_capability->value;
+    const auto dot = cc.find('.');
+    const auto digits = [](std::string_view x) {
+      return !x.empty() && x.size() <= 3 && std::all_of(x.begin(), x.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (dot == std::string::npos || !digits(std::string_view(cc).substr(0, dot)) ||
+        !digits(std::string_view(cc).substr(dot + 1)))
+      return ParseError(r.Where("compute_capability") + ": '" + cc + "' is not MAJOR.MINOR (e.g. \"9.0\")");
+  }
 
   if (const toml::table* t = r.SubTable("dense")) {
     detail::TableReader d(*t, file, "dense", &sources);
@@ -141,6 +165,10 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
     SUANLI_RETURN_IF_ERROR(l.CheckNoUnknownKeys());
     if (!g.link_kind || !g.link_bandwidth_per_direction_bytes_per_s)
       return ParseError(file + ": [link] needs both 'kind' and 'bandwidth_per_direction'");
+    if (g.link_bandwidth_per_direction_bytes_per_s->value <= 0)  // 0 once gave a step time of "inf days"
+      return ParseError(l.Where("bandwidth_per_direction") + " must be positive; omit [link] for a GPU without one");
+    if (g.link_peers && (g.link_peers->value < 1 || g.link_peers->value > 1024))
+      return ParseError(l.Where("peers") + fmt::format(": {} is not 1-1024", g.link_peers->value));
   }
   if (const toml::table* pt = r.SubTable("pcie")) {
     detail::TableReader p(*pt, file, "pcie", &sources);
@@ -180,6 +208,7 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
   if (const toml::table* pw = r.SubTable("power")) {
     detail::TableReader p(*pw, file, "power", &sources);
     SUANLI_ASSIGN_OR_RETURN(g.tdp_watts, p.OptQuantity("tdp", Dimension::kWatts));
+    if (g.tdp_watts && g.tdp_watts->value <= 0) return ParseError(p.Where("tdp") + " must be positive");
     SUANLI_RETURN_IF_ERROR(p.CheckNoUnknownKeys());
   }
   if (const toml::table* pr = r.SubTable("price")) {

@@ -43,6 +43,43 @@ TEST(ParseGpuToml, UnknownKeyIsAnErrorNamingFileAndKey) {
   EXPECT_NE(g.status().message().find("did you mean 'tdp'"), std::string::npos);
 }
 
+// Values the models divide by or compare are checked where the file is read, each an error naming the key: an SM
+// count of 0 gave a NaN time to first token, a link bandwidth of 0 a step time of "inf days".
+TEST(ParseGpuToml, ImpossibleValuesAreErrorsNamingTheKey) {
+  const std::string base(kMinimalGpu);
+  auto with_root = [&](const std::string& line, const char* vendor = "nvidia") {
+    std::string t = base;
+    t.replace(t.find("segment = \"datacenter\"\n"), 23, "segment = \"datacenter\"\n" + line + "\n");
+    t.replace(t.find("vendor = \"nvidia\""), 17, std::string("vendor = \"") + vendor + "\"");
+    return t;
+  };
+  struct Bad {
+    std::string text;
+    const char* key;
+  };
+  for (const Bad& b : {Bad{with_root("sm_count = { value = 0, source = \"ds\" }"), "sm_count"},
+                       Bad{with_root("mig_max_instances = { value = 99, source = \"ds\" }"), "mig_max_instances"},
+                       Bad{with_root("launch_year = { value = 22, source = \"ds\" }"), "launch_year"},
+                       Bad{with_root("compute_capability = { value = \"sm90\", source = \"ds\" }"), "compute_capability"},
+                       Bad{with_root("compute_capability = { value = \"9.0\", source = \"ds\" }", "amd"),
+                           "compute_capability"},
+                       Bad{base + "[link]\nkind = { value = \"nvlink4\", source = \"ds\" }\nbandwidth_per_direction = { "
+                                  "value = \"0 GB/s\", source = \"ds\" }\n",
+                           "link.bandwidth_per_direction"},
+                       Bad{base + "[power]\ntdp = { value = \"0 W\", source = \"ds\" }\n", "power.tdp"}}) {
+    auto g = ParseGpuToml(b.text, "bad.toml");
+    ASSERT_FALSE(g.ok()) << b.key;
+    EXPECT_NE(g.status().message().find(std::string("bad.toml: key '") + b.key + "'"), std::string::npos)
+        << g.status().message();
+  }
+  for (const std::string& good : {with_root("sm_count = { value = 132, source = \"ds\" }"),
+                                  with_root("compute_capability = { value = \"10.3\", source = \"ds\" }"),
+                                  with_root("compute_capability = { value = \"gfx942\", source = \"ds\" }", "amd")}) {
+    auto g = ParseGpuToml(good, "good.toml");
+    EXPECT_TRUE(g.ok()) << g.status().message();
+  }
+}
+
 // The host path: [host_link] (NVLink-C2C on Grace superchips) wins over PCIe; without it PCIe generation x lanes
 // (Gen5: 32 GT/s, 128b/130b, so 3.94 GB/s per lane and direction). Half a [host_link], or an impossible PCIe
 // generation, is an error naming the file.
