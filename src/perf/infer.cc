@@ -363,6 +363,9 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   cfg.fit.mode = Mode::kInfer;
   if (cfg.input_len < 1 || cfg.output_len < 1 || cfg.input_len > (int64_t(1) << 24) || cfg.output_len > (int64_t(1) << 24))
     return InvalidArgument("--input-len and --output-len must be between 1 and 16M tokens");
+  if (cfg.input_len + cfg.output_len > (int64_t(1) << 24))
+    return InvalidArgument(fmt::format("--input-len + --output-len is {} tokens of context; at most {} (16M)",
+                                       cfg.input_len + cfg.output_len, int64_t(1) << 24));
   cfg.fit.seq = cfg.input_len + cfg.output_len;
   // One serving replica of TP x PP GPUs: expert parallelism runs inside its tensor-parallel group.
   auto& par = cfg.fit.par;

@@ -415,6 +415,24 @@ TEST_F(Perf, SpeculativeDecodingIsARoundOverTheAcceptanceLength) {
 
 // Regression: the serving element-wise row was always labelled latency-bound; a 32k-token prefill streams
 // gigabytes through it (memory-bound), a batch-1 decode step pays mostly its kernels' fixed cost (latency).
+// The serving context is the prompt plus the output: each within 1..16M tokens, and their sum too, an error that
+// names the two flags the user gave (it named --seq, which perf infer does not have).
+TEST_F(Perf, ServingLengthsOutOfRangeNameTheirFlags) {
+  const GpuSpec& g = G("h100-sxm");
+  for (auto [in, out] : {std::pair<int64_t, int64_t>{0, 16}, {16, 0}, {int64_t{1} << 25, 16}, {int64_t{1} << 24, 5}}) {
+    InferConfig c;
+    c.input_len = in;
+    c.output_len = out;
+    auto r = EstimateInference(M("llama-3.2-1b"), C(g), c, E(g));
+    ASSERT_FALSE(r.ok()) << in << " + " << out;
+    EXPECT_EQ(r.status().message().rfind("--input-len", 0), 0u) << r.status().message();
+  }
+  InferConfig edge;
+  edge.input_len = (int64_t{1} << 24) - 16;
+  edge.output_len = 16;
+  EXPECT_TRUE(EstimateInference(M("llama-3.2-1b"), C(g), edge, E(g)).ok());
+}
+
 TEST_F(Perf, ServingElementwiseRowIsMemoryBoundInALongPrefillAndLatencyBoundInDecode) {
   const GpuSpec& g = G("h100-sxm");
   InferConfig c;
