@@ -237,7 +237,8 @@ bool LooksLikeVersion(std::string_view v, bool suffix_ok) {
   }
   if (parts < 2) return false;
   if (i == v.size()) return true;
-  return suffix_ok && (v[i] == '+' || v[i] == 'a' || v[i] == 'b' || v.substr(i, 2) == "rc" || v.substr(i, 4) == ".dev");
+  return suffix_ok && (v[i] == '+' || v[i] == 'a' || v[i] == 'b' || v.substr(i, 2) == "rc" || v.substr(i, 4) == ".dev" ||
+                       v.substr(i, 5) == ".post");
 }
 
 }  // namespace detail

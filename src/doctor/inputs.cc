@@ -26,7 +26,6 @@ Status AddFact(std::string_view key_value, DoctorInputs* inputs) {
   return Status::Ok();
 }
 
-
 Status AddUserFact(std::string_view key_value, DoctorInputs* inputs) {
   SUANLI_RETURN_IF_ERROR(AddFact(key_value, inputs));
   const std::string key = ToLower(detail::Trim(key_value.substr(0, key_value.find('='))));

@@ -50,8 +50,8 @@ void ForEachLine(std::string_view text, F&& f, std::size_t max_line = 65536, boo
 // Adds the NUL bytes of `text`, whose first line is number `first_line`, to *n (a byte-wise pass only where
 // `text` has a NUL; runs are counted within `text`).
 void CountNulBytes(std::string_view text, int64_t first_line, NulBytes* n);
-// A version: "N.N[.N...]" (at least two numbers) then, where `suffix_ok`, anything after a '+', 'a', 'b', "rc" or
-// ".dev" (torch's local versions and pre-releases: 2.4.0+cu124, 2.5.0a0+git1234, 2.6.0.dev20241112).
+// A version: "N.N[.N...]" (at least two numbers) then, where `suffix_ok`, anything after a '+', 'a', 'b', "rc", ".dev"
+// or ".post" (torch's local versions, pre- and post-releases: 2.4.0+cu124, 2.5.0a0+git1234, 2.6.0.dev20241112).
 bool LooksLikeVersion(std::string_view v, bool suffix_ok);
 // Parses "<number> <unit>" memory amounts (B, KiB, MiB, GiB, TiB, KB, MB, GB) into GiB.
 std::optional<double> MemoryToGiB(std::string_view number, std::string_view unit);
