@@ -24,6 +24,7 @@ struct ValidationCase {
   double published = 0;
   double predicted = 0;
   double error = 0;     // (predicted - published) / published
+  double step_time_s = 0;  // training cases: the predicted step time (whatever the metric), else 0
   // The same error signed so that positive means the model was too fast: `error` for rates (tokens/s, TFLOP/s,
   // MFU), -`error` for times (step_time_s, ttft_s, e2e_latency_s).
   double fast_error() const;

@@ -2173,6 +2173,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                   "Float8)",
                   "; MI300X's rates are Azure's micro-benchmarks of that GPU (hipBLASLt, BabelStream, FlashAttention 2, "
                   "RCCL; +70% and +112% with default rates); the rest is the ROCm stack");
+  if (cfg.detail && !m.moe && !evidence::IsAmdInstinctGpu(gpu.id) && res.fits &&
+      res.step_time_s < evidence::kShortStepSeconds)
+    checked_on(evidence::kShortStepTraining,
+               fmt::format("dense-model runs whose step this model puts under {:g} s (MLPerf Training's LLaMA-2 70B LoRA "
+                           "and LLaMA-3.1 8B on up to 1,024 GPUs, small GPT and MPT models)",
+                           evidence::kShortStepSeconds),
+               ": a step this short pays per-step costs that do not shrink with it (optimizer and gradient-norm "
+               "launches, host synchronisation), which the model leaves out; expect it to take longer");
   // Attention at FlashAttention 2's rate (an assumption on Blackwell) where the fused stacks run cuDNN's kernel, which
   // the `attention` group measured faster: worth saying where attention is a sizeable share of the step.
   if (cfg.detail && !cfg.eager && cfg.attention == AttentionImpl::kFlash && evidence::IsCudnnAttentionEvidenceGpu(gpu.id)) {

@@ -204,7 +204,7 @@ Result<Efficiency> CaseEfficiency(const GpuSpec& gpu, const EfficiencyTable* tab
 
 Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
                          const CaseFileReader& read, const EfficiencyTable* table, std::string* detail, bool* moe,
-                         bool* fits, double* bound) {
+                         bool* fits, double* bound, double* step_time_s) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   *moe = m.moe.has_value();
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
@@ -367,6 +367,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
                         100 * r.mfu, 100 * r.memory.per_gpu_peak_bytes / gpu->memory_bytes.value,
                         r.fits ? "" : ", DOES NOT FIT");
   *fits = r.fits;
+  *step_time_s = r.step_time_s;
   const double gpus_d = gpus;
   // The physical bound (ValidationCase::bound): the step's least work, 6 FLOPs per matmul weight per token (4 with
   // frozen base weights: no weight gradients; attention, recompute and the rest left out), at the GPU's dense peak
@@ -635,7 +636,7 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       vc.published = (*t)["published"].value_or(0.0);
       if (vc.published <= 0) return ParseError(fmt::format("{}: case '{}' has no positive 'published'", file, vc.name));
       auto v = ck == CaseKind::kTrain   ? EvalTrain(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits,
-                                                    &vc.bound)
+                                                    &vc.bound, &vc.step_time_s)
                : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits,
                                                     &vc.bound)
                : ck == CaseKind::kGemm  ? EvalGemm(*t, hw, efficiency, &vc.detail, &vc.bound)

@@ -516,6 +516,12 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   check(evidence::kAmdInstinctTraining,
         [&](const ValidationCase& c) { return c.group == "training" && evidence::IsAmdInstinctGpu(c.gpu); },
         "training on AMD Instinct", true);
+  check(evidence::kShortStepTraining,
+        [&](const ValidationCase& c) {
+          return c.group == "training" && !c.moe && !evidence::IsAmdInstinctGpu(c.gpu) && c.step_time_s > 0 &&
+                 c.step_time_s < evidence::kShortStepSeconds;
+        },
+        "dense training with steps under 0.7 s", true);
   {
     int n = 0;
     double sum = 0, lo = 1e9, hi = -1e9;
