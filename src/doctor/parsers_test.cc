@@ -142,6 +142,30 @@ TEST(DoctorParse, CsvWithUnitsAndBracketedNA) {
   EXPECT_FALSE(ParseSmiCsv("0, 1, 2\n", "noheader.csv").ok());
 }
 
+// NaN, +Inf and -Inf are valid values in Prometheus's text format: samples without a usable value, absent, not
+// malformed lines (which made doctor say the scrape was unreadable, exit 12). A number with trailing junk is still
+// malformed; a timestamp after the value is fine.
+TEST(DoctorParse, PrometheusNanAndInfAreAbsentValuesNotBadLines) {
+  const std::string prom =
+      "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",Hostname=\"n1\"} NaN\n"
+      "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",Hostname=\"n1\"} +Inf\n"
+      "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"n1\"} -Inf\n"
+      "DCGM_FI_DEV_MEM_CLOCK{gpu=\"0\",Hostname=\"n1\"} 1e400\n"
+      "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"n1\"} 9.9e+01 1700000000000\n"
+      "DCGM_FI_DEV_FB_USED{gpu=\"0\",Hostname=\"n1\"} 1e5x\n";
+  auto r = ParsePrometheus(prom, "m.prom");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->samples, 5);
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_NE(r->problems[0].find("m.prom:6"), std::string::npos) << r->problems[0];
+  ASSERT_EQ(r->gpus.size(), 1u);
+  EXPECT_FALSE(r->gpus[0].temp_c.has_value());
+  EXPECT_FALSE(r->gpus[0].power_w.has_value());
+  EXPECT_FALSE(r->gpus[0].sm_clock_mhz.has_value());
+  ASSERT_TRUE(r->gpus[0].util_gpu_pct.has_value());
+  EXPECT_DOUBLE_EQ(*r->gpus[0].util_gpu_pct, 99);
+}
+
 TEST(DoctorParse, PrometheusLabelsSentinelsAndMig) {
   const std::string prom =
       "# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n"

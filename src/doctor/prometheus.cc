@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -68,17 +69,22 @@ bool ParseSample(std::string_view line, Sample* s) {
   std::string_view rest = Trim(line.substr(i));
   std::size_t sp = rest.find(' ');
   std::string_view num = sp == std::string_view::npos ? rest : rest.substr(0, sp);
-  if (num == "NaN" || num == "+Inf" || num == "-Inf") return false;
+  // NaN and +/-Inf are valid sample values in the text format: a sample without a usable value (absent), not a
+  // malformed line; so is a number past a double's range.
+  if (num == "NaN" || num == "+Inf" || num == "-Inf" || num == "Inf") {
+    s->value = std::numeric_limits<double>::quiet_NaN();
+    return true;
+  }
   auto v = detail::LeadingNumber(num);
-  if (!v) return false;
   // Scientific notation ("1.5e+09") is not covered by LeadingNumber; handle it here.
   if (num.find_first_of("eE") != std::string_view::npos) {
     std::string tmp(num);
     char* end = nullptr;
-    double d = std::strtod(tmp.c_str(), &end);
-    if (!std::isfinite(d)) return false;
-    v = d;
+    const double d = std::strtod(tmp.c_str(), &end);
+    if (end != tmp.c_str() + tmp.size()) return false;
+    v = std::isfinite(d) ? d : std::numeric_limits<double>::quiet_NaN();
   }
+  if (!v) return false;
   s->value = *v;
   return true;
 }
@@ -130,7 +136,7 @@ Result<PrometheusParse> ParsePrometheus(std::string_view text, std::string_view 
           out.gpus.push_back(std::move(t));
         }
         GpuTelemetry& t = out.gpus[it->second];
-        if (s.value >= kDcgmSentinel || s.value < -kDcgmSentinel) return true;
+        if (!std::isfinite(s.value) || s.value >= kDcgmSentinel || s.value < -kDcgmSentinel) return true;
         if (!Label(s, {"GPU_I_ID"}).empty()) {
           mig_ids[key].insert(Label(s, {"GPU_I_ID"}));
           t.mig_devices = static_cast<int>(mig_ids[key].size());
