@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "fuzz_catalogs.h"
 #include "suanli/hardware.h"
 #include "suanli/memory.h"
 #include "suanli/model.h"
@@ -16,14 +17,8 @@
 
 namespace {
 
-const suanli::HardwareCatalog& Hw() {
-  static const auto* hw = new suanli::HardwareCatalog(*suanli::HardwareCatalog::Load(suanli::CatalogOptions{}));
-  return *hw;
-}
-const suanli::ModelCatalog& Models() {
-  static const auto* m = new suanli::ModelCatalog(*suanli::ModelCatalog::Load(suanli::CatalogOptions{}));
-  return *m;
-}
+using suanli_fuzz::Hw;
+using suanli_fuzz::Models;
 
 bool Finite(double t) { return std::isfinite(t) && t > 0; }
 

@@ -5,27 +5,18 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
-#include <cstdlib>
 
+#include "fuzz_catalogs.h"
 #include "suanli/hardware.h"
 #include "suanli/model.h"
 #include "suanli/status.h"
 #include "suanli/validate.h"
 
-namespace {
-
-const suanli::HardwareCatalog& Hw() {
-  static const auto* hw = new suanli::HardwareCatalog(*suanli::HardwareCatalog::Load(suanli::CatalogOptions{}));
-  return *hw;
-}
-const suanli::ModelCatalog& Models() {
-  static const auto* m = new suanli::ModelCatalog(*suanli::ModelCatalog::Load(suanli::CatalogOptions{}));
-  return *m;
-}
-
-}  // namespace
+using suanli_fuzz::Hw;
+using suanli_fuzz::Models;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
