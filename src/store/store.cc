@@ -49,14 +49,24 @@ CREATE INDEX IF NOT EXISTS results_by_gpu ON results(gpu_uuid, name);
 CREATE INDEX IF NOT EXISTS results_by_host ON results(host, name);
 )sql";
 
+// What to do about a history file SQLite cannot read as a database: this build never writes one (every commit is
+// atomic), so it is another file or one damaged outside suanli.
+std::string Advice(sqlite3* db) {
+  const int rc = db ? sqlite3_errcode(db) : SQLITE_NOMEM;
+  return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB
+             ? " (not a readable bench history: keep it for inspection, move it aside, and run `suanli bench` again, "
+               "which starts a new history there; or pass --db another file)"
+             : "";
+}
+
 Status SqlError(sqlite3* db, const std::string& what) {
-  return IoError(fmt::format("{}: {}", what, db ? sqlite3_errmsg(db) : "out of memory"));
+  return IoError(fmt::format("{}: {}{}", what, db ? sqlite3_errmsg(db) : "out of memory", Advice(db)));
 }
 
 Status Exec(sqlite3* db, const char* sql, const std::string& what) {
   char* err = nullptr;
   if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    Status s = IoError(fmt::format("{}: {}", what, err ? err : "unknown error"));
+    Status s = IoError(fmt::format("{}: {}{}", what, err ? err : "unknown error", Advice(db)));
     sqlite3_free(err);
     return s;
   }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "suanli/store.h"
@@ -101,6 +102,16 @@ TEST(StoreHistory, ReopeningKeepsRunsAndUnwritableParentIsAnError) {
   auto bad = BenchStore::Open("/proc/suanli-no-such-dir/x/bench.sqlite");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), ErrorCode::kIoError);
+  // A file that is not a database (or was damaged outside suanli) says what to do, and is left as it was.
+  const std::string junk = TempDb("junk.sqlite");
+  {
+    std::ofstream out(junk, std::ios::binary);
+    out << std::string(4096, 'x');
+  }
+  auto not_db = BenchStore::Open(junk);
+  ASSERT_FALSE(not_db.ok());
+  EXPECT_NE(not_db.status().message().find("move it aside"), std::string::npos) << not_db.status().message();
+  EXPECT_EQ(std::filesystem::file_size(junk), 4096u);
 }
 
 // The durability contract: SIGKILL a writer at a random moment, several times; every run it
