@@ -609,6 +609,9 @@ Result<std::vector<CatalogModel>> ParseCatalog(std::string_view text, const std:
     detail::TableReader r(*t, file, path);
     CatalogModel cm;
     SUANLI_ASSIGN_OR_RETURN(std::string id, r.String("id"));
+    // Names resolve lowercased: an id with capitals or spaces could never be asked for (as GPU ids).
+    if (id.empty() || id != ToLower(id) || id.find_first_of(" \t") != std::string::npos)
+      return ParseError(r.Where("id") + ": ids are lowercase without spaces, got '" + id + "'");
     SUANLI_ASSIGN_OR_RETURN(std::string config, r.String("config"));
     SUANLI_ASSIGN_OR_RETURN(auto name, r.OptString("name"));
     SUANLI_ASSIGN_OR_RETURN(auto repo, r.OptString("hf_repo"));

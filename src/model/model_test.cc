@@ -2,8 +2,11 @@
 #include "suanli/memory.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 namespace suanli {
@@ -378,6 +381,32 @@ TEST(ParseHfConfig, ReadsTheCheckpointsQuantizationConfig) {
   EXPECT_FALSE(SameStoredFormat("int8", "int4"));
   EXPECT_NE(StoredFormatNote(*parse(cases[5].first), *ParseWeightFormat("bf16"))->find("does not model"),
             std::string::npos);
+}
+
+// A user catalog's model id with capitals or spaces could never be asked for (names resolve lowercased): an error
+// naming the file and the key, not a model that "did you mean" points back to itself.
+TEST(ModelCatalog, UserIdsAreLowercaseWithoutSpaces) {
+  const std::string dir = ::testing::TempDir() + "/suanli_model_ids_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir + "/models");
+  std::filesystem::copy_file(std::string(SUANLI_SOURCE_DIR) + "/data/models/llama-2-7b.json", dir + "/models/my.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  for (const char* id : {"My Model", "MyModel", "my model"}) {
+    std::ofstream(dir + "/models/catalog.toml") << "[[model]]\nid = \"" << id << "\"\nconfig = \"my.json\"\n";
+    CatalogOptions o;
+    o.user_dirs = {dir};
+    auto c = ModelCatalog::Load(o);
+    ASSERT_FALSE(c.ok()) << id;
+    EXPECT_NE(c.status().message().find("catalog.toml: key 'model[0].id': ids are lowercase without spaces"),
+              std::string::npos)
+        << c.status().message();
+  }
+  std::ofstream(dir + "/models/catalog.toml") << "[[model]]\nid = \"my-model\"\nconfig = \"my.json\"\n";
+  CatalogOptions o;
+  o.user_dirs = {dir};
+  auto ok = ModelCatalog::Load(o);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(ok->Resolve("my-model").ok());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ModelCatalog, ResolvesPathsAndSuggestsNames) {
