@@ -78,6 +78,15 @@ std::string DefaultUserDataDir() {
   return ".suanli";
 }
 
+namespace {
+// A rate the models divide by must be physical, not just positive: a typed exponent (1e-30 GB/s) once gave a step
+// time of 5e25 days. `what` names the range in words for the message.
+Status CheckRange(double v, double lo, double hi, const std::string& where, const char* unit, const char* what) {
+  if (v >= lo && v <= hi) return Status::Ok();
+  return ParseError(fmt::format("{}: {:g} {} is outside {}", where, v, unit, what));
+}
+}  // namespace
+
 Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
   const std::string file(file_sv);
   SUANLI_ASSIGN_OR_RETURN(toml::table doc, detail::ParseTomlText(text, file));
@@ -136,6 +145,7 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
       SUANLI_ASSIGN_OR_RETURN(auto q, d.OptQuantity(n.key, dim));
       if (q) {
         if (q->value <= 0) return ParseError(d.Where(n.key) + ": a peak rate must be positive; omit unsupported formats");
+        SUANLI_RETURN_IF_ERROR(CheckRange(q->value, 1e9, 1e18, d.Where(n.key), "FLOP/s", "1 GFLOP/s to 1 EFLOP/s"));
         g.dense_peak.emplace(n.p, *q);
       }
     }
@@ -150,9 +160,12 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
     detail::TableReader m(*mt, file, "memory", &sources);
     SUANLI_ASSIGN_OR_RETURN(g.memory_bytes, m.Quantity("capacity", Dimension::kBytes));
     if (g.memory_bytes.value < 1e8) return ParseError(m.Where("capacity") + ": capacity below 100 MB is not a GPU");
+    SUANLI_RETURN_IF_ERROR(CheckRange(g.memory_bytes.value, 1e8, 1e14, m.Where("capacity"), "B", "100 MB to 100 TB"));
     SUANLI_ASSIGN_OR_RETURN(g.memory_type, m.OptSourcedString("type"));
     SUANLI_ASSIGN_OR_RETURN(g.memory_bandwidth_bytes_per_s, m.Quantity("bandwidth", Dimension::kBytesPerSecond));
     if (g.memory_bandwidth_bytes_per_s.value <= 0) return ParseError(m.Where("bandwidth") + " must be positive");
+    SUANLI_RETURN_IF_ERROR(
+        CheckRange(g.memory_bandwidth_bytes_per_s.value, 1e9, 1e15, m.Where("bandwidth"), "B/s", "1 GB/s to 1 PB/s"));
     SUANLI_ASSIGN_OR_RETURN(g.l2_bytes, m.OptQuantity("l2", Dimension::kBytes));
     SUANLI_RETURN_IF_ERROR(m.CheckNoUnknownKeys());
   }
@@ -167,6 +180,8 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
       return ParseError(file + ": [link] needs both 'kind' and 'bandwidth_per_direction'");
     if (g.link_bandwidth_per_direction_bytes_per_s->value <= 0)  // 0 once gave a step time of "inf days"
       return ParseError(l.Where("bandwidth_per_direction") + " must be positive; omit [link] for a GPU without one");
+    SUANLI_RETURN_IF_ERROR(CheckRange(g.link_bandwidth_per_direction_bytes_per_s->value, 1e6, 1e14,
+                                      l.Where("bandwidth_per_direction"), "B/s", "1 MB/s to 100 TB/s"));
     if (g.link_peers && (g.link_peers->value < 1 || g.link_peers->value > 1024))
       return ParseError(l.Where("peers") + fmt::format(": {} is not 1-1024", g.link_peers->value));
   }
@@ -191,6 +206,8 @@ Result<GpuSpec> ParseGpuToml(std::string_view text, std::string_view file_sv) {
       return ParseError(file + ": [host_link] needs both 'kind' and 'bandwidth_per_direction'");
     if (g.host_link_bandwidth_per_direction_bytes_per_s->value <= 0)
       return ParseError(h.Where("bandwidth_per_direction") + " must be positive");
+    SUANLI_RETURN_IF_ERROR(CheckRange(g.host_link_bandwidth_per_direction_bytes_per_s->value, 1e6, 1e14,
+                                      h.Where("bandwidth_per_direction"), "B/s", "1 MB/s to 100 TB/s"));
     if (g.host_memory_per_gpu_bytes && g.host_memory_per_gpu_bytes->value <= 0)
       return ParseError(h.Where("memory_per_gpu") + " must be positive");
   }
@@ -273,7 +290,10 @@ Result<std::vector<Interconnect>> ParseInterconnectsToml(std::string_view text, 
                             r.Quantity("bandwidth_per_direction", Dimension::kBytesPerSecond));
     if (ic.bandwidth_per_direction_bytes_per_s.value <= 0)
       return ParseError(r.Where("bandwidth_per_direction") + " must be positive");
+    SUANLI_RETURN_IF_ERROR(CheckRange(ic.bandwidth_per_direction_bytes_per_s.value, 1e6, 1e14,
+                                      r.Where("bandwidth_per_direction"), "B/s", "1 MB/s to 100 TB/s"));
     SUANLI_ASSIGN_OR_RETURN(ic.latency_s, r.OptQuantity("latency", Dimension::kSeconds));
+    if (ic.latency_s) SUANLI_RETURN_IF_ERROR(CheckRange(ic.latency_s->value, 0, 1, r.Where("latency"), "s", "0 to 1 s"));
     SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
     out.push_back(std::move(ic));
   }

@@ -66,12 +66,30 @@ TEST(ParseGpuToml, ImpossibleValuesAreErrorsNamingTheKey) {
                        Bad{base + "[link]\nkind = { value = \"nvlink4\", source = \"ds\" }\nbandwidth_per_direction = { "
                                   "value = \"0 GB/s\", source = \"ds\" }\n",
                            "link.bandwidth_per_direction"},
-                       Bad{base + "[power]\ntdp = { value = \"0 W\", source = \"ds\" }\n", "power.tdp"}}) {
+                       Bad{base + "[power]\ntdp = { value = \"0 W\", source = \"ds\" }\n", "power.tdp"},
+                       // A typed exponent: positive, and not physical (1e-30 GB/s gave a step of 5e25 days).
+                       Bad{base + "[link]\nkind = { value = \"nvlink4\", source = \"ds\" }\nbandwidth_per_direction = { "
+                                  "value = \"1e-30 GB/s\", source = \"ds\" }\n",
+                           "link.bandwidth_per_direction"}}) {
     auto g = ParseGpuToml(b.text, "bad.toml");
     ASSERT_FALSE(g.ok()) << b.key;
     EXPECT_NE(g.status().message().find(std::string("bad.toml: key '") + b.key + "'"), std::string::npos)
         << g.status().message();
   }
+  std::string slow = base;
+  slow.replace(slow.find("\"1 TB/s\""), 8, "\"1e-9 TB/s\"");
+  auto tiny_bw = ParseGpuToml(slow, "bad.toml");
+  ASSERT_FALSE(tiny_bw.ok());
+  EXPECT_NE(tiny_bw.status().message().find("key 'memory.bandwidth': 1000 B/s is outside 1 GB/s to 1 PB/s"),
+            std::string::npos)
+      << tiny_bw.status().message();
+  auto net = ParseInterconnectsToml("[sources]\nx = \"t\"\n[[interconnect]]\nid = \"n\"\nname = \"N\"\nclass = "
+                                    "\"network\"\nbandwidth_per_direction = { value = \"50 GB/s\", source = \"x\" "
+                                    "}\nlatency = { value = \"1e9 s\", source = \"x\" }\n",
+                                    "net.toml");
+  ASSERT_FALSE(net.ok());
+  EXPECT_NE(net.status().message().find("key 'interconnect[0].latency': 1e+09 s is outside 0 to 1 s"), std::string::npos)
+      << net.status().message();
   for (const std::string& good : {with_root("sm_count = { value = 132, source = \"ds\" }"),
                                   with_root("compute_capability = { value = \"10.3\", source = \"ds\" }"),
                                   with_root("compute_capability = { value = \"gfx942\", source = \"ds\" }", "amd")}) {
