@@ -203,13 +203,38 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   return a;
 }
 
-// A value for a shell command line: single-quoted where it holds anything a shell would read (a layout's '|', '*',
-// '('). Spaces separate the words of a list-valued flag (--recompute-modules, --cuda-graph-scope) and stay.
-std::string ShellWord(const std::string& v) {
-  const bool plain = std::all_of(v.begin(), v.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || std::strchr("_./,:=+- ", ch) != nullptr;
+// One word for a shell command line: as it is where it holds only characters no shell reads specially, else
+// single-quoted with each ' written '\'' (a path with a space, a '$(...)' or a quote stays one literal word).
+std::string ShellQuote(const std::string& v) {
+  const bool plain = !v.empty() && std::all_of(v.begin(), v.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || std::strchr("_./,:=+-@%", ch) != nullptr;
   });
-  return plain ? v : "'" + v + "'";
+  if (plain) return v;
+  std::string out = "'";
+  for (const char ch : v) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+// The words of a list-valued Megatron flag's value (--recompute-modules, --cuda-graph-scope), spaces separating them,
+// each quoted as ShellQuote does (a layout's '|', '*', '(').
+std::string ShellWord(const std::string& v) {
+  std::string out;
+  size_t i = 0;
+  while (i < v.size()) {
+    const size_t j = std::min(v.find(' ', i), v.size());
+    if (j > i) out += (out.empty() ? "" : " ") + ShellQuote(v.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+// Text from the user (a model given as a path) inside a '#' comment of a generated script: a newline would end the
+// comment and run the rest, so control characters become '?'.
+std::string CommentText(std::string_view v) {
+  std::string out(v);
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  return out;
 }
 
 // The words of a value, split at spaces (none for an empty value).
@@ -228,7 +253,7 @@ std::vector<std::string> SplitWords(const std::string& v) {
 // 128 x TP) sets the output layer the estimate timed at the model's own size.
 std::string DataLine(const LaunchContext& x) {
   return fmt::format("# add your data and tokenizer arguments; the estimate used {}'s vocabulary of {}\n",
-                     x.model ? x.model->id : "the model", x.model ? x.model->vocab : 0);
+                     x.model ? CommentText(x.model->id) : "the model", x.model ? x.model->vocab : 0);
 }
 
 std::string Prediction(const PlanCandidate& c) {
@@ -396,7 +421,7 @@ std::string SlurmScript(const PlanCandidate& c, const LaunchContext& x) {
       "srun torchrun --nnodes=\"$SLURM_NNODES\" --nproc-per-node={} \\\n"
       "  --rdzv-id=\"$SLURM_JOB_ID\" --rdzv-backend=c10d --rdzv-endpoint=\"$MASTER_ADDR:$MASTER_PORT\" \\\n"
       "  pretrain_gpt.py",
-      x.job_name, Nodes(c, x), ProcsPerNode(c, x), time_line, SUANLI_VERSION, x.model->id, c.par.gpus(),
+      x.job_name, Nodes(c, x), ProcsPerNode(c, x), time_line, SUANLI_VERSION, CommentText(x.model->id), c.par.gpus(),
       x.gpu ? x.gpu->id : "gpu", LayoutLine(c), Prediction(c),
       c.offload_layers > 0
           ? fmt::format("# CPU activation offloading pins {} of host memory per node ({} per GPU): the nodes need it "
@@ -413,9 +438,10 @@ std::string KubernetesPyTorchJob(const PlanCandidate& c, const LaunchContext& x)
   const int nodes = Nodes(c, x);
   std::string args = "                - pretrain_gpt.py\n";
   for (const auto& [k, v] : Args(c, x)) {
-    args += fmt::format("                - \"{}\"\n", k);
+    // Each a JSON string, which YAML reads as a double-quoted scalar with its escapes.
+    args += fmt::format("                - {}\n", nlohmann::json(k).dump());
     // One list item per word: a list-valued flag's words are separate arguments (argparse nargs).
-    for (const auto& word : SplitWords(v)) args += fmt::format("                - \"{}\"\n", word);
+    for (const auto& word : SplitWords(v)) args += fmt::format("                - {}\n", nlohmann::json(word).dump());
   }
   // CPU activation offloading pins host memory for every GPU of the pod: request at least that much (a request,
   // not a limit: the framework and the data loader need host memory on top of it).
@@ -477,14 +503,14 @@ std::string ServeHeader(const ModelSpec& m, const GpuSpec& g, const std::string&
       cfg.spec.tokens > 0
           ? fmt::format("# estimated with speculative decoding ({} tokens per round, acceptance length {:g}, draft: "
                         "{}): {}\n",
-                        cfg.spec.tokens, cfg.spec.acceptance_length, r.draft,
+                        cfg.spec.tokens, cfg.spec.acceptance_length, CommentText(r.draft),
                         spec_in_line ? "the line's speculative options below"
                                      : "add the engine's speculative-decoding options for that draft")
           : std::string();
   return spec + fmt::format(
       "# suanli {} perf infer: {} on {} x {} (TP={} PP={}), weights {}, KV cache {}, batch {}, {} + {} tokens\n"
       "# predicted: {} {}, TPOT {}, {:.0f} output tokens/s per GPU\n",
-      SUANLI_VERSION, m.id, p.tp * p.pp, g.id, p.tp, p.pp, w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit",
+      SUANLI_VERSION, CommentText(m.id), p.tp * p.pp, g.id, p.tp, p.pp, w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit",
       ServingBatchWords(cfg, r), cfg.input_len, cfg.output_len, cfg.batch_max ? "prefill of the batch" : "TTFT",
       FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s), r.output_tokens_per_s_per_gpu);
 }
@@ -508,7 +534,7 @@ std::string CommandLine(const std::string& head, const std::vector<Arg>& args) {
     out += flag;
     if (!value.empty()) {
       out += ' ';
-      out += ShellWord(value);
+      out += ShellQuote(value);  // a serving engine's flags take one word each
     }
   }
   out += '\n';
@@ -651,7 +677,7 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::
     out += "# vLLM keeps 10% of each GPU free by default (--gpu-memory-utilization 0.9), so it may admit fewer sequences\n";
   if (cfg.decode_attention == DecodeAttention::kPerHead)
     out += "# estimated with a per-query-head decode kernel; vLLM's current attention backends read each KV head once\n";
-  return out + CommandLine("vllm serve " + ShellWord(std::string(model_ref)), args);
+  return out + CommandLine("vllm serve " + ShellQuote(std::string(model_ref)), args);
 }
 
 Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::string_view model_ref,
@@ -705,7 +731,7 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std
     out += "cat > extra-llm-api-options.yml <<'EOF'\n" + options + "EOF\n";
     args.push_back({"--extra_llm_api_options", "extra-llm-api-options.yml"});
   }
-  return out + CommandLine("trtllm-serve " + ShellWord(std::string(model_ref)), args);
+  return out + CommandLine("trtllm-serve " + ShellQuote(std::string(model_ref)), args);
 }
 
 // SGLang (python/sglang/srt/server_args.py): --tp-size, --pp-size and --ep-size (EP inside the TP group, the MoE

@@ -659,6 +659,37 @@ TEST_F(Planner, EmittersAreValidForTheirToolsAndMatchGoldens) {
   CheckGolden("torchrun.sh", torchrun);
 }
 
+// A model given as a path goes into a launch line as one literal shell word, whatever it holds (a space once split
+// it into two arguments, a '$(...)' would have run), and into a '#' comment without a newline that would end it.
+TEST_F(Planner, ServeCommandsQuoteAModelPathAsOneWord) {
+  ModelSpec m = M("llama-3.1-8b");
+  m.id = "/data/my models/it's\n$(rm -rf ~).json";
+  const GpuSpec& g = **hw_->FindGpu("h100-sxm");
+  InferConfig c;
+  c.input_len = 128;
+  c.output_len = 128;
+  auto r = EstimateInference(m, *MakeCluster(*hw_, g, 8, "ib-ndr"), c, *LoadEfficiency(g.id));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::string ref = "/data/my models/it's";
+  auto v = ServeCommand(ServeEngine::kVllm, m, g, ref, c, *r, false);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_NE(v->find("vllm serve '/data/my models/it'\\''s' \\\n"), std::string::npos) << *v;
+  auto sg = ServeCommand(ServeEngine::kSglang, m, g, ref, c, *r, false);
+  ASSERT_TRUE(sg.ok()) << sg.status().message();
+  EXPECT_NE(sg->find("--model-path '/data/my models/it'\\''s' \\\n"), std::string::npos) << *sg;
+  // Every line that mentions the model id is a comment: the newline in it became '?'.
+  for (const std::string* out : {&*v, &*sg}) {
+    size_t start = 0;
+    while (start < out->size()) {
+      const size_t end = std::min(out->find('\n', start), out->size());
+      const std::string line = out->substr(start, end - start);
+      if (line.find("rm -rf") != std::string::npos) EXPECT_EQ(line.rfind("# ", 0), 0u) << line;
+      start = end + 1;
+    }
+    EXPECT_NE(out->find("it's?$(rm -rf ~).json"), std::string::npos) << *out;
+  }
+}
+
 // The serving launch lines for an estimated replica (vllm serve, trtllm-serve, sglang.launch_server): the layout, the
 // context, the estimate's batch and the formats in each engine's words; a stored-quantised checkpoint is served as
 // stored, and what an engine cannot run as estimated is refused with the reason.
