@@ -50,15 +50,16 @@ struct TcoKey {
   double TcoInputs::*input;
   const char* input_name;  // TcoInputs' field name, the provenance key
 };
-constexpr double kInf = std::numeric_limits<double>::infinity();
+// Bounds far past any real amount per GPU: a typed exponent is an error, not a total of 1e304 USD.
+constexpr double kMaxUsdPerGpu = 1e8, kMaxWattsPerGpu = 1e5;
 const std::vector<TcoKey>& TcoKeys() {
   static const std::vector<TcoKey> keys = {
 #define SUANLI_TCO_KEY(key, dim, lo, hi, name) \
   {key, dim, lo, hi, &TcoAssumptions::name, &TcoInputs::name, #name}
-      SUANLI_TCO_KEY("server_share", Dimension::kUsd, 0, kInf, server_share_usd),
-      SUANLI_TCO_KEY("network_share", Dimension::kUsd, 0, kInf, network_share_usd),
-      SUANLI_TCO_KEY("storage_share", Dimension::kUsd, 0, kInf, storage_share_usd),
-      SUANLI_TCO_KEY("host_power", Dimension::kWatts, 0, kInf, host_power_watts),
+      SUANLI_TCO_KEY("server_share", Dimension::kUsd, 0, kMaxUsdPerGpu, server_share_usd),
+      SUANLI_TCO_KEY("network_share", Dimension::kUsd, 0, kMaxUsdPerGpu, network_share_usd),
+      SUANLI_TCO_KEY("storage_share", Dimension::kUsd, 0, kMaxUsdPerGpu, storage_share_usd),
+      SUANLI_TCO_KEY("host_power", Dimension::kWatts, 0, kMaxWattsPerGpu, host_power_watts),
       SUANLI_TCO_KEY("pue", std::nullopt, 1, 5, pue),
       SUANLI_TCO_KEY("electricity_usd_per_kwh", std::nullopt, 0, 10, electricity_usd_per_kwh),
       SUANLI_TCO_KEY("hosting_usd_per_kw_month", std::nullopt, 0, 100000, hosting_usd_per_kw_month),
@@ -231,27 +232,33 @@ Result<TcoInputs> TcoInputsFor(const GpuSpec& gpu, const TcoAssumptions& a, std:
 }
 
 Status ValidateTcoInputs(const TcoInputs& in) {
-  auto non_negative = [](double v, const char* what, const char* flag) -> Status {
+  // Each amount between 0 and a bound far past any real one (the same bounds as the assumption files' keys, so a
+  // flag cannot set what a file may not): a typed exponent gives an error, not totals of 1e304 USD.
+  auto non_negative = [](double v, const char* what, const char* flag, double hi) -> Status {
     if (!std::isfinite(v) || v < 0)
       return InvalidArgument(fmt::format("{} must be a non-negative number, got {} (set it with {})", what, v, flag));
+    if (v > hi) return InvalidArgument(fmt::format("{} must be at most {:g}, got {:g} ({})", what, hi, v, flag));
     return Status::Ok();
   };
-  if (in.gpu_purchase_usd < 0 || !std::isfinite(in.gpu_purchase_usd))
-    return InvalidArgument(fmt::format("the GPU purchase price must be a positive number of USD, got {} "
-                                       "(--gpu-price-usd)", in.gpu_purchase_usd));
+  if (in.gpu_purchase_usd < 0 || !std::isfinite(in.gpu_purchase_usd) || in.gpu_purchase_usd > kMaxUsdPerGpu)
+    return InvalidArgument(fmt::format("the GPU purchase price must be a positive number of USD, at most {:g}, got {:g} "
+                                       "(--gpu-price-usd)", kMaxUsdPerGpu, in.gpu_purchase_usd));
   if (in.gpu_purchase_usd == 0)
     return InvalidArgument(fmt::format("no purchase price for {}: its data file has no [price] purchase; give one with "
                                        "--gpu-price-usd", in.gpu_id.empty() ? "this GPU" : in.gpu_id));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.server_share_usd, "the server share per GPU", "--server-usd"));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.network_share_usd, "the network share per GPU", "--network-usd"));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.storage_share_usd, "the storage share per GPU", "--storage-usd"));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.gpu_power_watts, "the GPU power", "--gpu-watts"));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.host_power_watts, "the host power per GPU", "--host-watts"));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.electricity_usd_per_kwh, "the electricity price", "--usd-per-kwh"));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.hosting_usd_per_kw_month, "the hosting price per kW-month", "--hosting-usd-per-kw-month"));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.hosting_usd_per_rack_month, "the hosting price per rack-month", "--hosting-usd-per-rack-month"));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.staff_usd_per_gpu_year, "the staff cost per GPU-year", "--staff-usd-per-gpu-year"));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.peak_flops, "the peak FLOP/s", "the GPU's data file"));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.server_share_usd, "the server share per GPU", "--server-usd", kMaxUsdPerGpu));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.network_share_usd, "the network share per GPU", "--network-usd", kMaxUsdPerGpu));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.storage_share_usd, "the storage share per GPU", "--storage-usd", kMaxUsdPerGpu));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.gpu_power_watts, "the GPU power", "--gpu-watts", kMaxWattsPerGpu));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.host_power_watts, "the host power per GPU", "--host-watts", kMaxWattsPerGpu));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.electricity_usd_per_kwh, "the electricity price", "--usd-per-kwh", 10));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.hosting_usd_per_kw_month, "the hosting price per kW-month",
+                                      "--hosting-usd-per-kw-month", 100000));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.hosting_usd_per_rack_month, "the hosting price per rack-month",
+                                      "--hosting-usd-per-rack-month", 1e7));
+  SUANLI_RETURN_IF_ERROR(
+      non_negative(in.staff_usd_per_gpu_year, "the staff cost per GPU-year", "--staff-usd-per-gpu-year", 1e7));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.peak_flops, "the peak FLOP/s", "the GPU's data file", 1e18));
   if (!(in.utilisation >= 0 && in.utilisation <= 1))
     return InvalidArgument(fmt::format("utilisation must be within 0..1 (a fraction of hours), got {} (--utilisation)",
                                        in.utilisation));
@@ -261,15 +268,16 @@ Status ValidateTcoInputs(const TcoInputs& in) {
                                        "(--years)", in.depreciation_years));
   if (in.hosting_usd_per_rack_month > 0 && in.gpus_per_rack < 1)
     return InvalidArgument("--gpus-per-rack must be at least 1 when hosting is priced per rack");
-  if (in.mfu && !(*in.mfu > 0 && *in.mfu <= 1))
-    return InvalidArgument(fmt::format("MFU must be within 0..1 (exclusive of 0), got {} (--mfu)", *in.mfu));
-  if (in.tokens_per_s && !(*in.tokens_per_s > 0 && std::isfinite(*in.tokens_per_s)))
-    return InvalidArgument(fmt::format("tokens per second must be positive, got {} (--tokens-per-s)", *in.tokens_per_s));
+  if (in.mfu && !(*in.mfu >= 1e-4 && *in.mfu <= 1))
+    return InvalidArgument(fmt::format("MFU must be within 0.0001..1, got {:g} (--mfu)", *in.mfu));
+  if (in.tokens_per_s && !(*in.tokens_per_s >= 1e-3 && *in.tokens_per_s <= 1e9))
+    return InvalidArgument(
+        fmt::format("tokens per second must be within 0.001..1e9, got {:g} (--tokens-per-s)", *in.tokens_per_s));
   if (in.gpus < 1 || in.gpus > 10000000) return InvalidArgument("--gpus must be within 1..10,000,000");
   for (const auto& c : in.cloud) {
-    if (!std::isfinite(c.usd_per_hour) || c.usd_per_hour < 0)
-      return InvalidArgument(fmt::format("the {} price must be a non-negative number of USD per GPU-hour, got {}", c.kind,
-                                         c.usd_per_hour));
+    if (!std::isfinite(c.usd_per_hour) || c.usd_per_hour < 0 || c.usd_per_hour > 1e4)
+      return InvalidArgument(fmt::format("the {} price must be a number of USD per GPU-hour from 0 to 10000, got {:g}",
+                                         c.kind, c.usd_per_hour));
   }
   return Status::Ok();
 }

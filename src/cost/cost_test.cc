@@ -210,6 +210,33 @@ TEST(TcoValidation, BadInputsAreClearErrors) {
   in = Simple();
   in.depreciation_years = 0;
   expect_bad(in, "depreciation");
+  // A typed exponent is an error naming the flag, not a total of 1e304 USD: the flags take the assumption files'
+  // bounds (electricity at most 10 USD/kWh, staff 1e7 USD per GPU-year) and amounts per GPU have bounds of their own.
+  in = Simple();
+  in.electricity_usd_per_kwh = 1e300;
+  expect_bad(in, "the electricity price must be at most 10, got 1e+300 (--usd-per-kwh)");
+  in = Simple();
+  in.gpu_purchase_usd = 1e300;
+  expect_bad(in, "--gpu-price-usd");
+  in = Simple();
+  in.staff_usd_per_gpu_year = 1e8;
+  expect_bad(in, "--staff-usd-per-gpu-year");
+  in = Simple();
+  in.gpu_power_watts = 1e9;
+  expect_bad(in, "--gpu-watts");
+  in = Simple();
+  in.tokens_per_s = 1e-300;
+  expect_bad(in, "--tokens-per-s");
+  in = Simple();
+  in.mfu = 1e-300;
+  expect_bad(in, "--mfu");
+  in = Simple();
+  in.cloud[0].usd_per_hour = 1e9;
+  expect_bad(in, "from 0 to 10000");
+  in = Simple();
+  in.electricity_usd_per_kwh = 10;
+  in.staff_usd_per_gpu_year = 1e7;
+  EXPECT_TRUE(ComputeTco(in).ok());  // the bounds themselves are accepted
 }
 
 TEST(TcoData, UserFileOverridesSomeKeys) {
