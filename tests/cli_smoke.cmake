@@ -424,6 +424,14 @@ expect_contains("${out}" "efficiencies from cli_smoke_whatif.toml instead of the
 file(WRITE cli_smoke_bad_eff.toml "[default]\ngemm = 0.5\n")
 run_suanli(2 out validate --efficiency cli_smoke_bad_eff.toml)
 expect_contains("${out}" "cli_smoke_bad_eff.toml: missing [sources]" "validate --efficiency: bad table")
+# models: a user catalog's published count is shown relative to the count computed from the config, (published -
+# computed) / computed: 1e9 published for LLaMA-2 7B's 6.74B is -85%, not the -574% of the other ratio.
+file(MAKE_DIRECTORY cli_smoke_catalog/models)
+file(COPY_FILE ${CMAKE_CURRENT_LIST_DIR}/../data/models/llama-2-7b.json cli_smoke_catalog/models/my.json)
+file(WRITE cli_smoke_catalog/models/catalog.toml
+     "[[model]]\nid = \"my-7b\"\nconfig = \"my.json\"\npublished_params = { value = 1e9, source = \"typo\" }\n")
+run_suanli(0 out --catalog cli_smoke_catalog models my-7b)
+expect_contains("${out}" "1.00B (-85.16% vs computed)" "models: published count vs computed")
 # validate: a case that cannot be evaluated is an input error (exit 2) that says why, not a silent 100% error.
 run_suanli(2 out validate --cases ${CMAKE_CURRENT_LIST_DIR}/data/validate-unevaluable-case.toml)
 expect_contains("${out}" "not a multiple of tp x pp x cp = 8" "validate: unevaluable case says why")

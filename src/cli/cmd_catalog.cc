@@ -296,8 +296,9 @@ void ShowModel(const ModelSpec& m, const CatalogModel* cm) {
   t.Row({"  MLP / experts", FormatCount(c.mlp_dense + c.moe_experts + c.moe_shared + c.router)});
   t.Row({"KV cache per token (bf16)", FormatBytes(KvBytesPerToken(m, 2.0))});
   if (cm && cm->published_params) {
-    const double e = (c.total - cm->published_params->value) / cm->published_params->value * 100;
-    t.Row({"published total", fmt::format("{} ({:+.2f}% vs computed) — {}", FormatCount(cm->published_params->value), -e,
+    // The published figure relative to the count computed from the config: (published - computed) / computed.
+    const double e = (cm->published_params->value - c.total) / c.total * 100;
+    t.Row({"published total", fmt::format("{} ({:+.2f}% vs computed) — {}", FormatCount(cm->published_params->value), e,
                                           cm->published_params->source)});
   }
   if (cm && cm->published_active_params) {
