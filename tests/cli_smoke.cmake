@@ -162,6 +162,12 @@ expect_contains("${out}" "dense-model training runs on B200 and GB200 the model 
 expect_contains("${out}" "dense-model training runs on MI300X (torchtitan; with MI300X's measured rates) the model was +55% to +73% off" "select quotes the MI300X runs")
 run_suanli(0 out select serve -m llama-3.1-8b --users 32)
 expect_contains("${out}" "published vLLM latency runs on MI300X (LLaMA 3.1 70B and 405B FP8, 8 GPUs) the measured time was 1% to 30% longer" "select serve quotes the MI300X latency runs")
+# plan --out-dir is checked before the search: a file in the way, or --out-dir without --emit, is an error that says so.
+file(WRITE cli_smoke_not_a_dir "x")
+run_suanli(2 out plan -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --emit slurm --out-dir cli_smoke_not_a_dir)
+expect_contains("${out}" "--out-dir cli_smoke_not_a_dir: exists and is not a directory" "plan --out-dir on a file")
+run_suanli(2 out plan -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --out-dir cli_smoke_out)
+expect_contains("${out}" "--out-dir holds the launch files: give --emit too" "plan --out-dir without --emit")
 # plan --threads past the limit is an error (100,000 once aborted the process), and a pinned degree of 0 is not
 # "search".
 run_suanli(1 out plan -m llama-3.1-8b -g h100 --gpus 64 --global-batch 64 --threads 100000)

@@ -258,6 +258,17 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     if (!f->emit.empty() && f->emit != "megatron" && f->emit != "torchrun" && f->emit != "deepspeed" &&
         f->emit != "slurm" && f->emit != "k8s" && f->emit != "all")
       return PrintError(InvalidArgument("--emit must be megatron, torchrun, deepspeed, slurm, k8s or all"));
+    // Where the launch files go is checked before the search, so a bad --out-dir costs nothing and is named as such.
+    if (!f->out_dir.empty()) {
+      if (f->emit.empty()) return PrintError(InvalidArgument("--out-dir holds the launch files: give --emit too"));
+      std::error_code ec;
+      if (std::filesystem::exists(f->out_dir, ec) && !std::filesystem::is_directory(f->out_dir, ec))
+        return PrintError(InvalidArgument(fmt::format("--out-dir {}: exists and is not a directory", f->out_dir)));
+      std::filesystem::create_directories(f->out_dir, ec);
+      if (!std::filesystem::is_directory(f->out_dir, ec))
+        return PrintError(InvalidArgument(
+            fmt::format("--out-dir {}: cannot create it: {}", f->out_dir, ec ? ec.message() : "unknown error")));
+    }
     // Launch files say what the estimate assumed: an optimizer precision the stack cannot run is refused up front.
     if (!f->emit.empty() && f->emit != "deepspeed") {
       if (auto st = CheckMegatronOptimizer(req.master, req.moments); !st.ok()) return PrintError(st);
