@@ -544,7 +544,13 @@ expect_contains("${out}" "--max-batch: Value 0 not in range 1 to" "tco --max-bat
 run_suanli(1 out perf infer -m llama-3.1-8b -g h100-sxm --gpus 0)
 expect_contains("${out}" "--gpus: Value 0 not in range 1 to" "perf infer --gpus 0")
 run_suanli(1 out perf train -m llama-3.1-8b -g h100-sxm --gpus 8 --global-batch 8 --packed-doc-tokens 0)
-expect_contains("${out}" "--packed-doc-tokens: Value 0 not in range 1 to" "perf train --packed-doc-tokens 0")
+expect_contains("${out}" "--packed-doc-tokens: 0 is not a count here: give at least 1, or leave the option out for none" "perf train --packed-doc-tokens 0")
+run_suanli(1 out perf train -m llama-3.1-8b -g h100-sxm --gpus 8 --global-batch 8 --offload-layers 0)
+expect_contains("${out}" "--offload-layers: 0 is not a count here" "perf train --offload-layers 0")
+run_suanli(2 out perf train -m llama-3.1-8b -g h100-sxm --gpus 8 --global-batch 8 --offload-layers -1)
+expect_contains("${out}" "--offload-layers -1 must be between 1 and 31" "perf train --offload-layers -1: the model's range")
+run_suanli(1 out fit -m llama-3.1-8b -g h100-sxm --dp 0)
+expect_contains("${out}" "--dp: Value 0 not in range 1 to" "fit --dp 0")
 # tco prices serving at full load too, with the KV-cache format that sets how many sequences fit; FP8 weights are
 # served in FP8 (it once priced them as a weight-only dequantisation).
 run_suanli(0 out perf infer -m llama-3.1-8b -g h100-sxm --weights fp8 --kv-dtype fp8 --batch max --input-len 1000 --output-len 1000 --json)

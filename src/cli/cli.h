@@ -142,6 +142,13 @@ inline const CLI::Validator kPositive(
       return v > 0 ? std::string() : "must be above 0 (leave it out for none), got " + in;
     },
     "POSITIVE");
+// A count whose 0 would read as "not given": given as 0 it is an error; other values reach the library, whose range
+// message names the model's own limit (--offload-layers: 1 to the layers less one).
+inline const CLI::Validator kNotZero(
+    [](std::string& in) -> std::string {
+      return in == "0" ? "0 is not a count here: give at least 1, or leave the option out for none" : std::string();
+    },
+    "");
 // --max-batch's values when given (0 inside is "not given"): the serving batch's own range.
 inline const CLI::Range kServingMaxBatchRange{int64_t{1}, int64_t{1} << 24};
 // Shared by fit and perf train.
