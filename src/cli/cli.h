@@ -77,6 +77,17 @@ const CLI::Validator& NodeCount();
 const CLI::Validator& NonEmpty();
 // --dp-bucket-mb: above 0 and at most 1e6 MB; 0 would silently mean the default bucket rule, so it is refused.
 const CLI::Validator& BucketMb();
+// A number that, when given, must be above 0: an objective or limit of 0 cannot be met, and leaving the option out
+// is "none" (CLI11's own PositiveNumber prints the double's whole range).
+const CLI::Validator& Positive();
+// A count whose 0 is its "not given": 0 typed is an error; other values reach the library, whose range message names
+// the model's own limit (--offload-layers: 1 to the layers less one).
+const CLI::Validator& NotZero();
+// A count whose 0 is its "not given", 1 to 2^20 when given (fit's --gpus and --dp, which the library reads as not
+// given at 0 and below; perf infer's --gpus; plan's pinned degrees).
+const CLI::Validator& Count();
+// --max-batch when given: the serving batch's own range (the library reads 0 and below as "no cap").
+const CLI::Validator& ServingMaxBatch();
 
 // Printing helpers.
 int PrintError(const Status& s);
@@ -127,30 +138,6 @@ inline constexpr const char* kServingBatchHelp =
     "(continuous batching at full load)";
 inline constexpr const char* kServingMaxBatchHelp =
     "With --batch max: the engine's batch limit (TensorRT-LLM max_batch_size, vLLM max_num_seqs)";
-// A number that, when given, must be above 0 (an objective or limit of 0 cannot be met; leaving the option out is
-// "none"). CLI11's own PositiveNumber prints the double's whole range.
-inline const CLI::Validator kPositive(
-    [](std::string& in) -> std::string {
-      double v = 0;
-      try {
-        std::size_t used = 0;
-        v = std::stod(in, &used);
-        if (used != in.size()) return "must be a number above 0, got '" + in + "'";
-      } catch (const std::exception&) {
-        return "must be a number above 0, got '" + in + "'";
-      }
-      return v > 0 ? std::string() : "must be above 0 (leave it out for none), got " + in;
-    },
-    "POSITIVE");
-// A count whose 0 would read as "not given": given as 0 it is an error; other values reach the library, whose range
-// message names the model's own limit (--offload-layers: 1 to the layers less one).
-inline const CLI::Validator kNotZero(
-    [](std::string& in) -> std::string {
-      return in == "0" ? "0 is not a count here: give at least 1, or leave the option out for none" : std::string();
-    },
-    "");
-// --max-batch's values when given (0 inside is "not given"): the serving batch's own range.
-inline const CLI::Range kServingMaxBatchRange{int64_t{1}, int64_t{1} << 24};
 // Shared by fit and perf train.
 inline constexpr const char* kRecomputeModulesHelp =
     "With --recompute selective (implied when omitted): the modules that recompute, comma-separated (Megatron-Core's "

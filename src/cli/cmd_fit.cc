@@ -152,7 +152,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   auto f = std::make_shared<FitFlags>();
   sub->add_option("--model,-m", f->model, "Model id, alias or path to a HF config.json")->capture_default_str();
   sub->add_option("--gpu,-g", f->gpu, "GPU id or alias; 'all' or omitted: a table across the catalog");
-  sub->add_option("--gpus", f->gpus, "Total GPUs (DP = GPUs / (TP x PP x CP))")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--gpus", f->gpus, "Total GPUs (DP = GPUs / (TP x PP x CP))")->check(Count());
   sub->add_option("--mode", f->mode, "infer | train | lora | qlora")->capture_default_str();
   sub->add_option("--weights", f->weights,
                   "Weight format: fp32 bf16 fp16 fp8 int8 int4 (gptq/awq) nf4 nf4-nodq q8_0 q4_0 q4_k_m")
@@ -172,11 +172,11 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_option("--micro-batch", f->micro_batch, "Training: sequences per micro-batch")->capture_default_str();
   sub->add_option("--tp", f->tp, "Tensor-parallel degree")->capture_default_str();
   sub->add_option("--pp", f->pp, "Pipeline-parallel degree")->capture_default_str();
-  sub->add_option("--dp", f->dp, "Data-parallel degree (default: from --gpus, else 1)")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--dp", f->dp, "Data-parallel degree (default: from --gpus, else 1)")->check(Count());
   sub->add_option("--cp", f->cp, "Context-parallel degree")->capture_default_str();
   sub->add_option("--ep", f->ep, "Expert-parallel degree (MoE)")->capture_default_str();
   sub->add_option("--etp", f->etp, "Expert tensor-parallel degree (MoE; default: TP in training, TP / EP in serving)")
-      ->check(kNotZero);
+      ->check(NotZero());
   sub->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->capture_default_str();
   sub->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
   sub->add_option("--pp-layout", f->pp_layout, kPpLayoutHelp);
@@ -190,11 +190,11 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_option("--recompute-layers", f->recompute_layers,
                   "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "
                   "--recompute-method block --recompute-num-layers N)")
-      ->check(kNotZero);
+      ->check(NotZero());
   sub->add_option("--offload-layers", f->offload_layers,
                   "--mode train: offload the first N layers' activations to host memory (Megatron-Core "
                   "--cpu-offloading --cpu-offloading-num-layers N; needs --pp 1 and --recompute none)")
-      ->check(kNotZero);
+      ->check(NotZero());
   sub->add_option("--host-memory", f->host_memory, kHostMemoryHelp);
   sub->add_flag("--quantize-head", f->quantize_head, kQuantizeHeadHelp);
   sub->add_flag("--replicated-embeddings", f->replicated_embeddings, kReplicatedEmbeddingsHelp);

@@ -122,7 +122,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--etp", f->etp,
                     "Expert tensor-parallel degree (default: TP); with --etp 1 the expert-parallel group can take in "
                     "the tensor-parallel ranks (Megatron-Core's MoE parallel folding)")
-      ->check(kNotZero);
+      ->check(NotZero());
   train->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP)")->capture_default_str();
   train->add_option("--micro-batch", f->micro_batch, "Sequences per micro-batch (default: fastest that fits)")
       ->check(CLI::Validator(
@@ -141,11 +141,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--recompute-layers", f->recompute_layers,
                     "With --recompute full: recompute only the first N layers of each pipeline chunk (Megatron-Core "
                     "--recompute-method block --recompute-num-layers N)")
-      ->check(kNotZero);
+      ->check(NotZero());
   train->add_option("--offload-layers", f->offload_layers,
                     "CPU activation offloading of the first N layers (Megatron-Core --cpu-offloading "
                     "--cpu-offloading-num-layers N; needs --pp 1 and no recompute)")
-      ->check(kNotZero);
+      ->check(NotZero());
   train->add_option("--host-memory", f->host_memory, kHostMemoryHelp);
   train->add_flag("--sequence-parallel", f->sequence_parallel, "Megatron sequence parallelism");
   train->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
@@ -200,23 +200,23 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_option("--packed-doc-tokens", f->packed_doc_tokens,
                     "Packed sequences: documents of this many tokens per sequence, attention within each (fine-tuning "
                     "with --packed-sequence / THD attention)")
-      ->check(kNotZero);
+      ->check(NotZero());
   train->add_option("--tokens", f->tokens, "Train on this many tokens: time and GPU-hours");
   train->add_option("--moe-imbalance", f->moe_imbalance, "MoE: busiest expert's tokens / mean (>= 1)")
       ->capture_default_str();
   train->add_option("--price-per-gpu-hour", f->price, "USD per GPU-hour for the cost");
   auto* infer = sub->add_subcommand("infer", "Time to first token, time per output token, throughput");
   common(infer);
-  infer->add_option("--gpus", f->gpus, "Total GPUs (default TP x PP)")->check(CLI::Range(1, 1 << 20));
+  infer->add_option("--gpus", f->gpus, "Total GPUs (default TP x PP)")->check(Count());
   infer->add_option("--ep", f->ep,
                     "MoE: expert-parallel degree inside the TP group (EP x ETP = TP, as TensorRT-LLM's moe_ep_size)")
       ->capture_default_str();
-  infer->add_option("--etp", f->etp, "MoE: expert tensor-parallel degree (default: TP / EP)")->check(kNotZero);
+  infer->add_option("--etp", f->etp, "MoE: expert tensor-parallel degree (default: TP / EP)")->check(NotZero());
   infer->add_option("--moe-imbalance", f->serve_moe_imbalance,
                     "MoE with --ep: busiest GPU's token-expert pairs / mean, at least uniform routing's (1 = uniform)")
       ->capture_default_str();
   infer->add_option("--batch,-b", f->batch, kServingBatchHelp)->capture_default_str();
-  infer->add_option("--max-batch", f->max_batch, kServingMaxBatchHelp)->check(kServingMaxBatchRange);
+  infer->add_option("--max-batch", f->max_batch, kServingMaxBatchHelp)->check(ServingMaxBatch());
   infer->add_option("--input-len", f->input_len, "Prompt tokens")->capture_default_str();
   infer->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
   infer->add_option("--weights", f->weights, "bf16 fp16 fp8 nvfp4 (Blackwell) int8 int4 nf4 q4_k_m ...")->capture_default_str();

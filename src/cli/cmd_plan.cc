@@ -154,10 +154,10 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
                   "--mtp-num-layers; DeepSeek-V3: 1)");
   sub->add_flag("--eager", f->eager, "Eager PyTorch (HF transformers, Composer, torchtitan without torch.compile)");
   AddOptimizerPrecisionOptions(sub, &f->master_dtype, &f->moments_dtype);
-  sub->add_option("--tp", f->tp, "Fix TP (default: search)")->check(CLI::Range(1, 1 << 20));
-  sub->add_option("--pp", f->pp, "Fix PP (default: search)")->check(CLI::Range(1, 1 << 20));
-  sub->add_option("--cp", f->cp, "Fix CP (default: search)")->check(CLI::Range(1, 1 << 20));
-  sub->add_option("--ep", f->ep, "Fix EP (default: search)")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--tp", f->tp, "Fix TP (default: search)")->check(Count());
+  sub->add_option("--pp", f->pp, "Fix PP (default: search)")->check(Count());
+  sub->add_option("--cp", f->cp, "Fix CP (default: search)")->check(Count());
+  sub->add_option("--ep", f->ep, "Fix EP (default: search)")->check(Count());
   sub->add_option("--zero", f->zero, "Fix the ZeRO stage (default: search)");
   sub->add_flag("--no-dp-overlap", f->no_dp_overlap, "Gradient reduction after backward (Megatron before Core)");
   sub->add_option("--dp-bucket-mb", f->dp_bucket_mb,
@@ -496,9 +496,9 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
   serve->add_option("--input-len", f->input_len, "Prompt tokens")->capture_default_str();
   serve->add_option("--output-len", f->output_len, "Generated tokens")->capture_default_str();
   serve->add_option("--users", f->users, "Concurrent sequences")->capture_default_str();
-  serve->add_option("--rps", f->rps, "Requests per second (raises the concurrency by Little's law)")->check(kPositive);
-  serve->add_option("--ttft-ms", f->ttft_ms, "Time-to-first-token objective, ms")->check(kPositive);
-  serve->add_option("--tpot-ms", f->tpot_ms, "Time-per-output-token objective, ms")->check(kPositive);
+  serve->add_option("--rps", f->rps, "Requests per second (raises the concurrency by Little's law)")->check(Positive());
+  serve->add_option("--ttft-ms", f->ttft_ms, "Time-to-first-token objective, ms")->check(Positive());
+  serve->add_option("--tpot-ms", f->tpot_ms, "Time-per-output-token objective, ms")->check(Positive());
   serve->add_option("--request-overhead-ms", f->request_overhead_ms,
                     "Serving engine's host time per request, added to the TTFT (as perf infer)")
       ->capture_default_str();
@@ -514,8 +514,8 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
   train->add_option("--tokens", f->tokens, "Tokens to train")->required();
   train->add_option("--global-batch", f->global_batch, "Sequences per step")->capture_default_str();
   train->add_option("--seq,-s", f->seq, "Sequence length")->capture_default_str();
-  train->add_option("--deadline-days", f->deadline_days, "Finish within this many days")->check(kPositive);
-  train->add_option("--budget", f->budget, "USD budget")->check(kPositive);
+  train->add_option("--deadline-days", f->deadline_days, "Finish within this many days")->check(Positive());
+  train->add_option("--budget", f->budget, "USD budget")->check(Positive());
   train->add_option("--inter-node", f->inter_node, "Fabric between nodes (default: each GPU's reference system's, as `suanli gpus GPU` shows; else ib-ndr)")->check(NonEmpty());
   return [ctx, f, serve]() -> int {
     auto mc = ctx->models();

@@ -174,7 +174,7 @@ Action SetupTco(CLI::App* sub, Context* ctx) {
   sub->add_option("--global-batch", f->global_batch, "With --workload train: sequences per step (default 4 x DP)");
   sub->add_option("--batch,-b", f->batch, std::string("With --model: ") + kServingBatchHelp)->capture_default_str();
   sub->add_option("--max-batch", f->max_batch, std::string("With --model: ") + kServingMaxBatchHelp)
-      ->check(kServingMaxBatchRange);
+      ->check(ServingMaxBatch());
   sub->add_option("--input-len", f->input_len, "With --model: prompt tokens")->capture_default_str();
   sub->add_option("--output-len", f->output_len, "With --model: generated tokens")->capture_default_str();
   sub->add_option("--step-overhead-ms", f->step_overhead_ms,

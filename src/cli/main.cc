@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,22 +76,53 @@ const CLI::Validator& NodeCount() {
   static const CLI::Validator v = CLI::Range(1, 1024);
   return v;
 }
+// The whole of `text` as a number, or nullopt.
+static std::optional<double> WholeNumber(const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
 const CLI::Validator& BucketMb() {
   static const CLI::Validator v(
       [](std::string& text) -> std::string {
-        double mb = 0;
-        try {
-          size_t used = 0;
-          mb = std::stod(text, &used);
-          if (used != text.size()) return "must be a number of MB, got '" + text + "'";
-        } catch (const std::exception&) {
-          return "must be a number of MB, got '" + text + "'";
-        }
+        const auto n = WholeNumber(text);
+        if (!n) return "must be a number of MB, got '" + text + "'";
+        const double mb = *n;
         if (!(mb > 0 && mb <= kMaxDpBucketMb))
           return "must be above 0 and at most 1e6 MB, got " + text + " (omit it for Megatron-Core's buckets)";
         return "";
       },
       "MB in (0, 1e6]", "BUCKETMB");
+  return v;
+}
+const CLI::Validator& Positive() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        const auto n = WholeNumber(text);
+        if (!n) return "must be a number above 0, got '" + text + "'";
+        return *n > 0 ? std::string() : "must be above 0 (leave it out for none), got " + text;
+      },
+      "POSITIVE", "POSITIVE");
+  return v;
+}
+const CLI::Validator& NotZero() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        return text == "0" ? "0 is not a count here: give at least 1, or leave the option out for none" : std::string();
+      },
+      "", "NOTZERO");
+  return v;
+}
+const CLI::Validator& Count() {
+  static const CLI::Validator v = CLI::Range(1, 1 << 20);
+  return v;
+}
+const CLI::Validator& ServingMaxBatch() {
+  static const CLI::Validator v = CLI::Range(int64_t{1}, int64_t{1} << 24);
   return v;
 }
 const CLI::Validator& NonEmpty() {

@@ -126,7 +126,7 @@ void AddSpeculationOptions(CLI::App* app, SpeculationFlags* f) {
   app->add_option("--draft-vocab", f->spec.draft_vocab,
                   "Speculative decoding: the draft head's own output vocabulary (EAGLE-3: 32000); default: the "
                   "target's output head")
-      ->check(kNotZero);
+      ->check(NotZero());
   app->add_option("--speculative-topk", f->spec.topk,
                   "Speculative decoding with a draft tree: candidates per sequence each draft pass after the first "
                   "expands (SGLang --speculative-eagle-topk)")
@@ -137,7 +137,7 @@ void AddSpeculationOptions(CLI::App* app, SpeculationFlags* f) {
   app->add_option("--verify-tokens", f->spec.verify_tokens,
                   "Speculative decoding with a draft tree: tokens per sequence the target verifies in a round (SGLang "
                   "--speculative-num-draft-tokens); default K+1")
-      ->check(kNotZero);
+      ->check(NotZero());
 }
 
 Result<Speculation> ParseSpeculation(Context* ctx, const SpeculationFlags& f) {
