@@ -215,19 +215,6 @@ std::string ShellQuote(const std::string& v) {
   return out + "'";
 }
 
-// The words of a list-valued Megatron flag's value (--recompute-modules, --cuda-graph-scope), spaces separating them,
-// each quoted as ShellQuote does (a layout's '|', '*', '(').
-std::string ShellWord(const std::string& v) {
-  std::string out;
-  size_t i = 0;
-  while (i < v.size()) {
-    const size_t j = std::min(v.find(' ', i), v.size());
-    if (j > i) out += (out.empty() ? "" : " ") + ShellQuote(v.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
-
 // Text from the user (a model given as a path) inside a '#' comment of a generated script: a newline would end the
 // comment and run the rest, so control characters become '?'.
 std::string CommentText(std::string_view v) {
@@ -246,6 +233,14 @@ std::vector<std::string> SplitWords(const std::string& v) {
     if (j > i) out.push_back(v.substr(i, j - i));
     i = j + 1;
   }
+  return out;
+}
+
+// The words of a list-valued Megatron flag's value (--recompute-modules, --cuda-graph-scope), spaces separating them,
+// each quoted as ShellQuote does (a layout's '|', '*', '(').
+std::string ShellWord(const std::string& v) {
+  std::string out;
+  for (const auto& w : SplitWords(v)) out += (out.empty() ? "" : " ") + ShellQuote(w);
   return out;
 }
 
