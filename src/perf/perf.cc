@@ -1771,7 +1771,56 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     delayed_amax_mb = chunks * (GroupCollectiveTime(cl, eff, NcclOp::kAllReduce, layers_per_chunk * 12 * 4, group, 1) +
                                 GroupCollectiveTime(cl, eff, NcclOp::kAllReduce, layers_per_chunk * 8 * 4, group, 1));
   }
-  double stage_compute = 0, stage_comm = 0, stage_host = 0;
+  // ZeRO-3 / FSDP: parameters gathered for forward and backward and gradients reduce-scattered, every micro-batch,
+  // on a stream of their own: on each pipeline rank they overlap all the rank does for that micro-batch, its compute
+  // and its waits for TP, CP and EP collectives, which run slower meanwhile (the stage loop below).
+  // Parameters whose gradients and optimizer states this GPU keeps: all it holds, or under LoRA its share of the
+  // adapters (the frozen weights have neither).
+  const double params_gpu =
+      lora ? res.memory.trainable_params / (double(par.tp) * par.pp) : res.memory.params_per_gpu;
+  const int dp_group = par.dp * par.cp;
+  const double grad_width = cfg.fit.fp32_grads ? 4 : 2;  // bytes per gradient the reductions move
+  // Bytes per parameter the parameter all-gathers move: the 16-bit weights, or under FP8 parameters (--weights fp8:
+  // Megatron-Core --fp8-param-gather, NeMo fp8_params) one byte for the layers' weights and two for the embedding
+  // and output layer, which stay 16-bit.
+  const ParamCounts& pcount = res.memory.params;
+  const double nonlayer_share = pcount.total > 0 ? pcount.non_layer_total / pcount.total : 0.0;
+  const double gather_b = !lora && cfg.fit.weights.id == "fp8" ? 1.0 + nonlayer_share : 2.0;
+  // ZeRO-0 reduces gradients with an all-reduce; ZeRO-1/2 with a reduce-scatter and an all-gather of the updated
+  // parameters (the same volume), and ZeRO-3 gathers and reduce-scatters: only the all-reduce can use NVLS.
+  const auto dp_collective = [&](NcclOp op, double bytes) {
+    return GroupCollectiveTime(cl, eff, op, bytes, dp_group, par.tp);
+  };
+  // Megatron-Core's DDP reduces and gathers in buckets of max(40M, 1M x DP) parameters when it overlaps them
+  // (distributed_data_parallel.py: the default bucket_size), one collective per bucket, each paying the ring's latency;
+  // Apex's DistributedFusedAdam (NeMo 1.x) in buckets of a fixed number of gradient bytes, splitting tensors across
+  // them (--dp-bucket-mb: apex/contrib/optimizers/distributed_fused_adam.py sizes a bucket as bucket_cap_mb x 2^20
+  // bytes of its grad_sync_dtype); a Megatron-Core bucket_size given in parameters is taken the same way.
+  const double bucket_params =
+      cfg.dp_bucket_bytes > 0 ? cfg.dp_bucket_bytes / grad_width : std::max(40e6, 1e6 * dp_group);
+  const double dp_buckets =
+      cfg.dp_overlap && par.zero < 3 ? std::max(1.0, std::ceil(params_gpu / bucket_params)) : 1.0;
+  const auto dp_bucketed = [&](NcclOp op, double bytes) { return dp_buckets * dp_collective(op, bytes / dp_buckets); };
+  double zero3_comm_mb = 0;
+  if (par.zero == 3 && dp_group > 1) {
+    // FSDP (PyTorch FSDP1/2, Megatron FSDP) shards and gathers per wrapped unit, a transformer block: one
+    // all-gather per block in the forward, one in the backward and one reduce-scatter of its gradients, each
+    // paying the ring's latency.
+    const double pbytes = params_gpu * gather_b;
+    const double units = std::max(1, max_stage_layers);
+    const double gbytes3 = params_gpu * grad_width;
+    zero3_comm_mb = units * (2 * dp_collective(NcclOp::kAllGather, pbytes / units) +
+                             dp_collective(NcclOp::kReduceScatter, gbytes3 / units));
+    if (opsp) {
+      const std::string runs = fmt::format("per block ({} on the busiest stage) and micro-batch", units);
+      ops.collectives.push_back(DescribeCollective(cl, eff, NcclOp::kAllGather, pbytes / units, dp_group, par.tp,
+                                                   "FSDP parameter all-gather (one block)", "2 " + runs));
+      ops.collectives.push_back(DescribeCollective(cl, eff, NcclOp::kReduceScatter,
+                                                   gbytes3 / units, dp_group, par.tp,
+                                                   "FSDP gradient reduce-scatter (one block)", "1 " + runs));
+    }
+  }
+  double stage_compute = 0, stage_comm = 0, stage_host = 0, zero3_exposed_mb = 0;
   double ranks_total = 0;            // every rank's time per micro-batch, summed: the pipeline's fill and drain
   int stage_moe = 0, stage_mtp = 0;  // the pacing stage's MoE layers and MTP modules
   const std::vector<int> moe_per_stage = moe_layers > 0 ? MoeLayersPerStage(m, par) : std::vector<int>();
@@ -1807,12 +1856,17 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     double comm = OverlapCost(layer_work, hidden_comm, eff.overlap_slowdown);
     comm += (rank_tp + mtp_tp - tp_hidden) + (cfg.ep_overlap ? 0 : rank_ep + mtp_ep) + rank_cp + delayed_amax_mb;
     const double host = (ls + mtp) * host_layer;
-    if (cfg.detail && par.pp > 1) res.pipeline_ranks.push_back({ls, mtp, st == par.pp - 1, comp + comm + host});
-    ranks_total += comp + comm + host;
-    if (comp + comm + host > stage_compute + stage_comm + stage_host) {
+    // Each rank's ZeRO-3 traffic is exposed where its own micro-batch does not hide it: a rank with less work (no
+    // output head) leaves more of it exposed, and fills and drains the pipeline no faster than its collectives allow.
+    const double z3 = zero3_comm_mb > 0 ? OverlapCost(comp + comm, zero3_comm_mb, eff.overlap_slowdown) : 0.0;
+    const double rank_time = comp + comm + host + z3;
+    if (cfg.detail && par.pp > 1) res.pipeline_ranks.push_back({ls, mtp, st == par.pp - 1, rank_time});
+    ranks_total += rank_time;
+    if (rank_time > stage_compute + stage_comm + stage_host + zero3_exposed_mb) {
       stage_compute = comp;
       stage_comm = comm;
       stage_host = host;
+      zero3_exposed_mb = z3;
       stage_moe = ls_moe;
       stage_mtp = mtp;
       stage_wcast = rank_wcast;
@@ -1838,61 +1892,12 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     // schedules.py); the plain 1F1B schedule's are blocking.
     p2p = par.interleave > 1 ? OverlapCost(stage_compute, p2p_total, eff.overlap_slowdown) : p2p_total;
   }
-  // ZeRO-3 / FSDP: parameters gathered for forward and backward and gradients reduce-scattered,
-  // every micro-batch, overlapped with that micro-batch's compute (which runs slower meanwhile).
-  // Parameters whose gradients and optimizer states this GPU keeps: all it holds, or under LoRA its share of the
-  // adapters (the frozen weights have neither).
-  const double params_gpu =
-      lora ? res.memory.trainable_params / (double(par.tp) * par.pp) : res.memory.params_per_gpu;
-  const int dp_group = par.dp * par.cp;
-  const double grad_width = cfg.fit.fp32_grads ? 4 : 2;  // bytes per gradient the reductions move
-  // Bytes per parameter the parameter all-gathers move: the 16-bit weights, or under FP8 parameters (--weights fp8:
-  // Megatron-Core --fp8-param-gather, NeMo fp8_params) one byte for the layers' weights and two for the embedding
-  // and output layer, which stay 16-bit.
-  const ParamCounts& pcount = res.memory.params;
-  const double nonlayer_share = pcount.total > 0 ? pcount.non_layer_total / pcount.total : 0.0;
-  const double gather_b = !lora && cfg.fit.weights.id == "fp8" ? 1.0 + nonlayer_share : 2.0;
-  // ZeRO-0 reduces gradients with an all-reduce; ZeRO-1/2 with a reduce-scatter and an all-gather of the updated
-  // parameters (the same volume), and ZeRO-3 gathers and reduce-scatters: only the all-reduce can use NVLS.
-  const auto dp_collective = [&](NcclOp op, double bytes) {
-    return GroupCollectiveTime(cl, eff, op, bytes, dp_group, par.tp);
-  };
-  // Megatron-Core's DDP reduces and gathers in buckets of max(40M, 1M x DP) parameters when it overlaps them
-  // (distributed_data_parallel.py: the default bucket_size), one collective per bucket, each paying the ring's latency;
-  // Apex's DistributedFusedAdam (NeMo 1.x) in buckets of a fixed number of gradient bytes, splitting tensors across
-  // them (--dp-bucket-mb: apex/contrib/optimizers/distributed_fused_adam.py sizes a bucket as bucket_cap_mb x 2^20
-  // bytes of its grad_sync_dtype); a Megatron-Core bucket_size given in parameters is taken the same way.
-  const double bucket_params =
-      cfg.dp_bucket_bytes > 0 ? cfg.dp_bucket_bytes / grad_width : std::max(40e6, 1e6 * dp_group);
-  const double dp_buckets =
-      cfg.dp_overlap && par.zero < 3 ? std::max(1.0, std::ceil(params_gpu / bucket_params)) : 1.0;
-  const auto dp_bucketed = [&](NcclOp op, double bytes) { return dp_buckets * dp_collective(op, bytes / dp_buckets); };
-  double zero3_exposed_mb = 0, zero3_comm_mb = 0;
-  if (par.zero == 3 && dp_group > 1) {
-    // FSDP (PyTorch FSDP1/2, Megatron FSDP) shards and gathers per wrapped unit, a transformer block: one
-    // all-gather per block in the forward, one in the backward and one reduce-scatter of its gradients, each
-    // paying the ring's latency.
-    const double pbytes = params_gpu * gather_b;
-    const double units = std::max(1, max_stage_layers);
-    const double gbytes3 = params_gpu * grad_width;
-    zero3_comm_mb = units * (2 * dp_collective(NcclOp::kAllGather, pbytes / units) +
-                             dp_collective(NcclOp::kReduceScatter, gbytes3 / units));
-    zero3_exposed_mb = OverlapCost(stage_compute, zero3_comm_mb, eff.overlap_slowdown);
-    if (opsp) {
-      const std::string runs = fmt::format("per block ({} on the busiest stage) and micro-batch", units);
-      ops.collectives.push_back(DescribeCollective(cl, eff, NcclOp::kAllGather, pbytes / units, dp_group, par.tp,
-                                                   "FSDP parameter all-gather (one block)", "2 " + runs));
-      ops.collectives.push_back(DescribeCollective(cl, eff, NcclOp::kReduceScatter,
-                                                   gbytes3 / units, dp_group, par.tp,
-                                                   "FSDP gradient reduce-scatter (one block)", "1 " + runs));
-    }
-  }
   const double t_mb = stage_compute + stage_comm + p2p + zero3_exposed_mb + stage_host + offload_stall;
   // The bubble: filling and draining the pipeline takes every other rank's time per micro-batch once (a flow shop of
   // identical jobs: makespan = the sum of the stage times + (m - 1) x the slowest; (PP - 1) x the slowest when the
   // ranks are equal), over VP with interleaving (Narayanan et al. 2021 §2.2), and waits for every hop's transfer,
   // overlapped or not.
-  const double pacing_rank = stage_compute + stage_comm + stage_host;
+  const double pacing_rank = stage_compute + stage_comm + stage_host + zero3_exposed_mb;
   const double bubble =
       ((ranks_total - pacing_rank) + double(par.pp - 1) * (t_mb - pacing_rank - p2p + p2p_total)) / par.interleave;
   // Cached weight casts: each rank's casts lengthen its first micro-batch's forward, once per step. The pacing rank

@@ -1,0 +1,248 @@
+// Properties of the performance model over a grid of models, GPUs, layouts and precisions, not one hand-picked
+// configuration: faster hardware never makes a step or a token slower; more work per step never lowers throughput;
+// a larger batch or a longer prompt never makes serving faster per token. Each failure names the configuration.
+#include "suanli/perf.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "test_catalogs.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace suanli {
+namespace {
+
+class PerfProperties : public testing::CatalogTest {
+ protected:
+  // Collects the configurations that break a property; the test prints the first ones.
+  struct Failures {
+    int checked = 0;
+    std::vector<std::string> lines;
+    void Add(std::string line) { lines.push_back(std::move(line)); }
+    std::string Text() const {
+      std::string s;
+      for (size_t i = 0; i < lines.size() && i < 20; ++i) s += lines[i] + "\n";
+      return s;
+    }
+  };
+
+  // Hardware what-ifs, each strictly better than the catalog's GPU and fabric.
+  struct Faster {
+    const char* what;
+    std::function<void(GpuSpec&, Cluster&)> apply;
+  };
+  static std::vector<Faster> FasterHardware() {
+    return {
+        {"HBM bandwidth x1.5", [](GpuSpec& g, Cluster&) { g.memory_bandwidth_bytes_per_s.value *= 1.5; }},
+        {"every peak x1.5",
+         [](GpuSpec& g, Cluster&) {
+           for (auto& [precision, peak] : g.dense_peak) peak.value *= 1.5;
+         }},
+        {"links and NICs x2",
+         [](GpuSpec&, Cluster& c) {
+           c.intra_bw_per_dir *= 2;
+           c.inter_bw_per_gpu *= 2;
+           c.nic_bw_per_dir *= 2;
+         }},
+        {"latencies / 2",
+         [](GpuSpec&, Cluster& c) {
+           c.intra_latency_s /= 2;
+           c.inter_latency_s /= 2;
+         }},
+    };
+  }
+
+  struct Layout {
+    int gpus, tp, pp, cp, ep;
+  };
+  // Training configurations that fit: dense and MoE models on NVLink, PCIe-only and AMD GPUs, with TP, PP
+  // (plain and interleaved), CP and EP, ZeRO 0, 1 and 3, overlapped TP and EP communication, BF16 and FP8, and
+  // both the automatic micro-batch and recompute search and a fixed setting.
+  void ForEachTraining(const std::function<void(const std::string&, const ModelSpec&, const GpuSpec&, const Cluster&,
+                                                const Efficiency&, const TrainConfig&, const TrainResult&)>& f) {
+    const std::vector<Layout> layouts = {{8, 1, 1, 1, 1},  {8, 2, 1, 1, 1},  {8, 8, 1, 1, 1},  {16, 2, 2, 1, 1},
+                                         {64, 4, 4, 1, 1}, {64, 2, 2, 2, 1}, {16, 1, 1, 1, 8}, {64, 2, 2, 1, 4}};
+    for (const char* mid : {"llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-120b"})
+      for (const char* gid : {"h100-sxm", "b200", "mi300x", "l40s"}) {
+        const ModelSpec m = M(mid);
+        const GpuSpec& g = G(gid);
+        const Cluster cl = *MakeCluster(*hw_, g, 8, "ib-ndr");
+        const Efficiency e = *LoadEfficiency(gid);
+        for (const Layout& l : layouts)
+          for (Precision dtype : {Precision::kBf16, Precision::kFp8})
+            for (int zero : {0, 1, 3})
+              for (int variant = 0; variant < 4; ++variant) {
+                if (l.ep > 1 && !m.is_moe()) continue;
+                TrainConfig c;
+                c.fit.par.tp = l.tp;
+                c.fit.par.pp = l.pp;
+                c.fit.par.cp = l.cp;
+                c.fit.par.ep = l.ep;
+                c.fit.par.dp = l.gpus / (l.tp * l.pp * l.cp);
+                c.fit.par.zero = zero;
+                c.fit.par.sequence_parallel = l.tp > 1;
+                c.fit.batch = 256;
+                c.fit.seq = 2048;
+                c.dtype = dtype;
+                c.micro_batch_auto = c.recompute_auto = true;
+                c.detail = false;
+                if (variant == 1) {  // interleaved pipeline
+                  if (l.pp == 1) continue;
+                  c.fit.par.interleave = 2;
+                } else if (variant == 2) {  // overlapped TP and EP communication
+                  if (l.tp == 1 && l.ep == 1) continue;
+                  c.tp_overlap = l.tp > 1;
+                  c.ep_overlap = l.ep > 1;
+                } else if (variant == 3) {  // a fixed micro-batch and selective recompute
+                  c.micro_batch_auto = c.recompute_auto = false;
+                  c.fit.micro_batch = 2;
+                  c.fit.recompute = Recompute::kSelective;
+                }
+                auto r = EstimateTraining(m, cl, c, e);
+                if (!r.ok() || !r->fits) continue;
+                const std::string name =
+                    fmt::format("{} on {} x{} TP{} PP{} VP{} CP{} EP{} ZeRO-{} {}{}{}", mid, gid, l.gpus, l.tp, l.pp,
+                                c.fit.par.interleave, l.cp, l.ep, zero, PrecisionKey(dtype),
+                                c.tp_overlap || c.ep_overlap ? " overlapped" : "",
+                                variant == 3 ? " mb2 selective" : " auto");
+                f(name, m, g, cl, e, c, *r);
+              }
+      }
+  }
+
+  // Serving configurations that fit: dense, MoE and MLA models, 16-bit, FP8 and 4-bit weights, TP 1-8 with and
+  // without expert parallelism, batches 1-64, short and long prompts.
+  void ForEachServing(const std::function<void(const std::string&, const ModelSpec&, const GpuSpec&, const Cluster&,
+                                               const Efficiency&, const InferConfig&, const InferResult&)>& f) {
+    for (const char* mid : {"llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "gpt-oss-120b", "deepseek-v3"})
+      for (const char* gid : {"a100-sxm-80gb", "h100-sxm", "b200", "mi300x", "l40s", "t4"}) {
+        const ModelSpec m = M(mid);
+        const GpuSpec& g = G(gid);
+        const Cluster cl = *MakeCluster(*hw_, g, 8, "ib-ndr");
+        const Efficiency e = *LoadEfficiency(gid);
+        for (int tp : {1, 2, 8})
+          for (int ep : {1, 8})
+            for (const char* w : {"bf16", "fp8", "int4"})
+              for (int64_t batch : {1, 8, 64})
+                for (int64_t in : {128, 2048}) {
+                  if (ep > 1 && (!m.is_moe() || ep > tp)) continue;
+                  InferConfig c;
+                  c.fit.weights = *ParseWeightFormat(w);
+                  c.fit.par.tp = tp;
+                  c.fit.par.ep = ep;
+                  c.fit.batch = batch;
+                  c.input_len = in;
+                  c.output_len = 256;
+                  auto r = EstimateInference(m, cl, c, e);
+                  if (!r.ok() || !r->fits) continue;
+                  f(fmt::format("{} on {} TP{} EP{} {} batch {} prompt {}", mid, gid, tp, ep, w, batch, in), m, g, cl,
+                    e, c, *r);
+                }
+      }
+  }
+};
+
+// A GPU with more HBM bandwidth or more compute, or a faster or lower-latency fabric, never makes a training step
+// slower. (Before the thirty-ninth session, ZeRO-3 under pipeline parallelism broke this by up to 1.8%: the bubble
+// charged the pacing rank's exposed FSDP traffic, which grows as compute gets faster, to every other rank.)
+TEST_F(PerfProperties, FasterHardwareNeverSlowsATrainingStep) {
+  Failures bad;
+  ForEachTraining([&](const std::string& name, const ModelSpec& m, const GpuSpec& g, const Cluster& cl,
+                      const Efficiency& e, const TrainConfig& c, const TrainResult& base) {
+    for (const Faster& faster : FasterHardware()) {
+      GpuSpec g2 = g;
+      Cluster cl2 = cl;
+      cl2.gpu = &g2;
+      faster.apply(g2, cl2);
+      auto r = EstimateTraining(m, cl2, c, e);
+      ++bad.checked;
+      if (!r.ok())
+        bad.Add(fmt::format("{}, {}: {}", name, faster.what, r.status().message()));
+      else if (r->step_time_s > base.step_time_s * (1 + 1e-9))
+        bad.Add(fmt::format("{}, {}: step {:.6g} s -> {:.6g} s", name, faster.what, base.step_time_s, r->step_time_s));
+    }
+  });
+  EXPECT_GT(bad.checked, 2000);  // the grid is not empty: most of its configurations fit
+  EXPECT_TRUE(bad.lines.empty()) << bad.lines.size() << " of " << bad.checked << ":\n" << bad.Text();
+}
+
+// Twice the global batch at the same layout never lowers tokens/s: the bubble, the optimizer step and the
+// data-parallel reductions are paid over more micro-batches. Under ZeRO-3 nothing is amortised (FSDP gathers and
+// reduces every micro-batch), and the fused weight-gradient accumulation's read of the gradient buffer on every
+// micro-batch after the first (WeightGradOutputBytes) is the one term that grows: a loss of at most 0.2% is allowed
+// there, none elsewhere.
+TEST_F(PerfProperties, ALargerGlobalBatchNeverLowersTrainingThroughput) {
+  Failures bad;
+  ForEachTraining([&](const std::string& name, const ModelSpec& m, const GpuSpec&, const Cluster& cl,
+                      const Efficiency& e, const TrainConfig& c, const TrainResult& base) {
+    TrainConfig c2 = c;
+    c2.fit.batch *= 2;
+    auto r = EstimateTraining(m, cl, c2, e);
+    if (!r.ok() || !r->fits) return;
+    ++bad.checked;
+    const double allowed = c.fit.par.zero == 3 ? 0.002 : 1e-9;
+    if (r->tokens_per_s < base.tokens_per_s * (1 - allowed))
+      bad.Add(fmt::format("{}: {:.6g} -> {:.6g} tokens/s at global batch {}", name, base.tokens_per_s, r->tokens_per_s,
+                          c2.fit.batch));
+  });
+  EXPECT_GT(bad.checked, 1000);
+  EXPECT_TRUE(bad.lines.empty()) << bad.lines.size() << " of " << bad.checked << ":\n" << bad.Text();
+}
+
+// Faster hardware never lengthens the time to first token or the time per output token.
+TEST_F(PerfProperties, FasterHardwareNeverSlowsServing) {
+  Failures bad;
+  ForEachServing([&](const std::string& name, const ModelSpec& m, const GpuSpec& g, const Cluster& cl,
+                     const Efficiency& e, const InferConfig& c, const InferResult& base) {
+    for (const Faster& faster : FasterHardware()) {
+      GpuSpec g2 = g;
+      Cluster cl2 = cl;
+      cl2.gpu = &g2;
+      faster.apply(g2, cl2);
+      auto r = EstimateInference(m, cl2, c, e);
+      ++bad.checked;
+      if (!r.ok())
+        bad.Add(fmt::format("{}, {}: {}", name, faster.what, r.status().message()));
+      else if (r->ttft_s > base.ttft_s * (1 + 1e-9) || r->tpot_s > base.tpot_s * (1 + 1e-9))
+        bad.Add(fmt::format("{}, {}: TTFT {:.6g} -> {:.6g} s, TPOT {:.6g} -> {:.6g} s", name, faster.what, base.ttft_s,
+                            r->ttft_s, base.tpot_s, r->tpot_s));
+    }
+  });
+  EXPECT_GT(bad.checked, 2000);
+  EXPECT_TRUE(bad.lines.empty()) << bad.lines.size() << " of " << bad.checked << ":\n" << bad.Text();
+}
+
+// Twice the batch never shortens a decode step or the prefill, and never lowers decode tokens/s (a step reads the
+// weights once for the whole batch); twice the prompt never shortens the prefill or a decode step (more KV cache).
+TEST_F(PerfProperties, ServingTimesGrowWithBatchAndPrompt) {
+  Failures bad;
+  ForEachServing([&](const std::string& name, const ModelSpec& m, const GpuSpec&, const Cluster& cl,
+                     const Efficiency& e, const InferConfig& c, const InferResult& base) {
+    InferConfig twice_batch = c;
+    twice_batch.fit.batch *= 2;
+    if (auto r = EstimateInference(m, cl, twice_batch, e); r.ok() && r->fits) {
+      ++bad.checked;
+      if (r->tpot_s < base.tpot_s * (1 - 1e-9) || r->ttft_s < base.ttft_s * (1 - 1e-9) ||
+          r->decode_tokens_per_s < base.decode_tokens_per_s * (1 - 1e-9))
+        bad.Add(fmt::format("{}, batch x2: TTFT {:.6g} -> {:.6g} s, TPOT {:.6g} -> {:.6g} s, {:.6g} -> {:.6g} tokens/s",
+                            name, base.ttft_s, r->ttft_s, base.tpot_s, r->tpot_s, base.decode_tokens_per_s,
+                            r->decode_tokens_per_s));
+    }
+    InferConfig twice_prompt = c;
+    twice_prompt.input_len *= 2;
+    if (auto r = EstimateInference(m, cl, twice_prompt, e); r.ok() && r->fits) {
+      ++bad.checked;
+      if (r->tpot_s < base.tpot_s * (1 - 1e-9) || r->ttft_s < base.ttft_s * (1 - 1e-9))
+        bad.Add(fmt::format("{}, prompt x2: TTFT {:.6g} -> {:.6g} s, TPOT {:.6g} -> {:.6g} s", name, base.ttft_s,
+                            r->ttft_s, base.tpot_s, r->tpot_s));
+    }
+  });
+  EXPECT_GT(bad.checked, 1000);
+  EXPECT_TRUE(bad.lines.empty()) << bad.lines.size() << " of " << bad.checked << ":\n" << bad.Text();
+}
+
+}  // namespace
+}  // namespace suanli
