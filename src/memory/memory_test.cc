@@ -1,8 +1,11 @@
 #include "suanli/memory.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "test_catalogs.h"
 
@@ -1093,6 +1096,134 @@ TEST_F(Memory, RecomputeOpKeepsTorchtitansSavedTensors) {
   EXPECT_TRUE(ParseRecompute("op").ok());
   EXPECT_EQ(*ParseRecompute("selective-op"), Recompute::kOp);
   EXPECT_STREQ(RecomputeName(Recompute::kOp), "op");
+}
+
+// Properties of the training memory model over a grid (dense and MoE models, TP/PP/CP/EP, ZeRO 0-3, the three
+// recompute settings, 16-bit and FP8 activations): a larger micro-batch or sequence never needs less memory per GPU;
+// more ZeRO sharding, more recompute, more TP (with sequence parallelism), more data parallelism and, where the
+// layers split evenly, more pipeline stages never need more. (An uneven split may: 36 layers on 8 stages put 5 on
+// the first, which holds 8 micro-batches in flight, 40 layers' worth against 9 x 4 = 36 on 4 stages.)
+TEST_F(Memory, TrainingMemoryIsMonotoneInTheLayout) {
+  int checked = 0;
+  std::vector<std::string> bad;
+  auto peak = [](const ModelSpec& m, const FitRequest& r) {
+    auto x = EstimateMemory(m, r);
+    return x.ok() ? x->per_gpu_peak_bytes : -1.0;
+  };
+  for (const char* mid : {"llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "gpt-oss-120b", "deepseek-v3"})
+    for (int tp : {1, 2, 8})
+      for (int pp : {1, 2, 4})
+        for (int cp : {1, 2})
+          for (int ep : {1, 8})
+            for (int zero : {0, 1, 2, 3})
+              for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
+                for (int64_t mb : {1, 4})
+                  for (bool fp8 : {false, true}) {
+                    const ModelSpec m = M(mid);
+                    if (ep > 1 && !m.is_moe()) continue;
+                    FitRequest r = Train(8192, 64 * mb, tp, pp);
+                    r.par.cp = cp;
+                    r.par.ep = ep;
+                    r.par.dp = 8;
+                    r.par.zero = zero;
+                    r.par.sequence_parallel = tp > 1;
+                    r.recompute = rc;
+                    r.micro_batch = mb;
+                    r.fp8_activations = fp8;
+                    r.explain = false;
+                    const double base = peak(m, r);
+                    if (base < 0) continue;
+                    auto check = [&](const char* what, FitRequest q, bool more) {
+                      const double b = peak(m, q);
+                      if (b < 0) return;
+                      ++checked;
+                      if (more ? b < base * (1 - 1e-9) : b > base * (1 + 1e-9))
+                        bad.push_back(fmt::format("{} TP{} PP{} CP{} EP{} ZeRO-{} recompute {} mb{} fp8 {}, {}: {:.4g} -> "
+                                                  "{:.4g} GB",
+                                                  mid, tp, pp, cp, ep, zero, int(rc), mb, fp8, what, base / 1e9, b / 1e9));
+                    };
+                    FitRequest q = r;
+                    q.micro_batch *= 2;
+                    q.batch *= 2;
+                    check("micro-batch x2", q, true);
+                    q = r;
+                    q.seq *= 2;
+                    check("sequence x2", q, true);
+                    if (zero < 3) {
+                      q = r;
+                      q.par.zero += 1;
+                      check("ZeRO stage + 1", q, false);
+                    }
+                    if (rc != Recompute::kFull) {
+                      q = r;
+                      q.recompute = rc == Recompute::kNone ? Recompute::kSelective : Recompute::kFull;
+                      check("more recompute", q, false);
+                    }
+                    q = r;
+                    q.par.tp *= 2;
+                    q.par.sequence_parallel = true;
+                    if (r.par.sequence_parallel) check("TP x2", q, false);
+                    q = r;
+                    q.par.dp *= 2;
+                    q.batch *= 2;
+                    check("DP x2", q, false);
+                    q = r;
+                    q.par.pp *= 2;
+                    if (m.layers % q.par.pp == 0) check("PP x2", q, false);
+                  }
+  EXPECT_GT(checked, 20000);
+  std::string first;
+  for (size_t i = 0; i < bad.size() && i < 20; ++i) first += bad[i] + "\n";
+  EXPECT_TRUE(bad.empty()) << bad.size() << " of " << checked << ":\n" << first;
+}
+
+// Serving memory: a larger batch or context never needs less per GPU; more TP or an 8-bit KV cache never more.
+TEST_F(Memory, ServingMemoryIsMonotone) {
+  int checked = 0;
+  std::vector<std::string> bad;
+  auto peak = [](const ModelSpec& m, const FitRequest& r) {
+    auto x = EstimateMemory(m, r);
+    return x.ok() ? x->per_gpu_peak_bytes : -1.0;
+  };
+  for (const char* mid : {"llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "gpt-oss-120b", "deepseek-v3", "gemma-2-27b"})
+    for (int tp : {1, 2, 8})
+      for (int ep : {1, 2})
+        for (const char* w : {"bf16", "fp8", "int8", "int4", "nf4", "q4_k_m"})
+          for (int64_t batch : {1, 8, 64})
+            for (int64_t seq : {512, 8192}) {
+              const ModelSpec m = M(mid);
+              if (ep > 1 && (!m.is_moe() || ep > tp)) continue;
+              FitRequest r = Infer(w, batch, seq);
+              r.par.tp = tp;
+              r.par.ep = ep;
+              r.explain = false;
+              const double base = peak(m, r);
+              if (base < 0) continue;
+              auto check = [&](const char* what, const FitRequest& q, bool more) {
+                const double b = peak(m, q);
+                if (b < 0) return;
+                ++checked;
+                if (more ? b < base * (1 - 1e-9) : b > base * (1 + 1e-9))
+                  bad.push_back(fmt::format("{} TP{} EP{} {} batch {} context {}, {}: {:.4g} -> {:.4g} GB", mid, tp, ep, w,
+                                            batch, seq, what, base / 1e9, b / 1e9));
+              };
+              FitRequest q = r;
+              q.batch *= 2;
+              check("batch x2", q, true);
+              q = r;
+              q.seq *= 2;
+              check("context x2", q, true);
+              q = r;
+              q.par.tp *= 2;
+              check("TP x2", q, false);
+              q = r;
+              q.kv_bytes_per_elem = 1;
+              check("8-bit KV cache", q, false);
+            }
+  EXPECT_GT(checked, 3000);
+  std::string first;
+  for (size_t i = 0; i < bad.size() && i < 20; ++i) first += bad[i] + "\n";
+  EXPECT_TRUE(bad.empty()) << bad.size() << " of " << checked << ":\n" << first;
 }
 
 }  // namespace
