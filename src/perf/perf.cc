@@ -1934,8 +1934,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     // chunks finish their last backward (and start their first forward) PP micro-batch steps of one chunk apart, so
     // the earlier chunks' collectives hide under the later chunks' work.
     const int v = par.pp > 1 ? par.interleave : 1;
-    const double bwd_chunk = cfg.dp_overlap ? max_stage_layers * (lb + lr) / v : 0;
-    const double fwd_chunk = cfg.dp_overlap ? max_stage_layers * lf / v : 0;
+    // A window lasts as long as the passes take, waits for the layers' TP, CP and EP collectives included (the
+    // reductions run on a stream of their own meanwhile): the compute stretched by the rank's exposed share.
+    const double stretch = stage_compute > 0 ? (stage_compute + stage_comm) / stage_compute : 1.0;
+    const double bwd_chunk = cfg.dp_overlap ? stretch * max_stage_layers * (lb + lr) / v : 0;
+    const double fwd_chunk = cfg.dp_overlap ? stretch * max_stage_layers * lf / v : 0;
     const double p_steps = v > 1 ? par.pp : 0;
     dp_exposed = ChunkedOverlapCost(bwd_chunk, p_steps * bwd_chunk, v, reduce, eff.overlap_slowdown) +
                  ChunkedOverlapCost(fwd_chunk, p_steps * fwd_chunk, v, gather, eff.overlap_slowdown);
