@@ -91,9 +91,11 @@ class PerfProperties : public testing::CatalogTest {
   struct Layout {
     int gpus, tp, pp, cp, ep;
   };
+  static constexpr const char* kVariants[] = {"",         " interleaved",       " overlapped", " mb2 selective",
+                                              " offload", " LoRA",              " eager"};
   // Training configurations that fit: dense and MoE models on NVLink, PCIe-only and AMD GPUs, with TP, PP
-  // (plain and interleaved), CP and EP, ZeRO 0, 1 and 3, overlapped TP and EP communication, BF16 and FP8, and
-  // both the automatic micro-batch and recompute search and a fixed setting.
+  // (plain and interleaved), CP and EP, ZeRO 0, 1 and 3, overlapped TP and EP communication, BF16 and FP8, both the
+  // automatic micro-batch and recompute search and a fixed setting, CPU activation offloading, LoRA and eager PyTorch.
   void ForEachTraining(const std::function<void(const std::string&, const ModelSpec&, const GpuSpec&, const Cluster&,
                                                 const Efficiency&, const TrainConfig&, const TrainResult&)>& f) {
     const std::vector<Layout> layouts = {{8, 1, 1, 1, 1},  {8, 2, 1, 1, 1},  {8, 8, 1, 1, 1},  {16, 2, 2, 1, 1},
@@ -107,7 +109,7 @@ class PerfProperties : public testing::CatalogTest {
         for (const Layout& l : layouts)
           for (Precision dtype : {Precision::kBf16, Precision::kFp8})
             for (int zero : {0, 1, 3})
-              for (int variant = 0; variant < 4; ++variant) {
+              for (int variant = 0; variant < 7; ++variant) {
                 if (l.ep > 1 && !m.is_moe()) continue;
                 TrainConfig c;
                 c.fit.par.tp = l.tp;
@@ -133,14 +135,21 @@ class PerfProperties : public testing::CatalogTest {
                   c.micro_batch_auto = c.recompute_auto = false;
                   c.fit.micro_batch = 2;
                   c.fit.recompute = Recompute::kSelective;
+                } else if (variant == 4) {  // half the layers' activations offloaded to the host (PP 1, no recompute)
+                  if (l.pp > 1) continue;
+                  c.recompute_auto = false;
+                  c.fit.offload_layers = m.layers / 2;
+                } else if (variant == 5) {  // LoRA fine-tuning
+                  c.fit.mode = Mode::kLora;
+                } else if (variant == 6) {  // eager PyTorch
+                  c.eager = true;
                 }
                 auto r = EstimateTraining(m, cl, c, e);
                 if (!r.ok() || !r->fits) continue;
                 const std::string name =
-                    fmt::format("{} on {} x{} TP{} PP{} VP{} CP{} EP{} ZeRO-{} {}{}{}", mid, gid, l.gpus, l.tp, l.pp,
+                    fmt::format("{} on {} x{} TP{} PP{} VP{} CP{} EP{} ZeRO-{} {}{}", mid, gid, l.gpus, l.tp, l.pp,
                                 c.fit.par.interleave, l.cp, l.ep, zero, PrecisionKey(dtype),
-                                c.tp_overlap || c.ep_overlap ? " overlapped" : "",
-                                variant == 3 ? " mb2 selective" : " auto");
+                                kVariants[variant]);
                 f(name, m, g, cl, e, c, *r);
               }
       }
