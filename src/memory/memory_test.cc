@@ -1098,18 +1098,38 @@ TEST_F(Memory, RecomputeOpKeepsTorchtitansSavedTensors) {
   EXPECT_STREQ(RecomputeName(Recompute::kOp), "op");
 }
 
+
+// Compares memory estimates against a base request's over a grid: a request that is an error is skipped (the grid
+// holds layouts the model refuses), any other that needs more (or less, where it should need more) is a failure.
+struct MonotoneMemory {
+  int checked = 0;
+  std::vector<std::string> bad;
+  static double Peak(const ModelSpec& m, const FitRequest& r) {
+    auto x = EstimateMemory(m, r);
+    return x.ok() ? x->per_gpu_peak_bytes : -1.0;
+  }
+  // `more`: q should need at least base's bytes; otherwise at most.
+  void Check(const std::string& label, const ModelSpec& m, double base, const FitRequest& q, bool more) {
+    const double b = Peak(m, q);
+    if (b < 0) return;
+    ++checked;
+    if (more ? b < base * (1 - 1e-9) : b > base * (1 + 1e-9))
+      bad.push_back(fmt::format("{}: {:.4g} -> {:.4g} GB", label, base / 1e9, b / 1e9));
+  }
+  void Expect(int min_checked) const {
+    EXPECT_GT(checked, min_checked);
+    std::string first;
+    for (size_t i = 0; i < bad.size() && i < 20; ++i) first += bad[i] + "\n";
+    EXPECT_TRUE(bad.empty()) << bad.size() << " of " << checked << ":\n" << first;
+  }
+};
 // Properties of the training memory model over a grid (dense and MoE models, TP/PP/CP/EP, ZeRO 0-3, the three
 // recompute settings, 16-bit and FP8 activations): a larger micro-batch or sequence never needs less memory per GPU;
 // more ZeRO sharding, more recompute, more TP (with sequence parallelism), more data parallelism and, where the
 // layers split evenly, more pipeline stages never need more. (An uneven split may: 36 layers on 8 stages put 5 on
 // the first, which holds 8 micro-batches in flight, 40 layers' worth against 9 x 4 = 36 on 4 stages.)
 TEST_F(Memory, TrainingMemoryIsMonotoneInTheLayout) {
-  int checked = 0;
-  std::vector<std::string> bad;
-  auto peak = [](const ModelSpec& m, const FitRequest& r) {
-    auto x = EstimateMemory(m, r);
-    return x.ok() ? x->per_gpu_peak_bytes : -1.0;
-  };
+  MonotoneMemory grid;
   for (const char* mid : {"llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "gpt-oss-120b", "deepseek-v3"})
     for (int tp : {1, 2, 8})
       for (int pp : {1, 2, 4})
@@ -1131,16 +1151,12 @@ TEST_F(Memory, TrainingMemoryIsMonotoneInTheLayout) {
                     r.micro_batch = mb;
                     r.fp8_activations = fp8;
                     r.explain = false;
-                    const double base = peak(m, r);
+                    const double base = MonotoneMemory::Peak(m, r);
                     if (base < 0) continue;
-                    auto check = [&](const char* what, FitRequest q, bool more) {
-                      const double b = peak(m, q);
-                      if (b < 0) return;
-                      ++checked;
-                      if (more ? b < base * (1 - 1e-9) : b > base * (1 + 1e-9))
-                        bad.push_back(fmt::format("{} TP{} PP{} CP{} EP{} ZeRO-{} recompute {} mb{} fp8 {}, {}: {:.4g} -> "
-                                                  "{:.4g} GB",
-                                                  mid, tp, pp, cp, ep, zero, int(rc), mb, fp8, what, base / 1e9, b / 1e9));
+                    auto check = [&](const char* what, const FitRequest& q, bool more) {
+                      grid.Check(fmt::format("{} TP{} PP{} CP{} EP{} ZeRO-{} recompute {} mb{} fp8 {}, {}", mid, tp, pp,
+                                             cp, ep, zero, RecomputeName(rc), mb, fp8, what),
+                                 m, base, q, more);
                     };
                     FitRequest q = r;
                     q.micro_batch *= 2;
@@ -1171,20 +1187,12 @@ TEST_F(Memory, TrainingMemoryIsMonotoneInTheLayout) {
                     q.par.pp *= 2;
                     if (m.layers % q.par.pp == 0) check("PP x2", q, false);
                   }
-  EXPECT_GT(checked, 20000);
-  std::string first;
-  for (size_t i = 0; i < bad.size() && i < 20; ++i) first += bad[i] + "\n";
-  EXPECT_TRUE(bad.empty()) << bad.size() << " of " << checked << ":\n" << first;
+  grid.Expect(20000);
 }
 
 // Serving memory: a larger batch or context never needs less per GPU; more TP or an 8-bit KV cache never more.
 TEST_F(Memory, ServingMemoryIsMonotone) {
-  int checked = 0;
-  std::vector<std::string> bad;
-  auto peak = [](const ModelSpec& m, const FitRequest& r) {
-    auto x = EstimateMemory(m, r);
-    return x.ok() ? x->per_gpu_peak_bytes : -1.0;
-  };
+  MonotoneMemory grid;
   for (const char* mid : {"llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "gpt-oss-120b", "deepseek-v3", "gemma-2-27b"})
     for (int tp : {1, 2, 8})
       for (int ep : {1, 2})
@@ -1197,15 +1205,11 @@ TEST_F(Memory, ServingMemoryIsMonotone) {
               r.par.tp = tp;
               r.par.ep = ep;
               r.explain = false;
-              const double base = peak(m, r);
+              const double base = MonotoneMemory::Peak(m, r);
               if (base < 0) continue;
               auto check = [&](const char* what, const FitRequest& q, bool more) {
-                const double b = peak(m, q);
-                if (b < 0) return;
-                ++checked;
-                if (more ? b < base * (1 - 1e-9) : b > base * (1 + 1e-9))
-                  bad.push_back(fmt::format("{} TP{} EP{} {} batch {} context {}, {}: {:.4g} -> {:.4g} GB", mid, tp, ep, w,
-                                            batch, seq, what, base / 1e9, b / 1e9));
+                grid.Check(fmt::format("{} TP{} EP{} {} batch {} context {}, {}", mid, tp, ep, w, batch, seq, what), m,
+                           base, q, more);
               };
               FitRequest q = r;
               q.batch *= 2;
@@ -1220,10 +1224,7 @@ TEST_F(Memory, ServingMemoryIsMonotone) {
               q.kv_bytes_per_elem = 1;
               check("8-bit KV cache", q, false);
             }
-  EXPECT_GT(checked, 3000);
-  std::string first;
-  for (size_t i = 0; i < bad.size() && i < 20; ++i) first += bad[i] + "\n";
-  EXPECT_TRUE(bad.empty()) << bad.size() << " of " << checked << ":\n" << first;
+  grid.Expect(3000);
 }
 
 }  // namespace

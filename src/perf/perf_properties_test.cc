@@ -28,6 +28,28 @@ class PerfProperties : public testing::CatalogTest {
       for (size_t i = 0; i < lines.size() && i < 20; ++i) s += lines[i] + "\n";
       return s;
     }
+    // Counts one check; records an error, or a step more than `tolerance` longer than `base`'s.
+    void NoSlower(const std::string& label, const TrainResult& base, const Result<TrainResult>& r, double tolerance) {
+      ++checked;
+      if (!r.ok())
+        Add(fmt::format("{}: {}", label, r.status().message()));
+      else if (r->step_time_s > base.step_time_s * (1 + tolerance))
+        Add(fmt::format("{}: step {:.6g} s -> {:.6g} s", label, base.step_time_s, r->step_time_s));
+    }
+    // The same for serving: neither the time to first token nor the time per output token longer.
+    void NoSlower(const std::string& label, const InferResult& base, const Result<InferResult>& r) {
+      ++checked;
+      if (!r.ok())
+        Add(fmt::format("{}: {}", label, r.status().message()));
+      else if (r->ttft_s > base.ttft_s * (1 + 1e-9) || r->tpot_s > base.tpot_s * (1 + 1e-9))
+        Add(fmt::format("{}: TTFT {:.6g} -> {:.6g} s, TPOT {:.6g} -> {:.6g} s", label, base.ttft_s, r->ttft_s,
+                        base.tpot_s, r->tpot_s));
+    }
+    // The grid was not empty (most of its configurations fit), and nothing broke the property.
+    void Expect(int min_checked) const {
+      EXPECT_GT(checked, min_checked);
+      EXPECT_TRUE(lines.empty()) << lines.size() << " of " << checked << ":\n" << Text();
+    }
   };
 
   // Hardware what-ifs, each strictly better than the catalog's GPU and fabric.
@@ -199,16 +221,10 @@ TEST_F(PerfProperties, FasterHardwareNeverSlowsATrainingStep) {
       Cluster cl2 = cl;
       cl2.gpu = &g2;
       faster.apply(g2, cl2);
-      auto r = EstimateTraining(m, cl2, c, e);
-      ++bad.checked;
-      if (!r.ok())
-        bad.Add(fmt::format("{}, {}: {}", name, faster.what, r.status().message()));
-      else if (r->step_time_s > base.step_time_s * (1 + 1e-9))
-        bad.Add(fmt::format("{}, {}: step {:.6g} s -> {:.6g} s", name, faster.what, base.step_time_s, r->step_time_s));
+      bad.NoSlower(name + ", " + faster.what, base, EstimateTraining(m, cl2, c, e), 1e-9);
     }
   });
-  EXPECT_GT(bad.checked, 2000);  // the grid is not empty: most of its configurations fit
-  EXPECT_TRUE(bad.lines.empty()) << bad.lines.size() << " of " << bad.checked << ":\n" << bad.Text();
+  bad.Expect(2000);
 }
 
 // A better measured fraction of any peak (GEMM, HBM, attention, links), a cheaper kernel launch, less contention
@@ -222,16 +238,10 @@ TEST_F(PerfProperties, BetterEfficiencyNeverSlowsATrainingStep) {
     for (const Better& better : BetterEfficiency()) {
       Efficiency e2 = e;
       better.apply(e2);
-      auto r = EstimateTraining(m, cl, c, e2);
-      ++bad.checked;
-      if (!r.ok())
-        bad.Add(fmt::format("{}, {}: {}", name, better.what, r.status().message()));
-      else if (r->step_time_s > base.step_time_s * 1.001)
-        bad.Add(fmt::format("{}, {}: step {:.6g} s -> {:.6g} s", name, better.what, base.step_time_s, r->step_time_s));
+      bad.NoSlower(name + ", " + better.what, base, EstimateTraining(m, cl, c, e2), 0.001);
     }
   });
-  EXPECT_GT(bad.checked, 5000);
-  EXPECT_TRUE(bad.lines.empty()) << bad.lines.size() << " of " << bad.checked << ":\n" << bad.Text();
+  bad.Expect(5000);
 }
 
 TEST_F(PerfProperties, BetterEfficiencyNeverSlowsServing) {
@@ -241,17 +251,10 @@ TEST_F(PerfProperties, BetterEfficiencyNeverSlowsServing) {
     for (const Better& better : BetterEfficiency()) {
       Efficiency e2 = e;
       better.apply(e2);
-      auto r = EstimateInference(m, cl, c, e2);
-      ++bad.checked;
-      if (!r.ok())
-        bad.Add(fmt::format("{}, {}: {}", name, better.what, r.status().message()));
-      else if (r->ttft_s > base.ttft_s * (1 + 1e-9) || r->tpot_s > base.tpot_s * (1 + 1e-9))
-        bad.Add(fmt::format("{}, {}: TTFT {:.6g} -> {:.6g} s, TPOT {:.6g} -> {:.6g} s", name, better.what, base.ttft_s,
-                            r->ttft_s, base.tpot_s, r->tpot_s));
+      bad.NoSlower(name + ", " + better.what, base, EstimateInference(m, cl, c, e2));
     }
   });
-  EXPECT_GT(bad.checked, 5000);
-  EXPECT_TRUE(bad.lines.empty()) << bad.lines.size() << " of " << bad.checked << ":\n" << bad.Text();
+  bad.Expect(5000);
 }
 
 // More GPUs in one NVLink domain (16 or 72 per node instead of 8) never slows a step where the link inside the domain
@@ -267,17 +270,10 @@ TEST_F(PerfProperties, ALargerNvlinkDomainNeverSlowsATrainingStep) {
     for (int per_node : {16, 72}) {
       auto cl2 = MakeCluster(*hw_, g, per_node, "ib-ndr");
       ASSERT_TRUE(cl2.ok()) << cl2.status().message();
-      auto r = EstimateTraining(m, *cl2, c, e);
-      ++bad.checked;
-      if (!r.ok())
-        bad.Add(fmt::format("{}, {} GPUs per node: {}", name, per_node, r.status().message()));
-      else if (r->step_time_s > base.step_time_s * 1.001)
-        bad.Add(fmt::format("{}, {} GPUs per node: step {:.6g} s -> {:.6g} s", name, per_node, base.step_time_s,
-                            r->step_time_s));
+      bad.NoSlower(fmt::format("{}, {} GPUs per node", name, per_node), base, EstimateTraining(m, *cl2, c, e), 0.001);
     }
   });
-  EXPECT_GT(bad.checked, 1500);
-  EXPECT_TRUE(bad.lines.empty()) << bad.lines.size() << " of " << bad.checked << ":\n" << bad.Text();
+  bad.Expect(1500);
 }
 
 // Twice the global batch at the same layout never lowers tokens/s: the bubble, the optimizer step and the
@@ -299,8 +295,7 @@ TEST_F(PerfProperties, ALargerGlobalBatchNeverLowersTrainingThroughput) {
       bad.Add(fmt::format("{}: {:.6g} -> {:.6g} tokens/s at global batch {}", name, base.tokens_per_s, r->tokens_per_s,
                           c2.fit.batch));
   });
-  EXPECT_GT(bad.checked, 1000);
-  EXPECT_TRUE(bad.lines.empty()) << bad.lines.size() << " of " << bad.checked << ":\n" << bad.Text();
+  bad.Expect(1000);
 }
 
 // Faster hardware never lengthens the time to first token or the time per output token.
@@ -313,17 +308,10 @@ TEST_F(PerfProperties, FasterHardwareNeverSlowsServing) {
       Cluster cl2 = cl;
       cl2.gpu = &g2;
       faster.apply(g2, cl2);
-      auto r = EstimateInference(m, cl2, c, e);
-      ++bad.checked;
-      if (!r.ok())
-        bad.Add(fmt::format("{}, {}: {}", name, faster.what, r.status().message()));
-      else if (r->ttft_s > base.ttft_s * (1 + 1e-9) || r->tpot_s > base.tpot_s * (1 + 1e-9))
-        bad.Add(fmt::format("{}, {}: TTFT {:.6g} -> {:.6g} s, TPOT {:.6g} -> {:.6g} s", name, faster.what, base.ttft_s,
-                            r->ttft_s, base.tpot_s, r->tpot_s));
+      bad.NoSlower(name + ", " + faster.what, base, EstimateInference(m, cl2, c, e));
     }
   });
-  EXPECT_GT(bad.checked, 2000);
-  EXPECT_TRUE(bad.lines.empty()) << bad.lines.size() << " of " << bad.checked << ":\n" << bad.Text();
+  bad.Expect(2000);
 }
 
 // Twice the batch never shortens a decode step or the prefill, and never lowers decode tokens/s (a step reads the
@@ -351,8 +339,7 @@ TEST_F(PerfProperties, ServingTimesGrowWithBatchAndPrompt) {
                             r->ttft_s, base.tpot_s, r->tpot_s));
     }
   });
-  EXPECT_GT(bad.checked, 1000);
-  EXPECT_TRUE(bad.lines.empty()) << bad.lines.size() << " of " << bad.checked << ":\n" << bad.Text();
+  bad.Expect(1000);
 }
 
 }  // namespace
