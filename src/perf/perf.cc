@@ -1853,7 +1853,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const double mtp_tp = mtp * mtp_layer.tp_comm, mtp_ep = mtp * mtp_layer.ep_comm;
     const double tp_hidden = cfg.tp_overlap ? eff.tp_overlap_hidden * (rank_tp + mtp_tp) : 0.0;
     const double hidden_comm = tp_hidden + (cfg.ep_overlap ? rank_ep + mtp_ep : 0);
-    double comm = OverlapCost(layer_work, hidden_comm, eff.overlap_slowdown);
+    // The window includes the waits for offloaded activations (PP 1, so this one rank's): the collectives run on
+    // their own streams while the compute stream waits for a copy.
+    double comm = OverlapCost(layer_work + offload_stall, hidden_comm, eff.overlap_slowdown);
     comm += (rank_tp + mtp_tp - tp_hidden) + (cfg.ep_overlap ? 0 : rank_ep + mtp_ep) + rank_cp + delayed_amax_mb;
     const double host = (ls + mtp) * host_layer;
     // Each rank's ZeRO-3 traffic is exposed where its own micro-batch does not hide it: a rank with less work (no
@@ -1935,9 +1937,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     // chunks finish their last backward (and start their first forward) PP micro-batch steps of one chunk apart, so
     // the earlier chunks' collectives hide under the later chunks' work.
     const int v = par.pp > 1 ? par.interleave : 1;
-    // A window lasts as long as the passes take, waits for the layers' TP, CP and EP collectives included (the
-    // reductions run on a stream of their own meanwhile): the compute stretched by the rank's exposed share.
-    const double stretch = stage_compute > 0 ? (stage_compute + stage_comm) / stage_compute : 1.0;
+    // A window lasts as long as the passes take, waits for the layers' TP, CP and EP collectives and for offloaded
+    // activations' copies included (the reductions run on a stream of their own meanwhile): the compute stretched by
+    // the rank's exposed share.
+    const double stretch =
+        stage_compute > 0 ? (stage_compute + stage_comm + offload_stall) / stage_compute : 1.0;
     const double bwd_chunk = cfg.dp_overlap ? stretch * max_stage_layers * (lb + lr) / v : 0;
     const double fwd_chunk = cfg.dp_overlap ? stretch * max_stage_layers * lf / v : 0;
     const double p_steps = v > 1 ? par.pp : 0;
