@@ -45,9 +45,13 @@ inline double Fp8WeightCastBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, b
 // micro-batches. Fused stacks (Megatron-Core's --gradient-accumulation-fusion, NeMo's gradient_accumulation_fusion:
 // Transformer Engine's fuse_wgrad_accumulation) write the GEMM's output into the gradient buffer at its width
 // (`grad_width`: 4 with FP32 gradients): the step's first micro-batch overwrites it (accumulate=False), every later
-// one reads and rewrites it (beta = 1). Eager PyTorch's autograd writes a 16-bit gradient.
-inline double WeightGradOutputBytes(bool eager, double grad_width, double micro_batches) {
+// one reads and rewrites it (beta = 1). Under ZeRO-3 sharding (`sharded`) every micro-batch's gradients are
+// reduce-scattered as its backward ends, and Megatron-FSDP has Transformer Engine overwrite the unsharded buffer
+// (megatron_fsdp.py: overwrite_main_grad for optim_grads_params): one write each time. Eager PyTorch's autograd writes
+// a 16-bit gradient.
+inline double WeightGradOutputBytes(bool eager, double grad_width, double micro_batches, bool sharded = false) {
   if (eager) return 2;
+  if (sharded) return grad_width;
   return grad_width * (2 - 1 / std::max(1.0, micro_batches));
 }
 

@@ -1620,7 +1620,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   lc.recompute_modules = cfg.fit.recompute_modules;
   if (cfg.dtype == Precision::kFp8) lc.grad_gemm_rate = eff.gemm_fp8_precise;
   lc.wgrad_out_bytes = perf_detail::WeightGradOutputBytes(cfg.eager, cfg.fit.fp32_grads ? 4 : 2,
-                                                          cfg.fit.batch / (par.dp * cfg.fit.micro_batch));
+                                                          cfg.fit.batch / (par.dp * cfg.fit.micro_batch),
+                                                          par.zero == 3 && par.dp * par.cp > 1);
   if (lora) {
     SUANLI_ASSIGN_OR_RETURN(lc.adapters, LoraTargetShapes(m, cfg.fit.lora_targets, par.tp));
     lc.frozen = true;

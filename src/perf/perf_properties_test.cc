@@ -276,22 +276,26 @@ TEST_F(PerfProperties, ALargerNvlinkDomainNeverSlowsATrainingStep) {
   bad.Expect(1500);
 }
 
-// Twice the global batch at the same layout never lowers tokens/s: the bubble, the optimizer step and the
-// data-parallel reductions are paid over more micro-batches. Under ZeRO-3 nothing is amortised (FSDP gathers and
-// reduces every micro-batch), and the fused weight-gradient accumulation's read of the gradient buffer on every
-// micro-batch after the first (WeightGradOutputBytes) is the one term that grows: a loss of at most 0.2% is allowed
-// there, none elsewhere.
+// Twice the global batch at the same layout, micro-batch and recompute never lowers tokens/s: the bubble, the
+// optimizer step and the data-parallel reductions are paid over more micro-batches, and nothing per micro-batch
+// grows. (Before the thirty-ninth session, under ZeRO-3 the fused weight-gradient accumulation read the buffer on
+// every micro-batch after the first, as it does under DDP; Megatron-FSDP overwrites it instead: -1.7% for Mixtral
+// 8x22B going from one micro-batch to two.)
 TEST_F(PerfProperties, ALargerGlobalBatchNeverLowersTrainingThroughput) {
   Failures bad;
   ForEachTraining([&](const std::string& name, const ModelSpec& m, const GpuSpec&, const Cluster& cl,
                       const Efficiency& e, const TrainConfig& c, const TrainResult& base) {
     TrainConfig c2 = c;
     c2.fit.batch *= 2;
+    c2.micro_batch_auto = c2.recompute_auto = false;  // the same choices: see fuzz_monotone
+    c2.fit.micro_batch = base.micro_batch;
+    c2.fit.recompute = base.recompute;
+    c2.fit.recompute_layers = base.recompute_layers;
+    c2.fit.recompute_modules = base.recompute_modules;
     auto r = EstimateTraining(m, cl, c2, e);
     if (!r.ok() || !r->fits) return;
     ++bad.checked;
-    const double allowed = c.fit.par.zero == 3 ? 0.002 : 1e-9;
-    if (r->tokens_per_s < base.tokens_per_s * (1 - allowed))
+    if (r->tokens_per_s < base.tokens_per_s * (1 - 1e-9))
       bad.Add(fmt::format("{}: {:.6g} -> {:.6g} tokens/s at global batch {}", name, base.tokens_per_s, r->tokens_per_s,
                           c2.fit.batch));
   });

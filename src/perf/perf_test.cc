@@ -2065,6 +2065,8 @@ TEST_F(Perf, GradientGemmsMoveTheirOwnBytesAndAccumulateInFp32UnderFp8) {
   EXPECT_DOUBLE_EQ(perf_detail::WeightGradOutputBytes(false, 4, 1), 4);
   EXPECT_DOUBLE_EQ(perf_detail::WeightGradOutputBytes(false, 4, 8), 4 * 1.875);
   EXPECT_DOUBLE_EQ(perf_detail::WeightGradOutputBytes(true, 4, 8), 2);
+  // Under ZeRO-3 each micro-batch's gradients leave as its backward ends: the buffer is overwritten every time.
+  EXPECT_DOUBLE_EQ(perf_detail::WeightGradOutputBytes(false, 4, 8, true), 4);
   // Blackwell has no fast-accumulation mode: the bundled rate there is 1; every Hopper entry has one below 1.
   for (const char* id : {"b200", "gb200", "a100-sxm-80gb", "l40s"})
     EXPECT_DOUBLE_EQ(E(G(id)).gemm_fp8_precise, 1.0) << id;

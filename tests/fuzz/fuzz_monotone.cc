@@ -1,7 +1,8 @@
 // libFuzzer target for the performance model's monotonicity: the bytes choose a catalog model and GPU, a training
-// or serving configuration (layout, precision, batch, lengths, features) and one hardware or efficiency improvement
-// (HBM bandwidth, peaks, links, latencies, a measured fraction); an estimate that succeeds must not get slower with
-// the improvement. It reaches far more combinations than the grids of PerfProperties (src/perf/
+// or serving configuration (layout, precision, batch, lengths, features) and either one hardware or efficiency
+// improvement (HBM bandwidth, peaks, links, latencies, a measured fraction), with which an estimate that succeeds must
+// not get slower, or twice the work (training: the global batch; serving: the batch or the prompt), with which it must
+// not get faster per step nor lower its throughput. It reaches far more combinations than the grids of PerfProperties (src/perf/
 // perf_properties_test.cc). Serving: no tolerance. Training: 1%, where the grids allow 0.1%. Each overlap (TP and EP
 // collectives under the layers, CP's exchange under attention, DP traffic under a pass, offload copies under the
 // layers) is priced against the same compute on its own, so where several kinds of communication bind one micro-batch
@@ -81,6 +82,25 @@ std::string Improve(FuzzedDataProvider& in, suanli::GpuSpec& g, suanli::Cluster&
   }
 }
 
+// The training configuration in words, for a report.
+std::string Describe(const suanli::ModelSpec& m, const suanli::GpuSpec& gpu, int per_node, const suanli::Cluster& c,
+                     const suanli::TrainConfig& t) {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "%s on %s (%d per node, %s), TP%d PP%d VP%d CP%d DP%d EP%d ZeRO-%d SP%d, batch %lld, seq %lld, "
+                "micro-batch %lld%s, recompute %s%s, %s (%s), overlap TP%d EP%d DP%d, eager %d, %s, graphs %s, %s, "
+                "offload %d",
+                m.id.c_str(), gpu.id.c_str(), per_node, c.inter_id.c_str(), t.fit.par.tp, t.fit.par.pp,
+                t.fit.par.interleave, t.fit.par.cp, t.fit.par.dp, t.fit.par.ep, t.fit.par.zero,
+                t.fit.par.sequence_parallel, static_cast<long long>(t.fit.batch), static_cast<long long>(t.fit.seq),
+                static_cast<long long>(t.fit.micro_batch), t.micro_batch_auto ? " (auto)" : "",
+                suanli::RecomputeName(t.fit.recompute), t.recompute_auto ? " (auto)" : "", suanli::PrecisionKey(t.dtype),
+                suanli::Fp8RecipeName(t.fp8_recipe), t.tp_overlap, t.ep_overlap, t.dp_overlap, t.eager,
+                suanli::MoeDispatcherName(t.moe_dispatcher), suanli::CudaGraphsName(t.cuda_graphs),
+                t.fit.mode == suanli::Mode::kLora ? "LoRA" : "full", t.fit.offload_layers);
+  return buf;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -136,6 +156,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     s.batch_max = in.ConsumeIntegralInRange<int>(0, 3) == 0;
     s.decode_attention = in.ConsumeBool() ? suanli::DecodeAttention::kGrouped : suanli::DecodeAttention::kPerHead;
     s.moe_imbalance = 1.0 + in.ConsumeProbability<double>();
+    if (in.ConsumeIntegralInRange<int>(0, 3) == 0) {
+      s.spec.tokens = in.ConsumeIntegralInRange<int>(1, 6);
+      s.spec.acceptance_length = 1.0 + s.spec.tokens * in.ConsumeProbability<double>();
+      s.spec.topk = Pick(in, {1, 1, 4});
+    }
+    s.request_overhead_s = in.ConsumeBool() ? 1e-3 : 0.0;
+    s.step_overhead_s = in.ConsumeBool() ? 2e-4 : 0.0;
   }
 
   suanli::GpuSpec g2 = gpu;
@@ -144,31 +171,64 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   suanli::Efficiency e2 = *eff;
   const std::string what = Improve(in, g2, c2, e2);
 
+  const bool more_work = in.ConsumeBool();
   if (train) {
     auto base = suanli::EstimateTraining(m, *cluster, t, *eff);
     if (!base.ok() || !base->fits) return 0;
+    if (more_work) {
+      // Twice the global batch at the same micro-batch and recompute never lowers tokens/s. The automatic choice
+      // may rightly pick a smaller micro-batch there: an interleaved schedule holds more micro-batches in flight when
+      // there are more of them.
+      suanli::TrainConfig t2 = t;
+      t2.fit.batch *= 2;
+      t2.micro_batch_auto = t2.recompute_auto = false;
+      t2.fit.micro_batch = base->micro_batch;
+      t2.fit.recompute = base->recompute;
+      t2.fit.recompute_layers = base->recompute_layers;
+      t2.fit.recompute_modules = base->recompute_modules;
+      auto twice = suanli::EstimateTraining(m, *cluster, t2, *eff);
+      if (twice.ok() && twice->fits && twice->tokens_per_s < base->tokens_per_s * (1 - 1e-9)) {
+        std::fprintf(stderr,
+                     "%s: twice the batch made %.6g -> %.6g tokens/s (micro-batch %lld -> %lld, recompute %s -> %s)\n",
+                     Describe(m, gpu, per_node, *cluster, t).c_str(), base->tokens_per_s, twice->tokens_per_s,
+                     static_cast<long long>(base->micro_batch), static_cast<long long>(twice->micro_batch),
+                     suanli::RecomputeName(base->recompute), suanli::RecomputeName(twice->recompute));
+        std::abort();
+      }
+      return 0;
+    }
     auto better = suanli::EstimateTraining(m, c2, t, e2);
     if (better.ok() && better->step_time_s > base->step_time_s * 1.01) {
-      std::fprintf(stderr,
-                   "%s on %s (%d per node, %s), TP%d PP%d VP%d CP%d DP%d EP%d ZeRO-%d SP%d, batch %lld, seq %lld, "
-                   "micro-batch %lld%s, recompute %s%s, %s (%s), overlap TP%d EP%d DP%d, eager %d, %s, graphs %s, "
-                   "%s, offload %d: %s made the step %.6g s -> %.6g s (micro-batch %lld -> %lld, recompute %s -> %s)\n",
-                   m.id.c_str(), gpu.id.c_str(), per_node, cluster->inter_id.c_str(), t.fit.par.tp, t.fit.par.pp,
-                   t.fit.par.interleave, t.fit.par.cp, t.fit.par.dp, t.fit.par.ep, t.fit.par.zero,
-                   t.fit.par.sequence_parallel, static_cast<long long>(t.fit.batch), static_cast<long long>(t.fit.seq),
-                   static_cast<long long>(t.fit.micro_batch), t.micro_batch_auto ? " (auto)" : "",
-                   suanli::RecomputeName(t.fit.recompute), t.recompute_auto ? " (auto)" : "",
-                   suanli::PrecisionKey(t.dtype), suanli::Fp8RecipeName(t.fp8_recipe), t.tp_overlap, t.ep_overlap,
-                   t.dp_overlap, t.eager, suanli::MoeDispatcherName(t.moe_dispatcher),
-                   suanli::CudaGraphsName(t.cuda_graphs), t.fit.mode == suanli::Mode::kLora ? "LoRA" : "full",
-                   t.fit.offload_layers, what.c_str(), base->step_time_s, better->step_time_s,
-                   static_cast<long long>(base->micro_batch), static_cast<long long>(better->micro_batch),
-                   suanli::RecomputeName(base->recompute), suanli::RecomputeName(better->recompute));
+      std::fprintf(stderr, "%s: %s made the step %.6g s -> %.6g s (micro-batch %lld -> %lld, recompute %s -> %s)\n",
+                   Describe(m, gpu, per_node, *cluster, t).c_str(), what.c_str(), base->step_time_s,
+                   better->step_time_s, static_cast<long long>(base->micro_batch),
+                   static_cast<long long>(better->micro_batch), suanli::RecomputeName(base->recompute),
+                   suanli::RecomputeName(better->recompute));
       std::abort();
     }
   } else {
     auto base = suanli::EstimateInference(m, *cluster, s, *eff);
     if (!base.ok() || !base->fits) return 0;
+    if (more_work && !s.batch_max) {
+      // Twice the batch never shortens the prefill or a decode step, nor lowers decode tokens/s; twice the prompt
+      // never shortens either.
+      suanli::InferConfig s2 = s;
+      const bool batch = in.ConsumeBool();
+      (batch ? s2.fit.batch : s2.input_len) *= 2;
+      auto more = suanli::EstimateInference(m, *cluster, s2, *eff);
+      if (more.ok() && more->fits &&
+          (more->ttft_s < base->ttft_s * (1 - 1e-9) || more->tpot_s < base->tpot_s * (1 - 1e-9) ||
+           (batch && more->decode_tokens_per_s < base->decode_tokens_per_s * (1 - 1e-9)))) {
+        std::fprintf(stderr, "%s on %s, TP%d PP%d EP%d %s, batch %lld, %lld/%lld tokens, speculation %d: twice the %s made "
+                     "TTFT %.6g -> %.6g s, TPOT %.6g -> %.6g s, %.6g -> %.6g tokens/s\n",
+                     m.id.c_str(), gpu.id.c_str(), s.fit.par.tp, s.fit.par.pp, s.fit.par.ep, s.fit.weights.id.c_str(),
+                     static_cast<long long>(s.fit.batch), static_cast<long long>(s.input_len),
+                     static_cast<long long>(s.output_len), s.spec.tokens, batch ? "batch" : "prompt", base->ttft_s,
+                     more->ttft_s, base->tpot_s, more->tpot_s, base->decode_tokens_per_s, more->decode_tokens_per_s);
+        std::abort();
+      }
+      return 0;
+    }
     auto better = suanli::EstimateInference(m, c2, s, e2);
     if (better.ok() && (better->ttft_s > base->ttft_s * (1 + 1e-9) || better->tpot_s > base->tpot_s * (1 + 1e-9))) {
       std::fprintf(stderr, "%s on %s, TP%d PP%d EP%d %s, batch %lld, %lld/%lld tokens: %s made TTFT %.6g -> %.6g s, "

@@ -185,9 +185,10 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
     return c.group == "training" && c.role == "holdout" && !c.moe && !evidence::IsAmdInstinctGpu(c.gpu);
   });
   EXPECT_EQ(n_measured, 224);
-  // 7.064%, as before the MI300X rows; 7.071% since the thirty-ninth session's DP overlap window, which lasts as long
-  // as the backward takes, its TP, CP and EP waits included (data-neutral: 87 rows moved, 3 of the 7 that moved by
-  // more than half a point toward the published figure).
+  // 7.064%, as before the MI300X rows; 7.072% since the thirty-ninth session: its DP overlap window, which lasts as
+  // long as the backward takes, its TP, CP and EP waits included (7.071%; data-neutral: 87 rows moved, 3 of the 7 that
+  // moved by more than half a point toward the published figure), and ZeRO-3's weight gradient written once per
+  // micro-batch, as Megatron-FSDP overwrites the buffer (six rows, 0.1-0.3 points).
   EXPECT_LE(mean_measured, 0.0708);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
@@ -256,7 +257,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // FlashAttention 2, RCCL: +70% -> +54%, +112% -> +73%) 7.57%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0758);  // 7.572% (7.565% before the thirty-ninth session's DP overlap window)
+  EXPECT_LE(mean_dense, 0.0758);  // 7.573% (7.565% before the thirty-ninth session's DP window and ZeRO-3 write)
   EXPECT_LE(worst_measured, 0.352);  // 34.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB300s, a 0.085 s step; 33.2% on 512 GB200s), plus one point
   EXPECT_LE(worst_dense, 0.74);      // 73.0%: MI300X Float8, plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
