@@ -1,16 +1,19 @@
-// libFuzzer target for the performance model's monotonicity: the bytes choose a catalog model and GPU, a training
-// or serving configuration (layout, precision, batch, lengths, features) and either one hardware or efficiency
-// improvement (HBM bandwidth, peaks, links, latencies, a measured fraction), with which an estimate that succeeds must
-// not get slower, or twice the work (training: the global batch; serving: the batch or the prompt), with which it must
-// not get faster per step nor lower its throughput. It reaches far more combinations than the grids of PerfProperties (src/perf/
-// perf_properties_test.cc). Serving: no tolerance. Training: 1%, where the grids allow 0.1%. Each overlap (TP and EP
-// collectives under the layers, CP's exchange under attention, DP traffic under a pass, offload copies under the
-// layers) is priced against the same compute on its own, so where several kinds of communication bind one micro-batch
-// at once a faster part can lengthen the step a little: up to 0.7% in the configurations this target found (TP 8
-// over two PCIe nodes with CP and TP overlap; a 1B model with offloading, ZeRO-2 and one micro-batch), left as
-// they are (docs/methodology.md §10). Beyond 1% it is a bug: before the thirty-ninth session this target would have
-// found ZeRO-3 under a pipeline (+1.8%) and FSDP with offloading (+4.7%). A violation prints the configuration and
-// aborts.
+// libFuzzer target for the performance and memory models' monotonicity. The bytes choose a catalog model and GPU, a
+// training or serving configuration (layout, precision, batch, lengths, features) and one of:
+// - a hardware or efficiency improvement (HBM bandwidth, peaks, links, latencies, a measured fraction): an estimate
+//   that succeeds must not get slower;
+// - twice the work (training: the global batch; serving: the batch or the prompt): no shorter step, no lower
+//   throughput;
+// - for the training memory model, more work or more sharding: no less, or no more, memory per GPU.
+// It reaches far more combinations than the grids of PerfProperties (src/perf/perf_properties_test.cc). Serving: no
+// tolerance. Training time: 1%, where the grids allow 0.1%. Each overlap (TP and EP collectives under the layers, CP's
+// exchange under attention, DP traffic under a pass, offload copies under the layers) is priced against the same
+// compute on its own, so where several kinds of communication bind one micro-batch at once a faster part can lengthen
+// the step a little: up to 0.7% in the configurations this target found (TP 8 over two PCIe nodes with CP and TP
+// overlap; a 1B model with offloading, ZeRO-2 and one micro-batch), left as they are (docs/methodology.md §10).
+// Beyond 1% it is a bug: before the thirty-ninth session this target would have found ZeRO-3 under a pipeline
+// (+1.8%), FSDP with offloading (+4.7%) and ZeRO-3's weight-gradient reads (-1.7% tokens/s at twice the batch).
+// A violation prints the configuration and aborts.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
@@ -113,7 +116,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto cluster = suanli::MakeCluster(Hw(), gpu, per_node, Pick(in, {"ib-ndr", "ib-hdr", "roce-200g", "eth-100g"}));
   auto eff = suanli::LoadEfficiency(gpu.id);
   if (!cluster.ok() || !eff.ok()) return 0;
-  const bool train = in.ConsumeBool();
+  const int kind = in.ConsumeIntegralInRange<int>(0, 2);  // training, serving, or training memory
+  const bool train = kind != 1;
 
   suanli::TrainConfig t;
   suanli::InferConfig s;
@@ -163,6 +167,44 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     s.request_overhead_s = in.ConsumeBool() ? 1e-3 : 0.0;
     s.step_overhead_s = in.ConsumeBool() ? 2e-4 : 0.0;
+  }
+
+  if (kind == 2) {
+    // Memory: a larger micro-batch (with the batch) or sequence never needs less per GPU; more ZeRO sharding, more
+    // recompute, more data parallelism (from DP 2), or more offloaded layers never more. Pipeline splits are left out
+    // (an uneven one may rightly need more: memory_test.cc).
+    suanli::FitRequest r = t.fit;
+    r.mode = t.fit.mode == suanli::Mode::kLora ? suanli::Mode::kLora : suanli::Mode::kTrain;
+    r.fp8_activations = t.dtype == suanli::Precision::kFp8;
+    r.explain = false;
+    auto base = suanli::EstimateMemory(m, r);
+    if (!base.ok()) return 0;
+    suanli::FitRequest q = r;
+    bool more = true;
+    const char* what = "";
+    switch (in.ConsumeIntegralInRange<int>(0, 5)) {
+      case 0: q.micro_batch *= 2, q.batch *= 2, what = "micro-batch x2"; break;
+      case 1: q.seq *= 2, what = "sequence x2"; break;
+      case 2: q.par.zero = std::min(3, q.par.zero + 1), more = false, what = "ZeRO stage + 1"; break;
+      case 3:
+        q.recompute = q.recompute == suanli::Recompute::kNone ? suanli::Recompute::kSelective : suanli::Recompute::kFull;
+        more = false, what = "more recompute";
+        break;
+      case 4:  // from DP 2 up: the first data-parallel group brings its communicators' buffers (overhead)
+        if (q.par.dp < 2) return 0;
+        q.par.dp *= 2, q.batch *= 2, more = false, what = "DP x2";
+        break;
+      default: q.offload_layers = std::min(m.layers - 1, q.offload_layers + 4), more = false, what = "4 more offloaded";
+    }
+    auto after = suanli::EstimateMemory(m, q);
+    if (!after.ok()) return 0;
+    const double a = base->per_gpu_peak_bytes, b = after->per_gpu_peak_bytes;
+    if (more ? b < a * (1 - 1e-9) : b > a * (1 + 1e-9)) {
+      std::fprintf(stderr, "%s: %s took the memory per GPU %.6g -> %.6g GB\n",
+                   Describe(m, gpu, per_node, *cluster, t).c_str(), what, a / 1e9, b / 1e9);
+      std::abort();
+    }
+    return 0;
   }
 
   suanli::GpuSpec g2 = gpu;
