@@ -1862,7 +1862,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     // Each rank's ZeRO-3 traffic is exposed where its own micro-batch does not hide it: a rank with less work (no
     // output head) leaves more of it exposed, and fills and drains the pipeline no faster than its collectives allow.
     // The gathers go on while the GPU waits for activation copies too (offload stalls: PP 1, so this one rank's).
-    const double z3 = zero3_comm_mb > 0 ? OverlapCost(comp + comm + offload_stall, zero3_comm_mb, eff.overlap_slowdown) : 0.0;
+    const double z3 =
+        zero3_comm_mb > 0 ? OverlapCost(comp + comm + offload_stall, zero3_comm_mb, eff.overlap_slowdown) : 0.0;
     const double rank_time = comp + comm + host + z3;
     if (cfg.detail && par.pp > 1) res.pipeline_ranks.push_back({ls, mtp, st == par.pp - 1, rank_time});
     ranks_total += rank_time;
