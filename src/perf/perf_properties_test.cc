@@ -113,8 +113,8 @@ class PerfProperties : public testing::CatalogTest {
   struct Layout {
     int gpus, tp, pp, cp, ep;
   };
-  static constexpr const char* kVariants[] = {"",         " interleaved",       " overlapped", " mb2 selective",
-                                              " offload", " LoRA",              " eager"};
+  static constexpr const char* kVariants[] = {"",         " interleaved", " overlapped", " mb2 selective",
+                                              " offload", " LoRA",        " eager"};
   // Training configurations that fit: dense and MoE models on NVLink, PCIe-only and AMD GPUs, with TP, PP
   // (plain and interleaved), CP and EP, ZeRO 0, 1 and 3, overlapped TP and EP communication, BF16 and FP8, both the
   // automatic micro-batch and recompute search and a fixed setting, CPU activation offloading, LoRA and eager PyTorch.
@@ -170,8 +170,7 @@ class PerfProperties : public testing::CatalogTest {
                 if (!r.ok() || !r->fits) continue;
                 const std::string name =
                     fmt::format("{} on {} x{} TP{} PP{} VP{} CP{} EP{} ZeRO-{} {}{}", mid, gid, l.gpus, l.tp, l.pp,
-                                c.fit.par.interleave, l.cp, l.ep, zero, PrecisionKey(dtype),
-                                kVariants[variant]);
+                                c.fit.par.interleave, l.cp, l.ep, zero, PrecisionKey(dtype), kVariants[variant]);
                 f(name, m, g, cl, e, c, *r);
               }
       }

@@ -89,18 +89,18 @@ std::string Improve(FuzzedDataProvider& in, suanli::GpuSpec& g, suanli::Cluster&
 std::string Describe(const suanli::ModelSpec& m, const suanli::GpuSpec& gpu, int per_node, const suanli::Cluster& c,
                      const suanli::TrainConfig& t) {
   char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "%s on %s (%d per node, %s), TP%d PP%d VP%d CP%d DP%d EP%d ZeRO-%d SP%d, batch %lld, seq %lld, "
-                "micro-batch %lld%s, recompute %s%s, %s (%s), overlap TP%d EP%d DP%d, eager %d, %s, graphs %s, %s, "
-                "offload %d",
-                m.id.c_str(), gpu.id.c_str(), per_node, c.inter_id.c_str(), t.fit.par.tp, t.fit.par.pp,
-                t.fit.par.interleave, t.fit.par.cp, t.fit.par.dp, t.fit.par.ep, t.fit.par.zero,
-                t.fit.par.sequence_parallel, static_cast<long long>(t.fit.batch), static_cast<long long>(t.fit.seq),
-                static_cast<long long>(t.fit.micro_batch), t.micro_batch_auto ? " (auto)" : "",
-                suanli::RecomputeName(t.fit.recompute), t.recompute_auto ? " (auto)" : "", suanli::PrecisionKey(t.dtype),
-                suanli::Fp8RecipeName(t.fp8_recipe), t.tp_overlap, t.ep_overlap, t.dp_overlap, t.eager,
-                suanli::MoeDispatcherName(t.moe_dispatcher), suanli::CudaGraphsName(t.cuda_graphs),
-                t.fit.mode == suanli::Mode::kLora ? "LoRA" : "full", t.fit.offload_layers);
+  std::snprintf(
+      buf, sizeof buf,
+      "%s on %s (%d per node, %s), TP%d PP%d VP%d CP%d DP%d EP%d ZeRO-%d SP%d, batch %lld, seq %lld, "
+      "micro-batch %lld%s, recompute %s%s, %s (%s), overlap TP%d EP%d DP%d, eager %d, %s, graphs %s, %s, "
+      "offload %d",
+      m.id.c_str(), gpu.id.c_str(), per_node, c.inter_id.c_str(), t.fit.par.tp, t.fit.par.pp, t.fit.par.interleave,
+      t.fit.par.cp, t.fit.par.dp, t.fit.par.ep, t.fit.par.zero, t.fit.par.sequence_parallel,
+      static_cast<long long>(t.fit.batch), static_cast<long long>(t.fit.seq), static_cast<long long>(t.fit.micro_batch),
+      t.micro_batch_auto ? " (auto)" : "", suanli::RecomputeName(t.fit.recompute), t.recompute_auto ? " (auto)" : "",
+      suanli::PrecisionKey(t.dtype), suanli::Fp8RecipeName(t.fp8_recipe), t.tp_overlap, t.ep_overlap, t.dp_overlap,
+      t.eager, suanli::MoeDispatcherName(t.moe_dispatcher), suanli::CudaGraphsName(t.cuda_graphs),
+      t.fit.mode == suanli::Mode::kLora ? "LoRA" : "full", t.fit.offload_layers);
   return buf;
 }
 
@@ -183,18 +183,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     bool more = true;
     const char* what = "";
     switch (in.ConsumeIntegralInRange<int>(0, 5)) {
-      case 0: q.micro_batch *= 2, q.batch *= 2, what = "micro-batch x2"; break;
-      case 1: q.seq *= 2, what = "sequence x2"; break;
-      case 2: q.par.zero = std::min(3, q.par.zero + 1), more = false, what = "ZeRO stage + 1"; break;
+      case 0:
+        q.micro_batch *= 2, q.batch *= 2, what = "micro-batch x2";
+        break;
+      case 1:
+        q.seq *= 2, what = "sequence x2";
+        break;
+      case 2:
+        q.par.zero = std::min(3, q.par.zero + 1), more = false, what = "ZeRO stage + 1";
+        break;
       case 3:
-        q.recompute = q.recompute == suanli::Recompute::kNone ? suanli::Recompute::kSelective : suanli::Recompute::kFull;
+        q.recompute =
+            q.recompute == suanli::Recompute::kNone ? suanli::Recompute::kSelective : suanli::Recompute::kFull;
         more = false, what = "more recompute";
         break;
       case 4:  // from DP 2 up: the first data-parallel group brings its communicators' buffers (overhead)
         if (q.par.dp < 2) return 0;
         q.par.dp *= 2, q.batch *= 2, more = false, what = "DP x2";
         break;
-      default: q.offload_layers = std::min(m.layers - 1, q.offload_layers + 4), more = false, what = "4 more offloaded";
+      default:
+        q.offload_layers = std::min(m.layers - 1, q.offload_layers + 4), more = false, what = "4 more offloaded";
     }
     auto after = suanli::EstimateMemory(m, q);
     if (!after.ok()) return 0;
@@ -261,7 +269,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (more.ok() && more->fits &&
           (more->ttft_s < base->ttft_s * (1 - 1e-9) || more->tpot_s < base->tpot_s * (1 - 1e-9) ||
            (batch && more->decode_tokens_per_s < base->decode_tokens_per_s * (1 - 1e-9)))) {
-        std::fprintf(stderr, "%s on %s, TP%d PP%d EP%d %s, batch %lld, %lld/%lld tokens, speculation %d: twice the %s made "
+        std::fprintf(stderr,
+                     "%s on %s, TP%d PP%d EP%d %s, batch %lld, %lld/%lld tokens, speculation %d: twice the %s made "
                      "TTFT %.6g -> %.6g s, TPOT %.6g -> %.6g s, %.6g -> %.6g tokens/s\n",
                      m.id.c_str(), gpu.id.c_str(), s.fit.par.tp, s.fit.par.pp, s.fit.par.ep, s.fit.weights.id.c_str(),
                      static_cast<long long>(s.fit.batch), static_cast<long long>(s.input_len),
@@ -273,7 +282,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     auto better = suanli::EstimateInference(m, c2, s, e2);
     if (better.ok() && (better->ttft_s > base->ttft_s * (1 + 1e-9) || better->tpot_s > base->tpot_s * (1 + 1e-9))) {
-      std::fprintf(stderr, "%s on %s, TP%d PP%d EP%d %s, batch %lld, %lld/%lld tokens: %s made TTFT %.6g -> %.6g s, "
+      std::fprintf(stderr,
+                   "%s on %s, TP%d PP%d EP%d %s, batch %lld, %lld/%lld tokens: %s made TTFT %.6g -> %.6g s, "
                    "TPOT %.6g -> %.6g s\n",
                    m.id.c_str(), gpu.id.c_str(), s.fit.par.tp, s.fit.par.pp, s.fit.par.ep, s.fit.weights.id.c_str(),
                    static_cast<long long>(s.fit.batch), static_cast<long long>(s.input_len),
