@@ -1701,7 +1701,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double host_passes = 1.0 + (cfg.fit.recompute == Recompute::kOp ? 1.0 : rc_share) / 3.0;
   const double host_layer = eager_fsdp ? eff.eager_fsdp_host_per_layer_s * host_passes : 0;
   // CPU activation offloading (PP 1, so one stage holds every layer): the copies of each offloaded layer's
-  // activations to the host and back, against one layer's forward and backward compute.
+  // activations to the host and back, against one layer's forward and backward, each as long as it takes: its compute
+  // stretched by the layer's exposed TP, CP and EP collectives (during which the copies go on).
   double offload_stall = 0, offload_d2h = 0, offload_h2d = 0;
   if (cfg.fit.offload_layers > 0) {
     if (cl.host_bw_per_dir <= 0)
@@ -1710,7 +1711,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const double bytes = res.memory.offload_layer_bytes;
     offload_d2h = bytes / (cl.host_bw_per_dir * eff.host_d2h);
     offload_h2d = bytes / (cl.host_bw_per_dir * eff.host_h2d);
-    offload_stall = OffloadStallSeconds(m.layers, cfg.fit.offload_layers, lf, lb, head_time, offload_d2h, offload_h2d);
+    const double layer_comm = ltp * (cfg.tp_overlap ? 1 - eff.tp_overlap_hidden : 1.0) +
+                              (cfg.ep_overlap ? 0.0 : lep) + per_layer(dense.cp_comm, moe.cp_comm);
+    const double stretch = lf + lb > 0 ? 1 + layer_comm / (lf + lb) : 1.0;
+    offload_stall = OffloadStallSeconds(m.layers, cfg.fit.offload_layers, lf * stretch, lb * stretch, head_time,
+                                        offload_d2h, offload_h2d);
   }
   // A multi-token-prediction module (--mtp-layers): one more layer of the model's last kind (an MoE layer where the
   // model has them), the projection of [norm(h); norm(embedding of the next token)] (2h to h, column-parallel), and
