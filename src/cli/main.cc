@@ -112,7 +112,9 @@ const CLI::Validator& Positive() {
 const CLI::Validator& NotZero() {
   static const CLI::Validator v(
       [](std::string& text) -> std::string {
-        return text == "0" ? "0 is not a count here: give at least 1, or leave the option out for none" : std::string();
+        const auto n = WholeNumber(text);  // "00" and "0.0" are 0 too; what is not a number, CLI11 refuses itself
+        return n && *n == 0 ? text + " is not a count here: give at least 1, or leave the option out for none"
+                            : std::string();
       },
       "", "NOTZERO");
   return v;

@@ -232,8 +232,13 @@ Result<TcoInputs> TcoInputsFor(const GpuSpec& gpu, const TcoAssumptions& a, std:
 }
 
 Status ValidateTcoInputs(const TcoInputs& in) {
-  // Each amount between 0 and a bound far past any real one (the same bounds as the assumption files' keys, so a
-  // flag cannot set what a file may not): a typed exponent gives an error, not totals of 1e304 USD.
+  // Each amount between 0 and a bound far past any real one (an assumption file key's own bound where the amount is
+  // one, so a flag cannot set what a file may not): a typed exponent gives an error, not totals of 1e304 USD.
+  auto key_max = [](double TcoInputs::*input) {
+    for (const TcoKey& k : TcoKeys())
+      if (k.input == input) return k.hi;
+    return std::numeric_limits<double>::infinity();  // not reached: every caller names a key's input
+  };
   auto non_negative = [](double v, const char* what, const char* flag, double hi) -> Status {
     if (!std::isfinite(v) || v < 0)
       return InvalidArgument(fmt::format("{} must be a non-negative number, got {} (set it with {})", what, v, flag));
@@ -246,18 +251,23 @@ Status ValidateTcoInputs(const TcoInputs& in) {
   if (in.gpu_purchase_usd == 0)
     return InvalidArgument(fmt::format("no purchase price for {}: its data file has no [price] purchase; give one with "
                                        "--gpu-price-usd", in.gpu_id.empty() ? "this GPU" : in.gpu_id));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.server_share_usd, "the server share per GPU", "--server-usd", kMaxUsdPerGpu));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.network_share_usd, "the network share per GPU", "--network-usd", kMaxUsdPerGpu));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.storage_share_usd, "the storage share per GPU", "--storage-usd", kMaxUsdPerGpu));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.server_share_usd, "the server share per GPU", "--server-usd",
+                                      key_max(&TcoInputs::server_share_usd)));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.network_share_usd, "the network share per GPU", "--network-usd",
+                                      key_max(&TcoInputs::network_share_usd)));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.storage_share_usd, "the storage share per GPU", "--storage-usd",
+                                      key_max(&TcoInputs::storage_share_usd)));
   SUANLI_RETURN_IF_ERROR(non_negative(in.gpu_power_watts, "the GPU power", "--gpu-watts", kMaxWattsPerGpu));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.host_power_watts, "the host power per GPU", "--host-watts", kMaxWattsPerGpu));
-  SUANLI_RETURN_IF_ERROR(non_negative(in.electricity_usd_per_kwh, "the electricity price", "--usd-per-kwh", 10));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.host_power_watts, "the host power per GPU", "--host-watts",
+                                      key_max(&TcoInputs::host_power_watts)));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.electricity_usd_per_kwh, "the electricity price", "--usd-per-kwh",
+                                      key_max(&TcoInputs::electricity_usd_per_kwh)));
   SUANLI_RETURN_IF_ERROR(non_negative(in.hosting_usd_per_kw_month, "the hosting price per kW-month",
-                                      "--hosting-usd-per-kw-month", 100000));
+                                      "--hosting-usd-per-kw-month", key_max(&TcoInputs::hosting_usd_per_kw_month)));
   SUANLI_RETURN_IF_ERROR(non_negative(in.hosting_usd_per_rack_month, "the hosting price per rack-month",
                                       "--hosting-usd-per-rack-month", 1e7));
-  SUANLI_RETURN_IF_ERROR(
-      non_negative(in.staff_usd_per_gpu_year, "the staff cost per GPU-year", "--staff-usd-per-gpu-year", 1e7));
+  SUANLI_RETURN_IF_ERROR(non_negative(in.staff_usd_per_gpu_year, "the staff cost per GPU-year",
+                                      "--staff-usd-per-gpu-year", key_max(&TcoInputs::staff_usd_per_gpu_year)));
   SUANLI_RETURN_IF_ERROR(non_negative(in.peak_flops, "the peak FLOP/s", "the GPU's data file", 1e18));
   if (!(in.utilisation >= 0 && in.utilisation <= 1))
     return InvalidArgument(fmt::format("utilisation must be within 0..1 (a fraction of hours), got {} (--utilisation)",

@@ -168,7 +168,8 @@ TEST(DoctorRules, DriverTooOldNamesTheDriverAndTheWheel) {
 TEST(DoctorRules, UserFactsAreCheckedBundleFactsAreNot) {
   DoctorInputs in;
   for (const char* good : {"torch=2.4.0+cu124", "torch=2.5.0a0+git1234", "torch=2.6.0.dev20241112", "driver=550.54.14",
-                           "torch=2.0.0.post1", "torch=2.5.0a0+e000cf0ad9.nv24.10", "torch_cuda=None", "torch_cuda=12.4", "compute_cap=9.0", "nccl_version=2.21.5", "TORCH=2.4.1"})
+                           "torch=2.0.0.post1", "torch=2.5.0a0+e000cf0ad9.nv24.10", "torch_cuda=None",
+                           "torch_cuda=12.4", "compute_cap=9.0", "nccl_version=2.21.5", "TORCH=2.4.1"})
     EXPECT_TRUE(AddUserFact(good, &in).ok()) << good;
   struct Bad {
     const char* fact;
