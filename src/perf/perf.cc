@@ -2069,7 +2069,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "their matmuls run forward and data gradient only, and data-parallel traffic and the optimizer carry the "
         "adapters alone; adapters run unfused (16-bit, their output added to the frozen layer's: methodology section 8). "
         "Checked on {} published LoRA runs (NeMo 24.07 on H100 in FP8 with packed sequences, NeMo AutoModel on one H100 in "
-        "BF16, MLPerf Training's LLaMA-2 70B on 8 to 1,024 H100, H200, L40S, B200, GB200 and GB300 GPUs in FP8): {:+.0f}% to "
+        "BF16, MLPerf Training's LLaMA-2 70B on 8 to 1,024 H100, H200, L40S, B200, GB200 and GB300 GPUs in FP8, v4.0 to v6.0): {:+.0f}% to "
         "{:+.0f}% off (positive: too fast)",
         cfg.fit.lora_rank, lc.adapters.size(), FormatCount(res.memory.trainable_params), e.cases, 100 * e.lo,
         100 * e.hi));
@@ -2153,7 +2153,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const auto& t = evidence::kFp8TrainingTorchtitan;
     res.notes.push_back(fmt::format(
         "uncertain: FP8 training is checked against {} Megatron-Core runs with Transformer Engine (NeMo 23.09 to "
-        "25.09 on H100, B200, GB200 and GB300, MLPerf Training submissions among them; Megatron-Bridge 25.11 to 26.06 on "
+        "26.04 on H100, B200, GB200 and GB300, MLPerf Training submissions among them; Megatron-Bridge 25.11 to 26.06 on "
         "H100, B200, GB200 and GB300), where its throughput was "
         "{:+.0f}% to {:+.0f}% off (mean {:+.0f}%; positive: too fast), and {} torchtitan Float8 runs (FSDP2, compiled, "
         "H200), {:+.0f}% to {:+.0f}%; other FP8 stacks are unmeasured (docs/validation.md)",
@@ -2183,9 +2183,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                   ", which the GEMM rates measured on these GPUs do not explain; attention there is an assumption");
   if (cfg.detail && !m.moe && evidence::IsBlackwellUltraGpu(gpu.id))
     checked_on(evidence::kBlackwellUltraDenseTraining,
-               "dense-model training runs on GB300 (Megatron-Bridge 25.11-26.06 and MLPerf Training v5.1: LLaMA 3 8B, 70B, "
-               "3.1 405B and LLaMA-2 70B LoRA, FP8 and MXFP8)",
-               ", slow on 7 and fast on 4; the FP8 GEMM rate here is Azure's sustained measurement on GB300, the 16-bit "
+               "dense-model training runs on GB300 (Megatron-Bridge 25.11-26.06 and MLPerf Training v5.1 and v6.0: LLaMA 3 8B, "
+               "70B, 3.1 405B and LLaMA-2 70B LoRA, FP8 and MXFP8)",
+               ", slow on 9 and fast on 5; the FP8 GEMM rate here is Azure's sustained measurement on GB300, the 16-bit "
                "one B300's benchmark (the same die), attention an assumption; no B300 dense run checks it");
   if (cfg.detail && evidence::IsAmdInstinctGpu(gpu.id))
     optimistic_on(evidence::kAmdInstinctTraining,
@@ -2267,7 +2267,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         cfg.eager ? "; it was measured on Megatron-Core, and no eager-PyTorch MoE run (torchtitan, HF) checks it" : ""));
     res.notes.push_back(fmt::format(
         "uncertain: MoE training is checked against {} held-out Megatron-Core runs (Qwen3 30B-A3B and 235B-A22B, "
-        "GPT-OSS 120B, DeepSeek-V3; on H100, B200, GB200, B300 and GB300), where its throughput was {:+.0f}% to {:+.0f}% off (mean "
+        "GPT-OSS 20B and 120B, DeepSeek-V3, MLPerf Training v6.0's among them; on H100, B200, GB200, B300 and GB300), where its throughput was {:+.0f}% to {:+.0f}% off (mean "
         "{:+.0f}%; positive: too fast), {} runs of the older Megatron-Bridge 25.11 stack ({:+.0f}% to {:+.0f}%), and {} "
         "runs of NeMo AutoModel's PyTorch FSDP2 stack ({:+.0f}% to {:+.0f}%: there the multiple makes the model too "
         "slow), {} runs of Grok-1's 8 wide experts in NVIDIA's NeMo recipes ({:+.0f}% to {:+.0f}%: the multiple, "

@@ -108,7 +108,9 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
       {"gemm", {0.082, 0.279}}};
-  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 10.39% mean,
+  // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 11.12% mean since
+  // the fortieth session's 13 held-out MLPerf Training v6.0 rows, 10.39% before them, with the model unchanged;
+  // 10.39% mean,
   // 109.2% worst since the thirty-seventh session's MI300X rates (10.59% / 112.0% with the thirty-sixth session's two
   // MI300X rows at default rates, 10.08% / 109.2% before them; 9.70% after the
   // thirty-fourth session, 9.79% before GB200's HBM fraction); gemm moved to 15.2% / 65.8% when the held-out cuBLAS MXFP4 rows on B200 came in, twenty-sixth session, and to 16.8% with
@@ -130,7 +132,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.1110, 1.10}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
+      {"training", {0.1120, 1.10}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.160, 0.239}},
       {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}, {"attention", {0.460, 3.105}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
@@ -177,19 +179,22 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 226);
+  EXPECT_EQ(n_dense, 230);
   // The worst-case ratchet below guards the NVIDIA GPUs; the two MI300X rows (+54% and +73% with that GPU's measured
   // rates, +70% and +112% with the defaults they had before the thirty-seventh session) have their own evidence band
   // (evidence::kAmdInstinctTraining).
   auto [n_measured, mean_measured, worst_measured] = subset([&](const ValidationCase& c) {
     return c.group == "training" && c.role == "holdout" && !c.moe && !evidence::IsAmdInstinctGpu(c.gpu);
   });
-  EXPECT_EQ(n_measured, 224);
+  EXPECT_EQ(n_measured, 228);
   // 7.064%, as before the MI300X rows; 7.072% since the thirty-ninth session: its DP overlap window, which lasts as
   // long as the backward takes, its TP, CP and EP waits included (7.071%; data-neutral: 87 rows moved, 3 of the 7 that
   // moved by more than half a point toward the published figure), and ZeRO-3's weight gradient written once per
-  // micro-batch, as Megatron-FSDP overwrites the buffer (six rows, 0.1-0.3 points).
-  EXPECT_LE(mean_measured, 0.0708);
+  // micro-batch, as Megatron-FSDP overwrites the buffer (six rows, 0.1-0.3 points). 7.522% since the fortieth session
+  // added MLPerf Training v6.0's four dense rows, held out, the model unchanged: LLaMA-3.1 8B on 1,024 GB200s and 512
+  // GB300s (46% and 26% too fast, the strong-scaling end where v5.1's were 34% too fast) and LLaMA-2 70B LoRA on 72
+  // and 512 GB300s (31% and 27% too slow: BF16 base weights cast to FP8 every step, which v5.1 kept in FP8).
+  EXPECT_LE(mean_measured, 0.0753);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -257,8 +262,11 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // FlashAttention 2, RCCL: +70% -> +54%, +112% -> +73%) 7.57%.
   // Ratcheted at that honest figure, not at the target (earlier: 7.03% in the eighth session, 6.86% before the
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
-  EXPECT_LE(mean_dense, 0.0758);  // 7.573% (7.565% before the thirty-ninth session's DP window and ZeRO-3 write)
-  EXPECT_LE(worst_measured, 0.352);  // 34.2% (MLPerf v5.1's LLaMA-3.1 8B on 512 GB300s, a 0.085 s step; 33.2% on 512 GB200s), plus one point
+  // 8.010% since the fortieth session's four MLPerf v6.0 dense rows (7.573% before; the model unchanged).
+  EXPECT_LE(mean_dense, 0.0802);  // 7.573% (7.565% before the thirty-ninth session's DP window and ZeRO-3 write)
+  // 46.3%: MLPerf v6.0's LLaMA-3.1 8B on 1,024 GB200s, a 0.072 s step, plus one point (34.2% before: v5.1's on 512
+  // GB300s, a 0.085 s step; 33.2% on 512 GB200s).
+  EXPECT_LE(worst_measured, 0.474);
   EXPECT_LE(worst_dense, 0.74);      // 73.0%: MI300X Float8, plus one point
   // The README's strong scaling of GPT 177B from 96 to 4608 H100s at a fixed batch: MFU 47% -> 42% (x 0.894). The
   // model's ratio is within 3.5% of it (8.1% short before the per-chunk DP overlap, 0.7% short before the overlapped
@@ -555,7 +563,7 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
           return c.group == "training" && c.moe && c.role == "holdout" && !has(c.name, " 25.11 ") &&
                  !has(c.name, "NeMo AutoModel") && !has(c.name, "Grok-1") && !has(c.name, "Llama 4 Maverick");
         },
-        "MoE training, held out (Megatron-Bridge 26.04.01-26.08, model card, ModelZoo)");
+        "MoE training, held out (Megatron-Bridge 26.04.01-26.08, model card, ModelZoo, MLPerf v6.0)", true);
   check(evidence::kMoeTrainingCoarseExperts,
         [&](const ValidationCase& c) { return c.group == "training" && c.moe && has(c.name, "Grok-1"); },
         "MoE training, coarse experts (Grok-1, NeMo recipes)", true);
