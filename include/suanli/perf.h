@@ -309,16 +309,25 @@ inline constexpr const char* kAttentionImplHelp = "flash (FlashAttention-2) | fl
 // Throughput of a FlashAttention-1-class kernel relative to FlashAttention-2.
 inline constexpr double kFlash1RelativeSpeed = 0.5;
 enum class FlopConvention { k6N, kMegatron };
-// Training compute precision: "bf16", "fp16" or "fp8" (FP8 GEMMs, Transformer Engine style); an error
-// lists the valid names.
+// Training compute precision: "bf16", "fp16", "fp8" (FP8 GEMMs, Transformer Engine style) or "fp4" (alias
+// "nvfp4": Transformer Engine's NVFP4BlockScaling recipe on Blackwell, Fp8Recipe::kNvfp4); an error lists the valid
+// names.
 Result<Precision> ParseTrainDtype(std::string_view name);
+// Training whose layer GEMMs run on quantised operands that Transformer Engine casts (FP8 or NVFP4).
+inline bool QuantizedTraining(Precision dtype) { return dtype == Precision::kFp8 || dtype == Precision::kFp4; }
 // How FP8 training scales its tensors (Transformer Engine recipes; docs/methodology.md §6.1). kDelayed:
 // DelayedScaling, scale from the amax history, the cast fused into the producing kernel's epilogue or one
 // cast-transpose. kCurrent: Float8CurrentScaling (Megatron-Bridge's "FP8-CS"): each tensor's amax is taken
 // just before its cast, which for a tensor no norm or activation kernel produced is a separate read, and
 // under sequence parallelism the amax of all-gathered inputs and grads is all-reduced over the TP group.
 // kMxfp8: MXFP8 block scaling (one E8M0 scale per 32 values, in each of the two layouts), no amax pass.
-enum class Fp8Recipe { kDelayed, kCurrent, kMxfp8 };
+// kNvfp4: the recipe of --dtype fp4 (never chosen with --fp8-recipe): NVFP4BlockScaling, E2M1 values with one E4M3
+// scale per 16 and a per-tensor FP32 scale from the tensor's amax, in both layouts (FP4 GEMMs take only the TN
+// layout); with the random Hadamard transform (TrainConfig::nvfp4_rht) the weight gradient's operands are
+// transformed first, which takes another amax of the transformed tensor.
+enum class Fp8Recipe { kDelayed, kCurrent, kMxfp8, kNvfp4 };
+// Bytes per element of an NVFP4 tensor in one layout: 4 bits and a 1-byte E4M3 scale per 16 values.
+inline constexpr double kNvfp4BytesPerElement = 0.5 + 1.0 / 16;
 // "delayed", "current" (alias "cs", "fp8-cs", "tensorwise"), "mxfp8" (alias "mx", "fp8-mx"); an error lists them.
 Result<Fp8Recipe> ParseFp8Recipe(std::string_view name);
 const char* Fp8RecipeName(Fp8Recipe r);
@@ -371,7 +380,10 @@ struct TrainConfig {
   bool micro_batch_auto = false;   // choose the fastest micro-batch that fits
   bool recompute_auto = false;     // choose the fastest recompute setting that fits
   Precision dtype = Precision::kBf16;
-  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with dtype fp8
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with dtype fp8 (dtype fp4: kNvfp4, set by EstimateTraining)
+  // NVFP4 (dtype fp4): the random Hadamard transform of the weight gradient's operands, Transformer Engine's default
+  // (false: NVTE_NVFP4_DISABLE_RHT=1, MLPerf Training's "vanilla" recipe).
+  bool nvfp4_rht = true;
   // FP8 delayed scaling reduces each model chunk's amaxes over TP x DP x CP ranks (Megatron-Core core_r0.9.0 on);
   // true: over TP x CP only (--tp-only-amax-red, and Megatron-Core up to core_r0.8.0: NeMo 24.05 and 24.07).
   bool tp_only_amax_reduction = false;
@@ -747,6 +759,11 @@ inline constexpr LatencyShortfall kShortPromptTtftShortfall{12, 1.06e-3, 0.11e-3
 // Fortieth session: MLPerf Training v6.0's LLaMA-3.1 8B on 1,024 GB200s and 512 GB300s (NeMo 26.04; +46% and +26%,
 // the strong-scaling end) make it 98.
 inline constexpr ValidationEvidence kFp8TrainingMegatronCore{98, 0.023, -0.190, 0.4635};
+// NVFP4 training (perf train --dtype fp4; fortieth session): MLPerf Training v5.1's six NVFP4 submissions by NVIDIA
+// (NeMo 25.09, Transformer Engine 2.8's NVFP4BlockScaling without the Hadamard transform: LLaMA-3.1 405B on 512 to
+// 5,120 GB200s and 512 GB300s, LLaMA-3.1 8B on 8 GB200s and 8 GB300s), all held out, fixed before the model had an
+// FP4 training rate and predicted once it had. Signed on speed.
+inline constexpr ValidationEvidence kNvfp4TrainingMegatronCore{6, 0.048, -0.001, 0.158};
 inline constexpr ValidationEvidence kEagerFsdpTorchtitan{8, 0.035, 0.003, 0.096};
 inline constexpr ValidationEvidence kFp8TrainingTorchtitan{2, 0.118, 0.110, 0.125};
 // LoRA fine-tuning (perf train --mode lora): NeMo 24.07's three LoRA runs on H100 in FP8 (LLaMA-2 7B, 13B, 70B, rank 32
@@ -780,7 +797,7 @@ inline bool IsH100Gpu(std::string_view gpu_id) { return gpu_id.substr(0, 4) == "
 // fraction was taken from a triad-like kernel: 0.919 -> 0.840).
 // Attention on Blackwell is still an assumption. Signed on speed. `perf train` and `select` quote it for dense training there.
 // Fortieth session: MLPerf v6.0's LLaMA-3.1 8B on 1,024 GB200s (+46%) makes it 32, mean +10.2%.
-inline constexpr ValidationEvidence kBlackwellDenseTraining{32, 0.102, -0.048, 0.4635};
+inline constexpr ValidationEvidence kBlackwellDenseTraining{36, 0.094, -0.048, 0.4635};
 inline constexpr const char* kBlackwellTrainingGpus[] = {"b200", "gb200"};
 // Whether `gpu_id` is one of `ids`.
 template <size_t N>
@@ -800,7 +817,7 @@ inline bool IsBlackwellTrainingGpu(std::string_view gpu_id) { return IsOneOf(gpu
 // 512-GPU LLaMA-3.1 8B, as on GB200). Signed on speed. `perf train` quotes it for dense training on B300 and GB300.
 // Fortieth session: MLPerf v6.0's three GB300 dense runs (LLaMA-3.1 8B x512 +26%; LLaMA-2 70B LoRA x72, x512 -31%,
 // -27%) make it 14, slow on 9, fast on 5, mean -1.8%.
-inline constexpr ValidationEvidence kBlackwellUltraDenseTraining{14, -0.0185, -0.3136, 0.342};
+inline constexpr ValidationEvidence kBlackwellUltraDenseTraining{16, -0.006, -0.3136, 0.342};
 inline constexpr const char* kBlackwellUltraGpus[] = {"b300", "gb300"};
 inline bool IsBlackwellUltraGpu(std::string_view gpu_id) { return IsOneOf(gpu_id, kBlackwellUltraGpus); }
 // Dense-model training on AMD Instinct (thirty-sixth session): pytorch/ao's two single-node torchtitan runs on 8
@@ -820,7 +837,7 @@ inline constexpr ValidationEvidence kAmdInstinctTraining{2, 0.637, 0.545, 0.730}
 // read off the binned errors (docs/validation.md section 5). Signed on speed.
 inline constexpr double kShortStepSeconds = 0.7;
 // Fortieth session: MLPerf v6.0's four dense runs make it 23, mean +7.6%, -31% to +46%.
-inline constexpr ValidationEvidence kShortStepTraining{23, 0.076, -0.3136, 0.4635};
+inline constexpr ValidationEvidence kShortStepTraining{25, 0.071, -0.3136, 0.4635};
 inline constexpr const char* kAmdInstinctGpus[] = {"mi250x", "mi300x", "mi325x"};
 inline bool IsAmdInstinctGpu(std::string_view gpu_id) { return IsOneOf(gpu_id, kAmdInstinctGpus); }
 // Fused attention kernels (thirty-fourth session): cuDNN's SDPA training benchmark (NVIDIA/cudnn-frontend), the kernel
@@ -896,7 +913,7 @@ inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200"
                                                 "mi300x"};
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
-inline constexpr ErrorBand kTrainingError{"training", 317, 0.0737, 0.1491, 0.7296, kTrainingGpus, 173, 0.0195};
+inline constexpr ErrorBand kTrainingError{"training", 323, 0.0733, 0.1491, 0.7296, kTrainingGpus, 178, 0.0201};
 inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0636, 0.1212, 0.3528, kDecodeGpus, 19, 0.0080};
 inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1036, 0.2224, 0.3803, kServingGpus, 32, 0.0697};
 inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0654, 0.1198, 0.2523, kServingGpus, 66, 0.0437};

@@ -27,6 +27,7 @@ struct PerfFlags {
       moe_dispatcher, cuda_graphs, cross_entropy = "fused";
   std::string decode_attention = "grouped", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false, tp_only_amax_red = false, no_fp8_weight_cache = false;
+  bool no_nvfp4_rht = false;
   double dp_bucket_mb = 0;  // 0: Megatron-Core's bucket rule
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false, swiglu_fp8 = false;
   std::string train_mode = "train";
@@ -154,7 +155,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_flag("--account-for-embedding-loss", f->embedding_loss_in_split,
                   "Count the embedding and the loss as one layer each when splitting layers into pipeline stages "
                   "(Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split)");
-  train->add_option("--dtype", f->dtype, "bf16 | fp16 | fp8")->capture_default_str();
+  train->add_option("--dtype", f->dtype,
+                    "bf16 | fp16 | fp8 | fp4 (NVFP4 on Blackwell: Transformer Engine's NVFP4BlockScaling recipe, every "
+                    "layer GEMM in NVFP4)")
+      ->capture_default_str();
   train->add_option("--fp8-recipe", f->fp8_recipe, kFp8RecipeHelp);
   train->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
   train->add_option("--cross-entropy", f->cross_entropy, kCrossEntropyHelp)->capture_default_str();
@@ -176,6 +180,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_flag("--tp-only-amax-red", f->tp_only_amax_red,
                   "FP8 delayed scaling: reduce amaxes over TP x CP only (Megatron-Core --tp-only-amax-red; its behaviour "
                   "up to core_r0.8.0); default TP x DP x CP");
+  train->add_flag("--no-nvfp4-rht", f->no_nvfp4_rht,
+                  "With --dtype fp4: no random Hadamard transform of the weight gradient's operands "
+                  "(NVTE_NVFP4_DISABLE_RHT=1, MLPerf Training's vanilla NVFP4 recipe)");
   train->add_flag("--no-fp8-weight-cache", f->no_fp8_weight_cache,
                   "FP8 training: Transformer Engine keeps no FP8 copy of the weights between micro-batches "
                   "(Megatron-Core disable_parameter_transpose_cache=True); default: it does, 2 B per layer weight on "
@@ -357,6 +364,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       }
       cfg.eager = f->eager;
       cfg.fp8_weight_cache = !f->no_fp8_weight_cache;
+      cfg.nvfp4_rht = !f->no_nvfp4_rht;
       if (f->train_mode == "lora") {
         cfg.fit.mode = Mode::kLora;
       } else if (f->train_mode != "train") {
@@ -497,6 +505,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["cross_entropy"] = CrossEntropyImplName(cfg.cross_entropy);
         j["dtype"] = PrecisionKey(cfg.dtype);
         if (cfg.dtype == Precision::kFp8) j["fp8_recipe"] = Fp8RecipeName(cfg.fp8_recipe);
+        if (cfg.dtype == Precision::kFp4) j["nvfp4_rht"] = cfg.nvfp4_rht;
         if (model->moe && f->ep > 1) j["moe_dispatcher"] = MoeDispatcherName(cfg.moe_dispatcher);
         j["cuda_graphs"] = CudaGraphsName(cfg.cuda_graphs);
         if (cfg.fit.mode != Mode::kLora) {
@@ -548,6 +557,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                                  cfg.fit.mode != Mode::kLora && cfg.fit.weights.id == "fp8"
                                                      ? ", FP8 parameters"
                                                      : "")
+                               : cfg.dtype == Precision::kFp4
+                                   ? fmt::format("NVFP4 GEMMs (nvfp4 scaling, {})",
+                                                 cfg.nvfp4_rht ? "Hadamard-transformed weight gradients" : "no Hadamard transform")
                                    : PrecisionKey(cfg.dtype));
       std::cout << fmt::format(
           "micro-batch {} ({} per step per pipeline), recompute {}, attention {}{}{}\n",

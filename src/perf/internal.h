@@ -36,7 +36,9 @@ inline bool NonTnFp8Gemms(const GpuSpec& gpu) {
 // scaling reads it once more for its amax) and writing the FP8 copies Fp8WeightCacheBytesPerParam counts. Under FP8
 // parameters the row-wise copy exists: Hopper and Ada make the transpose from it (1 B read, 1 B written), Blackwell
 // needs none, and MXFP8 parameters are quantised in both layouts by the optimizer step.
+// NVFP4 (no NVFP4 parameters): the 16-bit weight read for its amax and again for the cast, both layouts written.
 inline double Fp8WeightCastBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, bool fp8_params) {
+  if (recipe == Fp8Recipe::kNvfp4) return 2 + 2 + 2 * kNvfp4BytesPerElement;
   if (fp8_params) return recipe != Fp8Recipe::kMxfp8 && !NonTnFp8Gemms(gpu) ? 2 : 0;
   return 2 + (recipe == Fp8Recipe::kCurrent ? 2 : 0) + Fp8WeightCacheBytesPerParam(gpu, recipe, false);
 }
@@ -247,6 +249,15 @@ inline double GemmEfficiencyFor(const Efficiency& e, Precision p) {
 // by TE's LayerNormLinear (QKV, and the dense MLP's up projection); the activation and every backward gradient
 // come from Megatron's own kernels or the attention backward, so they take the separate read. MXFP8 writes one
 // 1-byte E8M0 scale per 32 values in each of its two layouts and has no amax pass. Delayed scaling adds nothing.
+// NVFP4 (Transformer Engine's NVFP4 quantizer: the per-tensor scale from the amax, then the cast) reads every tensor
+// once more for its amax, no norm kernel computing it for NVFP4, and with the random Hadamard transform (`rht`) once
+// more again for the amax of the transformed copy that feeds the weight gradient; the cast's own bytes are in
+// Nvfp4CastBytesPerElement.
+// Bytes per element an NVFP4 cast moves: the 16-bit tensor read and its NVFP4 copies written, in both layouts (the
+// forward GEMM's and the weight gradient's: FP4 GEMMs take only the TN layout), or the row-wise one alone where no
+// weight gradient follows (frozen weights).
+inline double Nvfp4CastBytesPerElement(bool one_layout) { return 2 + kNvfp4BytesPerElement * (one_layout ? 1 : 2); }
+
 struct Fp8CastCost {
   double fwd_bytes = 0, bwd_bytes = 0;
   int fwd_kernels = 0, bwd_kernels = 0;
@@ -254,8 +265,16 @@ struct Fp8CastCost {
 // plain_fwd_elems: forward GEMM-input elements no fused norm produced; fused_fwd_casts: how many of the four
 // forward casts take their amax from a norm kernel (2 in a dense Megatron-Core layer, 1 in an MoE layer).
 inline Fp8CastCost Fp8CastExtra(Fp8Recipe r, double plain_fwd_elems, double in_elems, double grad_elems,
-                                int fused_fwd_casts) {
+                                int fused_fwd_casts, bool rht = false) {
   Fp8CastCost c;
+  if (r == Fp8Recipe::kNvfp4) {
+    const int passes = rht ? 2 : 1;
+    c.fwd_bytes = 2.0 * passes * in_elems;
+    c.bwd_bytes = 2.0 * passes * grad_elems;
+    c.fwd_kernels = 4 * passes;
+    c.bwd_kernels = 4 * passes;
+    return c;
+  }
   if (r == Fp8Recipe::kCurrent) {
     c.fwd_bytes = 2 * plain_fwd_elems;
     c.bwd_bytes = 2 * grad_elems;

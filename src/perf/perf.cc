@@ -29,6 +29,7 @@ using perf_detail::kFlashBackwardFactor;
 // FP8 training: bytes per element of a fused cast-transpose (read 16-bit, write FP8 and FP8 transpose).
 constexpr double kFp8CastBytesPerElement = 4;
 constexpr const char* kFp8CastOpName = "FP8 cast + transpose";
+constexpr const char* kNvfp4CastOpName = "NVFP4 cast (amax, both layouts)";
 constexpr const char* kLoraOpName = "LoRA adapters";
 // The gradient GEMMs' time beyond twice the forward GEMMs' (their own bytes, the weight gradient's buffer, FP8's FP32
 // accumulation): one row per layer kind, once per gradient pass.
@@ -125,6 +126,7 @@ const char* Fp8RecipeName(Fp8Recipe r) {
     case Fp8Recipe::kDelayed: return "delayed";
     case Fp8Recipe::kCurrent: return "current";
     case Fp8Recipe::kMxfp8: return "mxfp8";
+    case Fp8Recipe::kNvfp4: return "nvfp4";
   }
   return "?";
 }
@@ -198,11 +200,22 @@ Status CheckTokensAndPrice(double tokens, double price_per_gpu_hour) {
 }
 
 double Fp8WeightCacheBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, bool fp8_params) {
+  if (recipe == Fp8Recipe::kNvfp4) return 2 * kNvfp4BytesPerElement;  // both layouts; no NVFP4 parameters
   const double layouts = recipe == Fp8Recipe::kMxfp8 ? 2 * (1 + 1.0 / 32) : perf_detail::NonTnFp8Gemms(gpu) ? 1 : 2;
   return layouts - (fp8_params ? 1 : 0);
 }
 
 Status CheckFp8Training(const GpuSpec& gpu, Fp8Recipe r) {
+  if (r == Fp8Recipe::kNvfp4) {
+    const std::string cc = gpu.compute_capability ? gpu.compute_capability->value : std::string();
+    if (gpu.PeakFlops(Precision::kFp4).value_or(0) > 0 && !cc.empty() && std::atof(cc.c_str()) >= 10.0)
+      return Status::Ok();
+    return InvalidArgument(fmt::format(
+        "--dtype fp4 (NVFP4 training) needs Blackwell's FP4 tensor cores (compute capability 10.0 or newer with an "
+        "FP4 peak in the catalog); {} has {}; use --dtype fp8",
+        gpu.id, cc.empty() ? std::string("no known compute capability") : "sm " + cc +
+                    (gpu.PeakFlops(Precision::kFp4).value_or(0) > 0 ? "" : " and no FP4 peak")));
+  }
   if (!gpu.Supports(Precision::kFp8))
     return InvalidArgument(fmt::format("{} has no FP8 support (FP8 needs Hopper, Ada or newer)", gpu.id));
   if (r != Fp8Recipe::kMxfp8) return Status::Ok();
@@ -217,7 +230,9 @@ Result<Precision> ParseTrainDtype(std::string_view name) {
   if (name == "bf16") return Precision::kBf16;
   if (name == "fp16") return Precision::kFp16;
   if (name == "fp8") return Precision::kFp8;
-  return InvalidArgument(fmt::format("unknown training dtype '{}' (valid: bf16, fp16, fp8)", name));
+  if (name == "fp4" || name == "nvfp4") return Precision::kFp4;
+  return InvalidArgument(fmt::format("unknown training dtype '{}' (valid: bf16, fp16, fp8, fp4){}", name,
+                                     DidYouMean(name, {"bf16", "fp16", "fp8", "fp4", "nvfp4"})));
 }
 
 Result<DecodeAttention> ParseDecodeAttention(std::string_view name) {
@@ -834,6 +849,7 @@ struct LayerContext {
   RecomputeModules recompute_modules;  // selective recompute: the modules given (none: core_attn)
   // FP8 training: the gradient GEMMs' rate over the forward's (Efficiency::gemm_fp8_precise); 1 otherwise.
   double grad_gemm_rate = 1;
+  bool nvfp4_rht = false;  // NVFP4: the weight gradient's operands go through the random Hadamard transform
   // Bytes per weight-gradient element the weight-gradient GEMM moves: it writes its output, and where the stack fuses
   // gradient accumulation (Megatron-Core, NeMo) reads and rewrites the gradient buffer instead (WeightGradOutputBytes).
   double wgrad_out_bytes = 2;
@@ -992,7 +1008,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   // both layouts: read 2 B, write the FP8 value and its FP8 transpose, 4 B per element. No credit is
   // taken for casts fused into a layer norm. Weights are cast once per step (cached across micro-batches)
   // and not counted.
-  if (c.elem_bytes == 1) {
+  if (c.elem_bytes < 2) {  // FP8 or NVFP4 GEMM operands
     const double mats = m.gated_mlp ? 2.0 : 1.0;
     // GEMM inputs: QKV (norm output), output projection (attention output), MLP up (norm output; for experts
     // the dispatched tokens), MLP down (activation output).
@@ -1003,19 +1019,23 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     const double bw = c.gpu->memory_bandwidth_bytes_per_s.value * c.eff->memory;
     const perf_detail::Fp8CastCost cc = perf_detail::Fp8CastExtra(
         c.fp8_recipe, proj_in + fc2_in + (c.moe_layer && m.moe ? fc1_in : 0.0), in_elems, grad_elems,
-        c.moe_layer && m.moe ? 1 : 2);  // norm-fed casts: QKV, and the dense MLP's up projection
+        c.moe_layer && m.moe ? 1 : 2, c.nvfp4_rht && !c.frozen);  // norm-fed casts: QKV, and the dense MLP's up projection
     double amax_reduce = 0;  // per pass: two amax all-reduces (column-parallel inputs fwd, row-parallel grads bwd)
-    if (c.fp8_recipe == Fp8Recipe::kCurrent && c.sp && c.tp > 1)
+    if ((c.fp8_recipe == Fp8Recipe::kCurrent || c.fp8_recipe == Fp8Recipe::kNvfp4) && c.sp && c.tp > 1)
       amax_reduce = 2 * GroupCollectiveTime(*c.cluster, *c.eff, NcclOp::kAllReduce, 4, c.tp, 1);
     // The transposed FP8 copy feeds the weight gradient: frozen weights (LoRA) need only the plain cast, and so do
     // tensor-scaled recipes on GPUs whose FP8 GEMMs take any layout (Blackwell); MXFP8 writes both layouts anyway.
-    const bool one_layout = c.frozen || (c.fp8_recipe != Fp8Recipe::kMxfp8 && perf_detail::NonTnFp8Gemms(*c.gpu));
-    const double cast_bytes = kFp8CastBytesPerElement - (one_layout ? 1 : 0);
+    // NVFP4 writes both layouts on every GPU: FP4 GEMMs take only the TN layout.
+    const bool nvfp4 = c.fp8_recipe == Fp8Recipe::kNvfp4;
+    const bool one_layout =
+        c.frozen || (!nvfp4 && c.fp8_recipe != Fp8Recipe::kMxfp8 && perf_detail::NonTnFp8Gemms(*c.gpu));
+    const double cast_bytes = nvfp4 ? perf_detail::Nvfp4CastBytesPerElement(one_layout)
+                                    : kFp8CastBytesPerElement - (one_layout ? 1 : 0);
     const double fwd_bytes = in_elems * cast_bytes + cc.fwd_bytes;
     const double bwd_bytes = grad_elems * cast_bytes + cc.bwd_bytes;
     p.fp8_cast_fwd = fwd_bytes / bw + (4 + cc.fwd_kernels) * c.eff->kernel_launch_s + amax_reduce;
     p.fp8_cast_bwd = bwd_bytes / bw + (4 + cc.bwd_kernels) * c.eff->kernel_launch_s + amax_reduce;
-    if (ops) ops->Add(kFp8CastOpName, "forward", 0, fwd_bytes, p.fp8_cast_fwd, 1, Bound::kMemory);
+    if (ops) ops->Add(nvfp4 ? kNvfp4CastOpName : kFp8CastOpName, "forward", 0, fwd_bytes, p.fp8_cast_fwd, 1, Bound::kMemory);
     p.fwd += p.fp8_cast_fwd;
   }
   // Element-wise, memory-bound: norms, residual adds (+ dropout), activation, rotary.
@@ -1474,20 +1494,30 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     return InvalidArgument(fmt::format("--moe-imbalance {} is outside 1..64 (the busiest expert's tokens / the mean)",
                                        cfg_in.moe_imbalance));
   SUANLI_RETURN_IF_ERROR(CheckTokensAndPrice(cfg_in.tokens, cfg_in.price_per_gpu_hour));
-  if (!cfg_in.fp8_weight_cache && (cfg_in.dtype != Precision::kFp8 || cfg_in.eager))
-    return InvalidArgument("--no-fp8-weight-cache applies to FP8 training with Transformer Engine (--dtype fp8, not "
-                           "--eager): only it caches FP8 copies of the weights");
+  if (!cfg_in.fp8_weight_cache && (!QuantizedTraining(cfg_in.dtype) || cfg_in.eager))
+    return InvalidArgument("--no-fp8-weight-cache applies to FP8 or NVFP4 training with Transformer Engine (--dtype "
+                           "fp8 or fp4, not --eager): only it caches quantised copies of the weights");
+  if (cfg_in.dtype == Precision::kFp4 && cfg_in.eager)
+    return InvalidArgument("--dtype fp4 is Transformer Engine's NVFP4 recipe; --eager (PyTorch without it) has no NVFP4 "
+                           "training path in this model");
+  if (!cfg_in.nvfp4_rht && cfg_in.dtype != Precision::kFp4)
+    return InvalidArgument("--no-nvfp4-rht applies to NVFP4 training (--dtype fp4)");
   const GpuSpec& gpu = *cl.gpu;
   TrainConfig cfg = cfg_in;
+  if (cfg.dtype == Precision::kFp4) cfg.fp8_recipe = Fp8Recipe::kNvfp4;
+  else if (cfg.fp8_recipe == Fp8Recipe::kNvfp4)
+    return InvalidArgument("the nvfp4 recipe is --dtype fp4's own; with --dtype fp8 use delayed, current or mxfp8");
   if (cfg.fit.weights.id.empty()) cfg.fit.weights = *ParseWeightFormat("bf16");
   SUANLI_RETURN_IF_ERROR(CheckTrainMode(m, cfg));
   const bool lora = cfg.fit.mode == Mode::kLora;
   if (!lora) cfg.fit.mode = Mode::kTrain;
   cfg.fit.explain = cfg.detail;
   cfg.fit.flash_attention = cfg.attention != AttentionImpl::kUnfused;  // memory follows the kernel choice
-  cfg.fit.fp8_activations = cfg.dtype == Precision::kFp8;
+  // NVFP4: the kept GEMM inputs are counted at FP8's byte (Transformer Engine keeps their 4.5-bit column-wise copy),
+  // an overestimate of 0.44 B per kept input element (docs/methodology.md §8).
+  cfg.fit.fp8_activations = QuantizedTraining(cfg.dtype);
   cfg.fit.fp8_weight_cache_bytes_per_param =
-      cfg.dtype == Precision::kFp8 && !cfg.eager && cfg.fp8_weight_cache
+      QuantizedTraining(cfg.dtype) && !cfg.eager && cfg.fp8_weight_cache
           ? Fp8WeightCacheBytesPerParam(gpu, cfg.fp8_recipe, cfg.fit.weights.id == "fp8")
           : 0;
   const Parallelism& par = cfg.fit.par;
@@ -1609,6 +1639,10 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
           RecomputeModulesList(cfg.fit.recompute_modules)));
     gemm_eff = perf_detail::GemmEfficiencyFor(eff, Precision::kFp8);
     elem = 1;
+  } else if (cfg.dtype == Precision::kFp4) {
+    SUANLI_RETURN_IF_ERROR(CheckFp8Training(gpu, Fp8Recipe::kNvfp4));
+    gemm_eff = perf_detail::GemmEfficiencyFor(eff, Precision::kFp4);
+    elem = kNvfp4BytesPerElement;
   }
   if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu.id, PrecisionKey(cfg.dtype)));
   res.peak_flops_per_gpu = peak;
@@ -1619,6 +1653,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   lc.attn_seq = cfg.packed_doc_tokens > 0 ? double(cfg.packed_doc_tokens) : 0.0;
   lc.recompute_modules = cfg.fit.recompute_modules;
   if (cfg.dtype == Precision::kFp8) lc.grad_gemm_rate = eff.gemm_fp8_precise;
+  lc.nvfp4_rht = cfg.dtype == Precision::kFp4 && cfg.nvfp4_rht;
   lc.wgrad_out_bytes = perf_detail::WeightGradOutputBytes(cfg.eager, cfg.fit.fp32_grads ? 4 : 2,
                                                           cfg.fit.batch / (par.dp * cfg.fit.micro_batch),
                                                           par.zero == 3 && par.dp * par.cp > 1);
@@ -1676,8 +1711,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // The output layer stays in 16-bit under FP8 training: Transformer Engine's FP8 covers the transformer
   // layers' linears, and Megatron's output layer is not one of them.
   const double peak16 = PeakFor(gpu, Precision::kBf16);
-  const double head_elem = cfg.dtype == Precision::kFp8 ? 2.0 : elem;
-  const GemmTime head = cfg.dtype == Precision::kFp8
+  const double head_elem = QuantizedTraining(cfg.dtype) ? 2.0 : elem;
+  const GemmTime head = QuantizedTraining(cfg.dtype)
                             ? EstimateGemm(T, double(m.vocab) / par.tp, double(m.hidden), 1, 2, peak16, eff.gemm, gpu, eff)
                             : EstimateGemm(T, double(m.vocab) / par.tp, double(m.hidden), 1, elem, peak, gemm_eff, gpu, eff);
   // Its gradients as every linear's (a frozen head, LoRA: the data gradient alone); 16-bit, so at the forward's rate.
@@ -1737,12 +1772,15 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // layer's linear weights on this GPU (the router stays 16-bit) and a kernel per weight tensor (two with current
   // scaling: amax, then cast): grouped expert linears cast each local expert's weight on its own.
   double wcast_dense = 0, wcast_moe = 0, wbytes_dense = 0, wbytes_moe = 0;  // seconds and bytes per layer per cast
-  if (cfg.dtype == Precision::kFp8 && !cfg.eager) {
+  if (QuantizedTraining(cfg.dtype) && !cfg.eager) {
     const ParamCounts& pc = res.memory.params;
     const bool fp8_params = cfg.fit.weights.id == "fp8";
     const double cast_b = perf_detail::Fp8WeightCastBytesPerParam(gpu, cfg.fp8_recipe, fp8_params);
     const double kernels_per_tensor =
-        cast_b <= 0 ? 0.0 : fp8_params ? 1.0 : cfg.fp8_recipe == Fp8Recipe::kCurrent ? 2.0 : 1.0;
+        cast_b <= 0                                                                   ? 0.0
+        : fp8_params                                                                  ? 1.0
+        : cfg.fp8_recipe == Fp8Recipe::kCurrent || cfg.fp8_recipe == Fp8Recipe::kNvfp4 ? 2.0
+                                                                                      : 1.0;
     const int dense_layers = m.layers - moe_layers;
     const double attn_w = pc.attention / std::max(1, m.layers) / par.tp;
     if (dense_layers > 0) {
@@ -2098,7 +2136,9 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     if (o.name == "logits (output head)" && o.time_s > 0) bwd = head_grads / o.time_s;
     const bool moe_op = o.name.rfind("[moe]", 0) == 0;
     const PassTimes& pt = moe_op ? moe : dense;
-    if (o.name.find(kFp8CastOpName) != std::string::npos && pt.fp8_cast_fwd > 0) bwd = pt.fp8_cast_bwd / pt.fp8_cast_fwd;
+    if ((o.name.find(kFp8CastOpName) != std::string::npos || o.name.find(kNvfp4CastOpName) != std::string::npos) &&
+        pt.fp8_cast_fwd > 0)
+      bwd = pt.fp8_cast_bwd / pt.fp8_cast_fwd;
     if (o.name.find(kEagerOpName) != std::string::npos && pt.eager_fwd > 0) bwd = pt.eager_bwd / pt.eager_fwd;
     if (o.name.rfind(kLoraOpName, 0) == 0 && pt.lora_fwd > 0) bwd = pt.lora_bwd / pt.lora_fwd;
     if (o.name.find(kMoePermuteOpName) != std::string::npos) bwd = 1.0;
@@ -2148,6 +2188,17 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     res.notes.push_back(fmt::format("unchecked: the offloaded activations need {} of pinned host memory per GPU; the "
                                     "catalog does not know this server's host memory (--host-memory checks it)",
                                     FormatBytes(mem->host_offload_bytes)));
+  if (cfg.detail && cfg.dtype == Precision::kFp4) {
+    const auto& e = evidence::kNvfp4TrainingMegatronCore;
+    res.notes.push_back(fmt::format(
+        "uncertain: NVFP4 training (Transformer Engine's NVFP4BlockScaling: every layer GEMM in NVFP4, the output layer "
+        "and attention in 16 bits) is checked against {} MLPerf Training v5.1 runs (NeMo 25.09, no Hadamard transform; "
+        "LLaMA-3.1 405B on 512 to 5,120 GB200s and 512 GB300s, 8B on 8 GPUs), where its throughput was {:+.0f}% to "
+        "{:+.0f}% off (mean {:+.0f}%; positive: too fast); the kept GEMM inputs are counted at FP8's byte, so the memory "
+        "is a little high; FP8 attention, 2D weight scaling and stochastic rounding are not modelled "
+        "(docs/methodology.md section 8)",
+        e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
+  }
   if (cfg.detail && cfg.dtype == Precision::kFp8 && !m.moe) {  // MoE: the MoE note below covers its FP8 runs
     const auto& e = evidence::kFp8TrainingMegatronCore;
     const auto& t = evidence::kFp8TrainingTorchtitan;
@@ -2178,14 +2229,14 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                   "micro-benchmarks and eager-FSDP H100 runs");
   if (cfg.detail && !m.moe && evidence::IsBlackwellTrainingGpu(gpu.id))
     optimistic_on(evidence::kBlackwellDenseTraining,
-                  "dense-model training runs on B200 and GB200 (NVIDIA's NeMo recipes and Megatron-Bridge, BF16, FP8 and "
-                  "MXFP8)",
+                  "dense-model training runs on B200 and GB200 (NVIDIA's NeMo recipes and Megatron-Bridge, BF16, FP8, "
+                  "MXFP8 and NVFP4)",
                   ", which the GEMM rates measured on these GPUs do not explain; attention there is an assumption");
   if (cfg.detail && !m.moe && evidence::IsBlackwellUltraGpu(gpu.id))
     checked_on(evidence::kBlackwellUltraDenseTraining,
                "dense-model training runs on GB300 (Megatron-Bridge 25.11-26.06 and MLPerf Training v5.1 and v6.0: LLaMA 3 8B, "
-               "70B, 3.1 405B and LLaMA-2 70B LoRA, FP8 and MXFP8)",
-               ", slow on 9 and fast on 5; the FP8 GEMM rate here is Azure's sustained measurement on GB300, the 16-bit "
+               "70B, 3.1 405B and LLaMA-2 70B LoRA, FP8, MXFP8 and NVFP4)",
+               ", slow on 10 and fast on 6; the FP8 GEMM rate here is Azure's sustained measurement on GB300, the 16-bit "
                "one B300's benchmark (the same die), attention an assumption; no B300 dense run checks it");
   if (cfg.detail && evidence::IsAmdInstinctGpu(gpu.id))
     optimistic_on(evidence::kAmdInstinctTraining,

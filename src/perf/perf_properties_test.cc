@@ -116,7 +116,7 @@ class PerfProperties : public testing::CatalogTest {
   static constexpr const char* kVariants[] = {"",         " interleaved", " overlapped", " mb2 selective",
                                               " offload", " LoRA",        " eager"};
   // Training configurations that fit: dense and MoE models on NVLink, PCIe-only and AMD GPUs, with TP, PP
-  // (plain and interleaved), CP and EP, ZeRO 0, 1 and 3, overlapped TP and EP communication, BF16 and FP8, both the
+  // (plain and interleaved), CP and EP, ZeRO 0, 1 and 3, overlapped TP and EP communication, BF16, FP8 and NVFP4, both the
   // automatic micro-batch and recompute search and a fixed setting, CPU activation offloading, LoRA and eager PyTorch.
   void ForEachTraining(const std::function<void(const std::string&, const ModelSpec&, const GpuSpec&, const Cluster&,
                                                 const Efficiency&, const TrainConfig&, const TrainResult&)>& f) {
@@ -129,7 +129,7 @@ class PerfProperties : public testing::CatalogTest {
         const Cluster cl = *MakeCluster(*hw_, g, 8, "ib-ndr");
         const Efficiency e = *LoadEfficiency(gid);
         for (const Layout& l : layouts)
-          for (Precision dtype : {Precision::kBf16, Precision::kFp8})
+          for (Precision dtype : {Precision::kBf16, Precision::kFp8, Precision::kFp4})  // FP4: B200 only
             for (int zero : {0, 1, 3})
               for (int variant = 0; variant < 7; ++variant) {
                 if (l.ep > 1 && !m.is_moe()) continue;

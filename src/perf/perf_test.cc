@@ -941,12 +941,12 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(in_fp8.ok());
   EXPECT_FALSE(note_with(in_fp8->notes, "fused stacks on H100"));
   // Dense training on B200 or GB200 carries the held-out Blackwell runs' figures; H100 and MoE models do not.
-  const char* blackwell_note = "uncertain: on 32 published dense-model training runs on B200 and GB200";
+  const char* blackwell_note = "uncertain: on 36 published dense-model training runs on B200 and GB200";
   const GpuSpec& b200 = G("b200");
   auto on_b200 = EstimateTraining(m8, C(b200), c, E(b200));
   ASSERT_TRUE(on_b200.ok()) << on_b200.status().message();
   EXPECT_TRUE(note_with(on_b200->notes, blackwell_note));
-  EXPECT_TRUE(note_with(on_b200->notes, "-5% to +46% off (mean +10%"));
+  EXPECT_TRUE(note_with(on_b200->notes, "-5% to +46% off (mean +9%"));
   EXPECT_FALSE(note_with(on_b200->notes, "fused stacks on H100"));
   EXPECT_FALSE(note_with(ddp->notes, blackwell_note));
   // GB300 (Blackwell Ultra): its own held-out runs, not the B200/GB200 note (on which the model is too fast).
@@ -955,7 +955,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto on_gb300 = EstimateTraining(m8, C(gb300), c, E(gb300));
   ASSERT_TRUE(on_gb300.ok()) << on_gb300.status().message();
   EXPECT_TRUE(note_with(on_gb300->notes, ultra_note));
-  EXPECT_TRUE(note_with(on_gb300->notes, "-31% to +34% off (mean -2%"));
+  EXPECT_TRUE(note_with(on_gb300->notes, "-31% to +34% off (mean -1%"));
   EXPECT_FALSE(note_with(on_gb300->notes, blackwell_note));
   EXPECT_FALSE(note_with(on_b200->notes, ultra_note));
   // A step the model puts under 0.7 s carries the short-step runs' figures (they were on average 8% slower than
@@ -968,7 +968,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(short_step.ok()) << short_step.status().message();
   ASSERT_LT(short_step->step_time_s, evidence::kShortStepSeconds);
   EXPECT_TRUE(note_with(short_step->notes, short_note));
-  EXPECT_TRUE(note_with(short_step->notes, "-31% to +46% off (mean +8%"));
+  EXPECT_TRUE(note_with(short_step->notes, "-31% to +46% off (mean +7%"));
   // AMD Instinct: two MI300X runs say how far off the model is there even with that GPU's measured rates; the note
   // names them on every Instinct GPU (MI325X takes MI300X's fractions), and on no NVIDIA GPU.
   const char* amd_note = "published dense-model training runs on MI300X";
@@ -2318,6 +2318,26 @@ TEST(Fp8Recipes, CastCostsFollowTransformerEngineQuantizers) {
   EXPECT_EQ(mx.fwd_kernels + mx.bwd_kernels, 0);
 }
 
+// NVFP4 (Transformer Engine's NVFP4BlockScaling): 4-bit values and an E4M3 scale per 16 (0.5625 B per element) in
+// both layouts, every tensor read once for its per-tensor amax and once more with the random Hadamard transform.
+TEST_F(Perf, Nvfp4CastBytesFollowTheQuantizer) {
+  using namespace perf_detail;
+  EXPECT_DOUBLE_EQ(kNvfp4BytesPerElement, 0.5625);
+  EXPECT_DOUBLE_EQ(Nvfp4CastBytesPerElement(false), 2 + 2 * 0.5625);
+  EXPECT_DOUBLE_EQ(Nvfp4CastBytesPerElement(true), 2 + 0.5625);  // frozen weights: no weight-gradient layout
+  const auto plain = Fp8CastExtra(Fp8Recipe::kNvfp4, 100, 400, 500, 2, false);
+  EXPECT_DOUBLE_EQ(plain.fwd_bytes, 2 * 400);  // every input's amax: no norm kernel computes it for NVFP4
+  EXPECT_DOUBLE_EQ(plain.bwd_bytes, 2 * 500);
+  EXPECT_EQ(plain.fwd_kernels, 4);
+  const auto rht = Fp8CastExtra(Fp8Recipe::kNvfp4, 100, 400, 500, 2, true);
+  EXPECT_DOUBLE_EQ(rht.fwd_bytes, 4 * 400);  // and the transformed copy's
+  EXPECT_DOUBLE_EQ(rht.bwd_bytes, 4 * 500);
+  EXPECT_EQ(rht.bwd_kernels, 8);
+  const GpuSpec& b200 = G("b200");
+  EXPECT_DOUBLE_EQ(Fp8WeightCastBytesPerParam(b200, Fp8Recipe::kNvfp4, false), 2 + 2 + 2 * 0.5625);
+  EXPECT_DOUBLE_EQ(Fp8WeightCacheBytesPerParam(b200, Fp8Recipe::kNvfp4, false), 2 * 0.5625);
+}
+
 TEST(Fp8Recipes, NamesAliasesAndErrors) {
   EXPECT_EQ(*ParseFp8Recipe("delayed"), Fp8Recipe::kDelayed);
   EXPECT_EQ(*ParseFp8Recipe("tensorwise"), Fp8Recipe::kCurrent);  // Megatron-Core's name
@@ -2375,6 +2395,70 @@ TEST_F(Perf, CrossEntropyImplementationsMoveTheirBytesPerLogit) {
   EXPECT_DOUBLE_EQ(fused.memory.breakdown.logits, logits * 6);
   EXPECT_DOUBLE_EQ(unfused.memory.breakdown.logits, logits * 6);
   EXPECT_DOUBLE_EQ(online.memory.breakdown.logits, logits * 4);
+}
+
+// NVFP4 training (--dtype fp4) on B200: the layer GEMMs at the FP4 rate, so faster than MXFP8 but not twice as fast
+// (casts, attention, the 16-bit head and communication do not shrink); the Hadamard transform costs its amax passes;
+// the operator table names the cast; Hopper, FP8 parameters, eager PyTorch and the recipe flags out of place are
+// refused with what would be valid.
+TEST_F(Perf, Nvfp4TrainingRunsTheLayerGemmsInFp4) {
+  const ModelSpec m = M("llama-3.1-8b");
+  const GpuSpec& g = G("b200");
+  TrainConfig c = Train(8, 1, 1, 16, 8192, 2);
+  c.fit.recompute = Recompute::kNone;
+  c.dtype = Precision::kFp8;
+  c.fp8_recipe = Fp8Recipe::kMxfp8;
+  auto mx = EstimateTraining(m, C(g), c, E(g));
+  c.dtype = Precision::kFp4;
+  c.fp8_recipe = Fp8Recipe::kDelayed;  // ignored: fp4 has its own recipe
+  auto fp4 = EstimateTraining(m, C(g), c, E(g));
+  c.nvfp4_rht = false;
+  auto vanilla = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(mx.ok() && fp4.ok() && vanilla.ok()) << fp4.status().message();
+  EXPECT_LT(fp4->step_time_s, mx->step_time_s);
+  EXPECT_GT(fp4->step_time_s, 0.5 * mx->step_time_s);
+  EXPECT_LT(vanilla->step_time_s, fp4->step_time_s);
+  const OpCost* cast = FindOp(fp4->ops, "NVFP4 cast (amax, both layouts)");
+  ASSERT_NE(cast, nullptr);
+  EXPECT_EQ(FindOp(fp4->ops, "FP8 cast + transpose"), nullptr);
+  const OpCost* q = FindOp(fp4->ops, "qkv projection");
+  const OpCost* q8 = FindOp(mx->ops, "qkv projection");
+  ASSERT_TRUE(q && q8);
+  EXPECT_LT(q->time_s, q8->time_s);
+  EXPECT_DOUBLE_EQ(fp4->peak_flops_per_gpu, *g.PeakFlops(Precision::kFp4));
+  // Its note quotes the held-out NVFP4 runs (evidence::kNvfp4TrainingMegatronCore); an FP8 estimate does not.
+  auto has_note = [](const TrainResult& r) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+      return n.find("NVFP4 training") != std::string::npos && n.find("6 MLPerf Training v5.1 runs") != std::string::npos &&
+             n.find("-0% to +16% off (mean +5%") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(has_note(*fp4));
+  EXPECT_FALSE(has_note(*mx));
+  // Refusals.
+  auto on_hopper = EstimateTraining(m, C(G("h100-sxm")), c, E(G("h100-sxm")));
+  ASSERT_FALSE(on_hopper.ok());
+  EXPECT_NE(on_hopper.status().message().find("use --dtype fp8"), std::string::npos) << on_hopper.status().message();
+  TrainConfig params = c;
+  params.fit.weights = *ParseWeightFormat("fp8");
+  EXPECT_FALSE(EstimateTraining(m, C(g), params, E(g)).ok());
+  TrainConfig eager = c;
+  eager.eager = true;
+  EXPECT_FALSE(EstimateTraining(m, C(g), eager, E(g)).ok());
+  TrainConfig rht_in_fp8 = c;
+  rht_in_fp8.dtype = Precision::kFp8;
+  auto st = EstimateTraining(m, C(g), rht_in_fp8, E(g));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("--no-nvfp4-rht applies to NVFP4"), std::string::npos);
+  TrainConfig recipe_in_fp8 = c;
+  recipe_in_fp8.dtype = Precision::kFp8;
+  recipe_in_fp8.nvfp4_rht = true;
+  recipe_in_fp8.fp8_recipe = Fp8Recipe::kNvfp4;
+  EXPECT_FALSE(EstimateTraining(m, C(g), recipe_in_fp8, E(g)).ok());
+  EXPECT_EQ(*ParseTrainDtype("nvfp4"), Precision::kFp4);
+  auto typo = ParseTrainDtype("fp44");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("did you mean"), std::string::npos) << typo.status().message();
 }
 
 // On LLaMA-2 7B, one 4096-token micro-batch per rank: current scaling's extra bytes are exactly the proj and

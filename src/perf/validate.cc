@@ -72,6 +72,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"cuda_graphs", KeyType::kString},
               {"eager", KeyType::kBool},
               {"fp8_weight_cache", KeyType::kBool},
+              {"nvfp4_rht", KeyType::kBool},
               {"inter_node", KeyType::kString},
               {"gpus_per_node", KeyType::kInteger},
               {"embedding_loss_in_split", KeyType::kBool},
@@ -295,6 +296,10 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   if (auto recipe = t["fp8_recipe"].value<std::string>()) {
     if (c.dtype != Precision::kFp8) return ParseError("fp8_recipe is set but dtype is not \"fp8\"");
     SUANLI_ASSIGN_OR_RETURN(c.fp8_recipe, ParseFp8Recipe(*recipe));
+  }
+  if (auto rht = t["nvfp4_rht"].value<bool>()) {
+    if (c.dtype != Precision::kFp4) return ParseError("nvfp4_rht is set but dtype is not \"fp4\"");
+    c.nvfp4_rht = *rht;
   }
   c.tp_only_amax_reduction = t["tp_only_amax_red"].value_or(false);
   if (auto st = CheckTpOnlyAmaxReduction(c); !st.ok())

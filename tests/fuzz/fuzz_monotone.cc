@@ -135,7 +135,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     t.fit.micro_batch = Pick(in, {1, 2, 4});
     t.fit.batch = t.fit.micro_batch * p.dp * in.ConsumeIntegralInRange<int64_t>(1, 32);
     t.fit.seq = Pick(in, {512, 2048, 4096, 8192, 16384});
-    t.dtype = in.ConsumeBool() ? suanli::Precision::kFp8 : suanli::Precision::kBf16;
+    t.dtype = Pick(in, {suanli::Precision::kBf16, suanli::Precision::kFp8, suanli::Precision::kFp4});
+    if (t.dtype == suanli::Precision::kFp4) t.nvfp4_rht = in.ConsumeBool();
     t.fp8_recipe = Pick(in, {suanli::Fp8Recipe::kDelayed, suanli::Fp8Recipe::kCurrent, suanli::Fp8Recipe::kMxfp8});
     t.fit.recompute = Pick(in, {suanli::Recompute::kNone, suanli::Recompute::kSelective, suanli::Recompute::kFull});
     t.micro_batch_auto = in.ConsumeBool();
@@ -176,7 +177,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // (an uneven one may rightly need more: memory_test.cc).
     suanli::FitRequest r = t.fit;
     r.mode = t.fit.mode == suanli::Mode::kLora ? suanli::Mode::kLora : suanli::Mode::kTrain;
-    r.fp8_activations = t.dtype == suanli::Precision::kFp8;
+    r.fp8_activations = suanli::QuantizedTraining(t.dtype);
     r.explain = false;
     auto base = suanli::EstimateMemory(m, r);
     if (!base.ok()) return 0;
