@@ -1514,7 +1514,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   cfg.fit.explain = cfg.detail;
   cfg.fit.flash_attention = cfg.attention != AttentionImpl::kUnfused;  // memory follows the kernel choice
   // NVFP4: the kept GEMM inputs are counted at FP8's byte (Transformer Engine keeps their 4.5-bit column-wise copy),
-  // an overestimate of 0.44 B per kept input element (docs/methodology.md §8).
+  // an overestimate of 0.44 B per kept input element (docs/methodology.md §6.3).
   cfg.fit.fp8_activations = QuantizedTraining(cfg.dtype);
   cfg.fit.fp8_weight_cache_bytes_per_param =
       QuantizedTraining(cfg.dtype) && !cfg.eager && cfg.fp8_weight_cache
@@ -2196,7 +2196,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
         "LLaMA-3.1 405B on 512 to 5,120 GB200s and 512 GB300s, 8B on 8 GPUs), where its throughput was {:+.0f}% to "
         "{:+.0f}% off (mean {:+.0f}%; positive: too fast); the kept GEMM inputs are counted at FP8's byte, so the memory "
         "is a little high; FP8 attention, 2D weight scaling and stochastic rounding are not modelled "
-        "(docs/methodology.md section 8)",
+        "(docs/methodology.md section 6.3)",
         e.cases, 100 * e.lo, 100 * e.hi, 100 * e.mean));
   }
   if (cfg.detail && cfg.dtype == Precision::kFp8 && !m.moe) {  // MoE: the MoE note below covers its FP8 runs
