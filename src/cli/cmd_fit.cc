@@ -265,7 +265,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     j["weights"] = req->mode == Mode::kQlora ? "nf4" : req->weights.id;
     if (req->mode == Mode::kTrain || req->mode == Mode::kLora) {
       j["dtype"] = f->dtype;
-      if (req->fp8_activations) j["fp8_recipe"] = Fp8RecipeName(recipe);
+      if (req->fp8_activations && recipe != Fp8Recipe::kNvfp4) j["fp8_recipe"] = Fp8RecipeName(recipe);
     }
     j["quantize_head"] = req->quantize_head;
     j["replicated_embeddings"] = req->replicated_embeddings;
@@ -368,8 +368,9 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
     else
       std::cout << fmt::format("global batch {}, micro-batch {}, sequence {}, {}, recompute {}\n", req->batch,
                                req->micro_batch, req->seq,
-                               req->fp8_activations ? fmt::format("FP8 training ({})", Fp8RecipeName(recipe))
-                                                    : f->dtype + " training",
+                               !req->fp8_activations            ? f->dtype + " training"
+                               : recipe == Fp8Recipe::kNvfp4    ? std::string("NVFP4 training")
+                                                                : fmt::format("FP8 training ({})", Fp8RecipeName(recipe)),
                                (req->mode == Mode::kTrain)
                                    ? RecomputeWords(req->recompute, req->recompute_layers,
                                                     EffectiveRecomputeModules(req->recompute, req->recompute_modules))
