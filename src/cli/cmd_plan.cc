@@ -145,7 +145,8 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
   sub->add_flag("--fp8-params", f->fp8_params,
                 "With --dtype fp8: FP8 parameters (Megatron-Core --fp8-param-gather, NeMo fp8_params; perf train --weights "
                 "fp8): 1 B per layer weight in memory and in the parameter all-gathers");
-  sub->add_option("--dtype", f->dtype, "bf16 | fp8")->capture_default_str();
+  sub->add_option("--dtype", f->dtype, "bf16 | fp8 | fp4 (NVFP4 training on Blackwell: perf train --dtype fp4)")
+      ->capture_default_str();
   sub->add_option("--fp8-recipe", f->fp8_recipe, kFp8RecipeHelp);
   sub->add_option("--attention", f->attention, kAttentionImplHelp)->capture_default_str();
   sub->add_option("--cross-entropy", f->cross_entropy, kCrossEntropyHelp)->capture_default_str();
@@ -227,7 +228,9 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     if (*host > 0 && !f->offload) return PrintError(InvalidArgument("--host-memory applies to --offload"));
     req.host_memory_per_gpu_bytes = *host;
     if (f->dtype == "fp8") req.dtype = Precision::kFp8;
-    else if (f->dtype != "bf16") return PrintError(InvalidArgument("--dtype must be bf16 or fp8"));
+    else if (f->dtype == "fp4" || f->dtype == "nvfp4") req.dtype = Precision::kFp4;
+    else if (f->dtype != "bf16")
+      return PrintError(InvalidArgument(fmt::format("--dtype must be bf16, fp8 or fp4, got '{}'", f->dtype)));
     req.fp8_params = f->fp8_params;
     if (!f->fp8_recipe.empty()) {
       if (req.dtype != Precision::kFp8) return PrintError(InvalidArgument("--fp8-recipe needs --dtype fp8"));

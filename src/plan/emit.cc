@@ -190,8 +190,15 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   if (m.learned_positions == 0) a.push_back({"--position-embedding-type", "rope"});
   if (!m.tie_embeddings) a.push_back({"--untie-embeddings-and-output-weights", ""});
   a.push_back({"--bf16", ""});
-  if (c.result.peak_flops_per_gpu > 0 && x.gpu && x.gpu->PeakFlops(Precision::kFp8) &&
-      c.result.peak_flops_per_gpu >= *x.gpu->PeakFlops(Precision::kFp8)) {
+  // The estimate's peak says which GEMM precision it priced: NVFP4 (Megatron-Core --fp4-format e2m1 with its default
+  // recipe, nvfp4) at the FP4 peak, FP8 at the FP8 peak.
+  const bool fp4 = c.result.peak_flops_per_gpu > 0 && x.gpu && x.gpu->PeakFlops(Precision::kFp4) &&
+                   c.result.peak_flops_per_gpu >= *x.gpu->PeakFlops(Precision::kFp4);
+  if (fp4) {
+    a.push_back({"--fp4-format", "e2m1"});
+    a.push_back({"--fp4-recipe", "nvfp4"});
+  } else if (c.result.peak_flops_per_gpu > 0 && x.gpu && x.gpu->PeakFlops(Precision::kFp8) &&
+             c.result.peak_flops_per_gpu >= *x.gpu->PeakFlops(Precision::kFp8)) {
     a.push_back({"--fp8-format", "hybrid"});
     // Megatron-Core's names: tensorwise is Transformer Engine's current scaling; delayed is the default.
     if (x.fp8_recipe == Fp8Recipe::kCurrent) a.push_back({"--fp8-recipe", "tensorwise"});

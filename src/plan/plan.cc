@@ -270,6 +270,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
   if (req.global_batch < 1) return InvalidArgument("--global-batch must be at least 1");
   if (req.seq < 1) return InvalidArgument("--seq must be at least 1");
   if (req.dtype == Precision::kFp8) SUANLI_RETURN_IF_ERROR(CheckFp8Training(*req.cluster.gpu, req.fp8_recipe));
+  if (req.dtype == Precision::kFp4) SUANLI_RETURN_IF_ERROR(CheckFp8Training(*req.cluster.gpu, Fp8Recipe::kNvfp4));
   if (req.fp8_params && req.dtype != Precision::kFp8)
     return InvalidArgument("--fp8-params keeps the weights as FP8 tensors, which FP8 GEMMs read: it needs --dtype fp8");
   if (req.top_k < 1 || req.top_k > 1000) return InvalidArgument("--top must be between 1 and 1000");

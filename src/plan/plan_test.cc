@@ -209,6 +209,31 @@ TEST_F(Planner, DeepSpeedRunnableSearchKeepsZeroAtMostOneUnderPipelines) {
   EXPECT_TRUE(free_has_pipelined_zero2);  // the constraint is not vacuous here
 }
 
+// --dtype fp4: the planner estimates NVFP4 training (faster than FP8 on the same layouts) and writes Megatron-Core's
+// --fp4-format e2m1 --fp4-recipe nvfp4, not --fp8-format; a GPU without FP4 tensor cores is an error that says so.
+TEST_F(Planner, Nvfp4IsEstimatedAndWrittenInMegatronTerms) {
+  const ModelSpec m = M("llama-3.1-8b");
+  PlanRequest req = Req(m, "b200", {8}, 128, 8192, "ib-ndr");
+  req.dtype = Precision::kFp8;
+  auto fp8 = Plan(req);
+  req.dtype = Precision::kFp4;
+  auto fp4 = Plan(req);
+  ASSERT_TRUE(fp8.ok() && fp4.ok()) << fp4.status().message();
+  ASSERT_FALSE(fp8->counts[0].top.empty() || fp4->counts[0].top.empty());
+  EXPECT_LT(fp4->counts[0].top[0].result.step_time_s, fp8->counts[0].top[0].result.step_time_s);
+  const std::string args = MegatronArgs(fp4->counts[0].top[0], Launch(req));
+  EXPECT_NE(args.find("--fp4-format e2m1"), std::string::npos) << args;
+  EXPECT_NE(args.find("--fp4-recipe nvfp4"), std::string::npos) << args;
+  EXPECT_EQ(args.find("--fp8-format"), std::string::npos) << args;
+  req.dtype = Precision::kFp8;
+  EXPECT_EQ(MegatronArgs(fp8->counts[0].top[0], Launch(req)).find("--fp4-format"), std::string::npos);
+  PlanRequest hopper = Req(m, "h100-sxm", {8}, 128, 8192, "ib-ndr");
+  hopper.dtype = Precision::kFp4;
+  auto refused = Plan(hopper);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("use --dtype fp8"), std::string::npos) << refused.status().message();
+}
+
 // --fp8-recipe: the planner estimates with it (current scaling's amax pass is never free) and writes Megatron-Core's
 // name for it into the launch flags; delayed scaling is Megatron's default and is not written.
 TEST_F(Planner, Fp8RecipeIsEstimatedAndWrittenInMegatronTerms) {
