@@ -111,17 +111,22 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
                                        "bf16 or fp16",
                                        f.dtype, ModeName(r.mode)));
   if (r.fp8_activations && r.weights.id != "bf16" && r.weights.id != "fp16" && r.weights.id != "fp32" &&
-      r.weights.id != "fp8")
-    return InvalidArgument(fmt::format("--dtype fp8 with --weights {}: Transformer Engine's FP8 training casts 16- or "
-                                       "32-bit weights, or keeps FP8 ones (--weights fp8); quantised base weights are "
+      r.weights.id != "fp8" && !(dtype == Precision::kFp4 && r.weights.id == "nvfp4"))
+    return InvalidArgument(fmt::format("--dtype {} with --weights {}: Transformer Engine's {} training casts 16- or "
+                                       "32-bit weights, or keeps {} ones (--weights {}); quantised base weights are "
                                        "QLoRA's (--mode qlora) or serving's",
-                                       r.weights.id));
+                                       f.dtype, r.weights.id, dtype == Precision::kFp4 ? "NVFP4" : "FP8",
+                                       dtype == Precision::kFp4 ? "NVFP4" : "FP8",
+                                       dtype == Precision::kFp4 ? "nvfp4" : "fp8"));
+  if (r.mode == Mode::kTrain && r.weights.id == "nvfp4" && dtype != Precision::kFp4)
+    return InvalidArgument("--weights nvfp4 in full training is NVFP4 parameters (Megatron-Core --fp4-param-gather): "
+                           "it needs --dtype fp4");
   if (!f.fp8_recipe.empty() && dtype != Precision::kFp8) return InvalidArgument("--fp8-recipe needs --dtype fp8");
   if (f.no_fp8_weight_cache && !r.fp8_activations)
     return InvalidArgument("--no-fp8-weight-cache needs --dtype fp8 or fp4");
   if (dtype == Precision::kFp4 && r.weights.id == "fp8")
-    return InvalidArgument("--weights fp8 (FP8 parameters) with --dtype fp4: NVFP4 training keeps 16-bit weights and "
-                           "casts them each step");
+    return InvalidArgument("--weights fp8 (FP8 parameters) with --dtype fp4: NVFP4 training keeps 16-bit weights "
+                           "(cast each step) or NVFP4 parameters (--weights nvfp4)");
   SUANLI_RETURN_IF_ERROR(ApplyOptimizerPrecision(r, f.master_dtype, f.moments_dtype, f.no_master));
   r.flash_attention = !f.no_flash;
   r.dropout = f.dropout;
@@ -252,7 +257,8 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
       }
       if (auto st = CheckFp8Training(*gpus[0], recipe); !st.ok()) return PrintError(st);
       req->fp8_weight_cache_bytes_per_param =
-          f->no_fp8_weight_cache ? 0.0 : Fp8WeightCacheBytesPerParam(*gpus[0], recipe, req->weights.id == "fp8");
+          f->no_fp8_weight_cache ? 0.0 : Fp8WeightCacheBytesPerParam(*gpus[0], recipe,
+                                                                   req->weights.id == "fp8" || req->weights.id == "nvfp4");
     }
     auto est = EstimateMemory(*model, *req);
     if (!est.ok()) return PrintError(est.status());

@@ -558,8 +558,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                                      ? ", FP8 parameters"
                                                      : "")
                                : cfg.dtype == Precision::kFp4
-                                   ? fmt::format("NVFP4 GEMMs (nvfp4 scaling, {})",
-                                                 cfg.nvfp4_rht ? "Hadamard-transformed weight gradients" : "no Hadamard transform")
+                                   ? fmt::format("NVFP4 GEMMs (nvfp4 scaling, {}){}",
+                                                 cfg.nvfp4_rht ? "Hadamard-transformed weight gradients" : "no Hadamard transform",
+                                                 cfg.fit.weights.id == "nvfp4" ? ", NVFP4 parameters" : "")
                                    : PrecisionKey(cfg.dtype));
       std::cout << fmt::format(
           "micro-batch {} ({} per step per pipeline), recompute {}, attention {}{}{}\n",

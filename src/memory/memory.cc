@@ -961,10 +961,12 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   if (r.mode == Mode::kQlora) wf = *ParseWeightFormat("nf4");
   // FP8 training can keep the transformer layers' weights as FP8 tensors (Transformer Engine's fp8_model_init,
   // NeMo fp8_params, Megatron-Core --fp8-param-gather): 1 B each, the optimizer keeping its own copy.
-  const bool fp8_params = training && wf.id == "fp8";
+  // NVFP4 training likewise (Megatron-Core --fp4-param-gather): 0.5625 B each.
+  const bool fp8_params = training && (wf.id == "fp8" || wf.id == "nvfp4");
   if (training && wf.bits_per_weight < 16 && !fp8_params)
-    return InvalidArgument(fmt::format("full training needs 16- or 32-bit weights, or fp8 (FP8 parameters with FP8 "
-                                       "training), not '{}'; use --mode qlora for 4-bit base weights",
+    return InvalidArgument(fmt::format("full training needs 16- or 32-bit weights, fp8 (FP8 parameters with FP8 "
+                                       "training) or nvfp4 (NVFP4 parameters with NVFP4 training), not '{}'; use "
+                                       "--mode qlora for 4-bit base weights",
                                        wf.id));
   const double lin_bytes = wf.bits_per_weight / 8.0;
   const double emb_bytes = wf.quantizes_embeddings ? lin_bytes : 2.0;

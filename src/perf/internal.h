@@ -38,7 +38,8 @@ inline bool NonTnFp8Gemms(const GpuSpec& gpu) {
 // needs none, and MXFP8 parameters are quantised in both layouts by the optimizer step.
 // NVFP4 (no NVFP4 parameters): the 16-bit weight read for its amax and again for the cast, both layouts written.
 inline double Fp8WeightCastBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, bool fp8_params) {
-  if (recipe == Fp8Recipe::kNvfp4) return 2 + 2 + 2 * kNvfp4BytesPerElement;
+  // NVFP4 parameters: the gathered row-wise copy read and its column-wise copy written.
+  if (recipe == Fp8Recipe::kNvfp4) return fp8_params ? 2 * kNvfp4BytesPerElement : 2 + 2 + 2 * kNvfp4BytesPerElement;
   if (fp8_params) return recipe != Fp8Recipe::kMxfp8 && !NonTnFp8Gemms(gpu) ? 2 : 0;
   return 2 + (recipe == Fp8Recipe::kCurrent ? 2 : 0) + Fp8WeightCacheBytesPerParam(gpu, recipe, false);
 }

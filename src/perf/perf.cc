@@ -200,7 +200,8 @@ Status CheckTokensAndPrice(double tokens, double price_per_gpu_hour) {
 }
 
 double Fp8WeightCacheBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, bool fp8_params) {
-  if (recipe == Fp8Recipe::kNvfp4) return 2 * kNvfp4BytesPerElement;  // both layouts; no NVFP4 parameters
+  // Both layouts, less the row-wise one that NVFP4 parameters are themselves.
+  if (recipe == Fp8Recipe::kNvfp4) return kNvfp4BytesPerElement * (fp8_params ? 1 : 2);
   const double layouts = recipe == Fp8Recipe::kMxfp8 ? 2 * (1 + 1.0 / 32) : perf_detail::NonTnFp8Gemms(gpu) ? 1 : 2;
   return layouts - (fp8_params ? 1 : 0);
 }
@@ -1450,11 +1451,17 @@ Status CheckTrainMode(const ModelSpec& m, const TrainConfig& cfg) {
     if (w == "fp8" && cfg.dtype != Precision::kFp8)
       return InvalidArgument("--weights fp8 keeps the base weights as Transformer Engine FP8 tensors, which its FP8 "
                              "GEMMs read: it needs --dtype fp8");
+  } else if (cfg.fit.weights.id == "nvfp4") {
+    // Full training with NVFP4 parameters (Megatron-Core --fp4-param-gather, Megatron-Bridge fp4_param_gather).
+    if (cfg.dtype != Precision::kFp4)
+      return InvalidArgument("--weights nvfp4 keeps the weights as Transformer Engine NVFP4 tensors (Megatron-Core "
+                             "--fp4-param-gather), which its NVFP4 GEMMs read: it needs --dtype fp4");
   } else if (!cfg.fit.weights.id.empty() && cfg.fit.weights.id != "bf16") {
     // Full training: 16-bit weights, or FP8 parameters under FP8 training.
     if (cfg.fit.weights.id != "fp8")
       return InvalidArgument(fmt::format("--weights {}: full training keeps 16-bit weights (bf16) or, with --dtype fp8, "
-                                         "FP8 parameters (fp8); quantised base weights are for --mode lora",
+                                         "FP8 parameters (fp8), or with --dtype fp4 NVFP4 parameters (nvfp4); quantised "
+                                         "base weights are for --mode lora",
                                          cfg.fit.weights.id));
     if (cfg.dtype != Precision::kFp8)
       return InvalidArgument("--weights fp8 keeps the weights as Transformer Engine FP8 tensors (Megatron-Core "
@@ -1518,7 +1525,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   cfg.fit.fp8_activations = QuantizedTraining(cfg.dtype);
   cfg.fit.fp8_weight_cache_bytes_per_param =
       QuantizedTraining(cfg.dtype) && !cfg.eager && cfg.fp8_weight_cache
-          ? Fp8WeightCacheBytesPerParam(gpu, cfg.fp8_recipe, cfg.fit.weights.id == "fp8")
+          ? Fp8WeightCacheBytesPerParam(gpu, cfg.fp8_recipe,
+                                        cfg.fit.weights.id == "fp8" || cfg.fit.weights.id == "nvfp4")
           : 0;
   const Parallelism& par = cfg.fit.par;
 
@@ -1774,7 +1782,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   double wcast_dense = 0, wcast_moe = 0, wbytes_dense = 0, wbytes_moe = 0;  // seconds and bytes per layer per cast
   if (QuantizedTraining(cfg.dtype) && !cfg.eager) {
     const ParamCounts& pc = res.memory.params;
-    const bool fp8_params = cfg.fit.weights.id == "fp8";
+    const bool fp8_params = cfg.fit.weights.id == "fp8" || cfg.fit.weights.id == "nvfp4";  // quantised parameters
     const double cast_b = perf_detail::Fp8WeightCastBytesPerParam(gpu, cfg.fp8_recipe, fp8_params);
     const double kernels_per_tensor =
         cast_b <= 0                                                                   ? 0.0
@@ -1829,7 +1837,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   // and output layer, which stay 16-bit.
   const ParamCounts& pcount = res.memory.params;
   const double nonlayer_share = pcount.total > 0 ? pcount.non_layer_total / pcount.total : 0.0;
-  const double gather_b = !lora && cfg.fit.weights.id == "fp8" ? 1.0 + nonlayer_share : 2.0;
+  // NVFP4 parameters (--weights nvfp4): 0.5625 B for the layers' weights.
+  const double gather_b = lora                                ? 2.0
+                          : cfg.fit.weights.id == "fp8"   ? 1.0 + nonlayer_share
+                          : cfg.fit.weights.id == "nvfp4" ? kNvfp4BytesPerElement * (1 - nonlayer_share) + 2 * nonlayer_share
+                                                          : 2.0;
   // ZeRO-0 reduces gradients with an all-reduce; ZeRO-1/2 with a reduce-scatter and an all-gather of the updated
   // parameters (the same volume), and ZeRO-3 gathers and reduce-scatters: only the all-reduce can use NVLS.
   const auto dp_collective = [&](NcclOp op, double bytes) {

@@ -2336,6 +2336,9 @@ TEST_F(Perf, Nvfp4CastBytesFollowTheQuantizer) {
   const GpuSpec& b200 = G("b200");
   EXPECT_DOUBLE_EQ(Fp8WeightCastBytesPerParam(b200, Fp8Recipe::kNvfp4, false), 2 + 2 + 2 * 0.5625);
   EXPECT_DOUBLE_EQ(Fp8WeightCacheBytesPerParam(b200, Fp8Recipe::kNvfp4, false), 2 * 0.5625);
+  // NVFP4 parameters (--weights nvfp4): the column-wise copy alone is cached, made from the gathered row-wise one.
+  EXPECT_DOUBLE_EQ(Fp8WeightCacheBytesPerParam(b200, Fp8Recipe::kNvfp4, true), 0.5625);
+  EXPECT_DOUBLE_EQ(Fp8WeightCastBytesPerParam(b200, Fp8Recipe::kNvfp4, true), 2 * 0.5625);
 }
 
 TEST(Fp8Recipes, NamesAliasesAndErrors) {
@@ -2442,6 +2445,20 @@ TEST_F(Perf, Nvfp4TrainingRunsTheLayerGemmsInFp4) {
   TrainConfig params = c;
   params.fit.weights = *ParseWeightFormat("fp8");
   EXPECT_FALSE(EstimateTraining(m, C(g), params, E(g)).ok());
+  // NVFP4 parameters: less memory (0.5625 B per layer weight, a one-layout cache), no per-step cast from 16 bits, and
+  // the parameter all-gather at 0.5625 B; they need --dtype fp4.
+  TrainConfig nvfp4_params = c;
+  nvfp4_params.fit.weights = *ParseWeightFormat("nvfp4");
+  auto p4 = EstimateTraining(m, C(g), nvfp4_params, E(g));
+  ASSERT_TRUE(p4.ok()) << p4.status().message();
+  EXPECT_LT(p4->memory.per_gpu_peak_bytes, vanilla->memory.per_gpu_peak_bytes);
+  EXPECT_LT(p4->step_time_s, vanilla->step_time_s);
+  TrainConfig nvfp4_in_fp8 = nvfp4_params;
+  nvfp4_in_fp8.dtype = Precision::kFp8;
+  nvfp4_in_fp8.nvfp4_rht = true;
+  auto refused4 = EstimateTraining(m, C(g), nvfp4_in_fp8, E(g));
+  ASSERT_FALSE(refused4.ok());
+  EXPECT_NE(refused4.status().message().find("it needs --dtype fp4"), std::string::npos) << refused4.status().message();
   TrainConfig eager = c;
   eager.eager = true;
   EXPECT_FALSE(EstimateTraining(m, C(g), eager, E(g)).ok());

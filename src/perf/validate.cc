@@ -346,9 +346,9 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   if (auto w = t["weights"].value<std::string>()) {
     // Full training: "fp8" for FP8 parameters (MLPerf's FP8_PARAMS, Megatron-Core --fp8-param-gather); EstimateTraining
     // checks it against the dtype.
-    if (c.fit.mode != Mode::kLora && *w != "fp8")
+    if (c.fit.mode != Mode::kLora && *w != "fp8" && *w != "nvfp4")
       return ParseError("weights: the frozen base weights' format needs mode = \"lora\"; full training takes only "
-                        "\"fp8\" (FP8 parameters)");
+                        "\"fp8\" (FP8 parameters) or \"nvfp4\" (NVFP4 parameters)");
     auto wf = ParseWeightFormat(*w);
     if (!wf.ok()) return ParseError("weights: " + std::string(wf.status().message()));
     c.fit.weights = *wf;
