@@ -762,8 +762,9 @@ inline constexpr ValidationEvidence kFp8TrainingMegatronCore{98, 0.023, -0.190, 
 // NVFP4 training (perf train --dtype fp4; fortieth session): MLPerf Training v5.1's six NVFP4 submissions by NVIDIA
 // (NeMo 25.09, Transformer Engine 2.8's NVFP4BlockScaling without the Hadamard transform: LLaMA-3.1 405B on 512 to
 // 5,120 GB200s and 512 GB300s, LLaMA-3.1 8B on 8 GB200s and 8 GB300s), all held out, fixed before the model had an
-// FP4 training rate and predicted once it had. Signed on speed.
-inline constexpr ValidationEvidence kNvfp4TrainingMegatronCore{6, 0.048, -0.001, 0.158};
+// FP4 training rate and predicted once it had; and Megatron-Bridge's four NVFP4 rows (26.04.01 and 26.06: LLaMA-3 70B on
+// 64 and LLaMA-3.1 405B on 256 GB200s and GB300s, with the Hadamard transform and NVFP4 parameters). Signed on speed.
+inline constexpr ValidationEvidence kNvfp4TrainingMegatronCore{10, 0.029, -0.062, 0.158};
 inline constexpr ValidationEvidence kEagerFsdpTorchtitan{8, 0.035, 0.003, 0.096};
 inline constexpr ValidationEvidence kFp8TrainingTorchtitan{2, 0.118, 0.110, 0.125};
 // LoRA fine-tuning (perf train --mode lora): NeMo 24.07's three LoRA runs on H100 in FP8 (LLaMA-2 7B, 13B, 70B, rank 32
@@ -797,7 +798,7 @@ inline bool IsH100Gpu(std::string_view gpu_id) { return gpu_id.substr(0, 4) == "
 // fraction was taken from a triad-like kernel: 0.919 -> 0.840).
 // Attention on Blackwell is still an assumption. Signed on speed. `perf train` and `select` quote it for dense training there.
 // Fortieth session: MLPerf v6.0's LLaMA-3.1 8B on 1,024 GB200s (+46%) makes it 32, mean +10.2%.
-inline constexpr ValidationEvidence kBlackwellDenseTraining{36, 0.094, -0.048, 0.4635};
+inline constexpr ValidationEvidence kBlackwellDenseTraining{38, 0.090, -0.062, 0.4635};
 inline constexpr const char* kBlackwellTrainingGpus[] = {"b200", "gb200"};
 // Whether `gpu_id` is one of `ids`.
 template <size_t N>
@@ -817,7 +818,7 @@ inline bool IsBlackwellTrainingGpu(std::string_view gpu_id) { return IsOneOf(gpu
 // 512-GPU LLaMA-3.1 8B, as on GB200). Signed on speed. `perf train` quotes it for dense training on B300 and GB300.
 // Fortieth session: MLPerf v6.0's three GB300 dense runs (LLaMA-3.1 8B x512 +26%; LLaMA-2 70B LoRA x72, x512 -31%,
 // -27%) make it 14, slow on 9, fast on 5, mean -1.8%.
-inline constexpr ValidationEvidence kBlackwellUltraDenseTraining{16, -0.006, -0.3136, 0.342};
+inline constexpr ValidationEvidence kBlackwellUltraDenseTraining{18, -0.007, -0.3136, 0.342};
 inline constexpr const char* kBlackwellUltraGpus[] = {"b300", "gb300"};
 inline bool IsBlackwellUltraGpu(std::string_view gpu_id) { return IsOneOf(gpu_id, kBlackwellUltraGpus); }
 // Dense-model training on AMD Instinct (thirty-sixth session): pytorch/ao's two single-node torchtitan runs on 8
@@ -913,7 +914,7 @@ inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "gb200"
                                                 "mi300x"};
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
-inline constexpr ErrorBand kTrainingError{"training", 323, 0.0733, 0.1491, 0.7296, kTrainingGpus, 178, 0.0201};
+inline constexpr ErrorBand kTrainingError{"training", 327, 0.0729, 0.1491, 0.7296, kTrainingGpus, 180, 0.0198};
 inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0636, 0.1212, 0.3528, kDecodeGpus, 19, 0.0080};
 inline constexpr ErrorBand kTtftDenseError{"ttft", 42, 0.1036, 0.2224, 0.3803, kServingGpus, 32, 0.0697};
 inline constexpr ErrorBand kThroughputDenseError{"throughput", 92, 0.0654, 0.1198, 0.2523, kServingGpus, 66, 0.0437};
