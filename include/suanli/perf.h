@@ -315,6 +315,9 @@ enum class FlopConvention { k6N, kMegatron };
 Result<Precision> ParseTrainDtype(std::string_view name);
 // Training whose layer GEMMs run on quantised operands that Transformer Engine casts (FP8 or NVFP4).
 inline bool QuantizedTraining(Precision dtype) { return dtype == Precision::kFp8 || dtype == Precision::kFp4; }
+// Full training with the layers' weights kept as Transformer Engine quantised tensors: FP8 parameters ("fp8",
+// Megatron-Core --fp8-param-gather) or NVFP4 parameters ("nvfp4", --fp4-param-gather); the weight format's id.
+inline bool QuantizedParameters(std::string_view weights_id) { return weights_id == "fp8" || weights_id == "nvfp4"; }
 // How FP8 training scales its tensors (Transformer Engine recipes; docs/methodology.md §6.1). kDelayed:
 // DelayedScaling, scale from the amax history, the cast fused into the producing kernel's epilogue or one
 // cast-transpose. kCurrent: Float8CurrentScaling (Megatron-Bridge's "FP8-CS"): each tensor's amax is taken
@@ -337,8 +340,9 @@ Status CheckFp8Training(const GpuSpec& gpu, Fp8Recipe r);
 // Bytes per transformer-layer weight parameter of the FP8 copies Transformer Engine keeps for a training step
 // (FitRequest::fp8_weight_cache_bytes_per_param): the row-wise copy the forward reads (1 B) and, where FP8 GEMMs take
 // only the TN layout (Hopper, Ada; not compute capability 10.x), the transpose dgrad reads (1 B); MXFP8 keeps both
-// layouts with an E8M0 scale per 32 values. Under FP8 parameters (`fp8_params`) the parameter is itself the row-wise
-// copy, counted with the weights, so 1 B less. docs/methodology.md §5.
+// layouts with an E8M0 scale per 32 values; NVFP4 both layouts at kNvfp4BytesPerElement. Under FP8 or NVFP4 parameters
+// (`fp8_params`) the parameter is itself the row-wise copy, counted with the weights, so one layout less.
+// docs/methodology.md §5 and §6.3.
 double Fp8WeightCacheBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, bool fp8_params);
 inline constexpr const char* kFp8RecipeHelp =
     "with --dtype fp8: delayed (default) | current (FP8-CS, Megatron tensorwise) | mxfp8 (Blackwell)";
@@ -797,7 +801,8 @@ inline bool IsH100Gpu(std::string_view gpu_id) { return gpu_id.substr(0, 4) == "
 // the thirty-third, after the weight casts and LoRA as NeMo runs it; +9.4% at the thirty-fourth, after GB200's HBM
 // fraction was taken from a triad-like kernel: 0.919 -> 0.840).
 // Attention on Blackwell is still an assumption. Signed on speed. `perf train` and `select` quote it for dense training there.
-// Fortieth session: MLPerf v6.0's LLaMA-3.1 8B on 1,024 GB200s (+46%) makes it 32, mean +10.2%.
+// Fortieth session: MLPerf v6.0's LLaMA-3.1 8B on 1,024 GB200s (+46%) and the NVFP4 runs on GB200 (MLPerf v5.1's three
+// and two Megatron-Bridge ones, -6% to +9%) make it 38, mean +9.0%.
 inline constexpr ValidationEvidence kBlackwellDenseTraining{38, 0.090, -0.062, 0.4635};
 inline constexpr const char* kBlackwellTrainingGpus[] = {"b200", "gb200"};
 // Whether `gpu_id` is one of `ids`.
@@ -817,7 +822,8 @@ inline bool IsBlackwellTrainingGpu(std::string_view gpu_id) { return IsOneOf(gpu
 // was slow on 8 of the 11 (mean -10%), at the measured ones it is slow on 7, fast on 4 (mean +0.6%; the +34% is the
 // 512-GPU LLaMA-3.1 8B, as on GB200). Signed on speed. `perf train` quotes it for dense training on B300 and GB300.
 // Fortieth session: MLPerf v6.0's three GB300 dense runs (LLaMA-3.1 8B x512 +26%; LLaMA-2 70B LoRA x72, x512 -31%,
-// -27%) make it 14, slow on 9, fast on 5, mean -1.8%.
+// -27%) and four NVFP4 ones (MLPerf v5.1's 405B +16%, 8B -0.1%; Megatron-Bridge's 70B +0.2%, 405B -3%) make it 18,
+// slow on 11, fast on 7, mean -0.7%.
 inline constexpr ValidationEvidence kBlackwellUltraDenseTraining{18, -0.007, -0.3136, 0.342};
 inline constexpr const char* kBlackwellUltraGpus[] = {"b300", "gb300"};
 inline bool IsBlackwellUltraGpu(std::string_view gpu_id) { return IsOneOf(gpu_id, kBlackwellUltraGpus); }
@@ -837,7 +843,8 @@ inline constexpr ValidationEvidence kAmdInstinctTraining{2, 0.637, 0.545, 0.730}
 // gradient norm's launches, host synchronisation, logging), which the model does not charge. The 0.7 s threshold was
 // read off the binned errors (docs/validation.md section 5). Signed on speed.
 inline constexpr double kShortStepSeconds = 0.7;
-// Fortieth session: MLPerf v6.0's four dense runs make it 23, mean +7.6%, -31% to +46%.
+// Fortieth session: MLPerf v6.0's four dense runs and the two 8-GPU NVFP4 LLaMA-3.1 8B runs of v5.1 make it 25, mean
+// +7.1%, -31% to +46%.
 inline constexpr ValidationEvidence kShortStepTraining{25, 0.071, -0.3136, 0.4635};
 inline constexpr const char* kAmdInstinctGpus[] = {"mi250x", "mi300x", "mi325x"};
 inline bool IsAmdInstinctGpu(std::string_view gpu_id) { return IsOneOf(gpu_id, kAmdInstinctGpus); }

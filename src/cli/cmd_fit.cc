@@ -112,12 +112,14 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
                                        f.dtype, ModeName(r.mode)));
   if (r.fp8_activations && r.weights.id != "bf16" && r.weights.id != "fp16" && r.weights.id != "fp32" &&
       r.weights.id != "fp8" && !(dtype == Precision::kFp4 && r.weights.id == "nvfp4"))
+  {
+    const bool fp4 = dtype == Precision::kFp4;
     return InvalidArgument(fmt::format("--dtype {} with --weights {}: Transformer Engine's {} training casts 16- or "
                                        "32-bit weights, or keeps {} ones (--weights {}); quantised base weights are "
                                        "QLoRA's (--mode qlora) or serving's",
-                                       f.dtype, r.weights.id, dtype == Precision::kFp4 ? "NVFP4" : "FP8",
-                                       dtype == Precision::kFp4 ? "NVFP4" : "FP8",
-                                       dtype == Precision::kFp4 ? "nvfp4" : "fp8"));
+                                       f.dtype, r.weights.id, fp4 ? "NVFP4" : "FP8", fp4 ? "NVFP4" : "FP8",
+                                       fp4 ? "nvfp4" : "fp8"));
+  }
   if (r.mode == Mode::kTrain && r.weights.id == "nvfp4" && dtype != Precision::kFp4)
     return InvalidArgument("--weights nvfp4 in full training is NVFP4 parameters (Megatron-Core --fp4-param-gather): "
                            "it needs --dtype fp4");
@@ -245,11 +247,14 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
       gpus.push_back(*g);
     }
     // FP8 training: the weight cache follows the GPU's FP8 layouts (Hopper keeps a transpose, Blackwell does not).
-    Fp8Recipe recipe = f->dtype == "fp4" || f->dtype == "nvfp4" ? Fp8Recipe::kNvfp4 : Fp8Recipe::kDelayed;
+    // BuildRequest has parsed --dtype already.
+    Fp8Recipe recipe = *ParseTrainDtype(f->dtype) == Precision::kFp4 ? Fp8Recipe::kNvfp4 : Fp8Recipe::kDelayed;
     if (req->fp8_activations) {
       if (all)
-        return PrintError(InvalidArgument("--dtype fp8 needs one --gpu: Transformer Engine's FP8 weight cache depends "
-                                          "on the GPU's FP8 layouts (2 B per layer weight on Hopper, 1 B on Blackwell)"));
+        return PrintError(InvalidArgument(fmt::format(
+            "--dtype {} needs one --gpu: Transformer Engine's weight cache depends on the GPU's FP8 layouts (2 B per "
+            "layer weight on Hopper, 1 B on Blackwell) and GPUs without FP4 tensor cores cannot train in NVFP4",
+            f->dtype)));
       if (!f->fp8_recipe.empty()) {
         auto r = ParseFp8Recipe(f->fp8_recipe);
         if (!r.ok()) return PrintError(r.status());
@@ -257,8 +262,7 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
       }
       if (auto st = CheckFp8Training(*gpus[0], recipe); !st.ok()) return PrintError(st);
       req->fp8_weight_cache_bytes_per_param =
-          f->no_fp8_weight_cache ? 0.0 : Fp8WeightCacheBytesPerParam(*gpus[0], recipe,
-                                                                   req->weights.id == "fp8" || req->weights.id == "nvfp4");
+          f->no_fp8_weight_cache ? 0.0 : Fp8WeightCacheBytesPerParam(*gpus[0], recipe, QuantizedParameters(req->weights.id));
     }
     auto est = EstimateMemory(*model, *req);
     if (!est.ok()) return PrintError(est.status());

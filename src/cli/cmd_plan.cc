@@ -227,10 +227,11 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
     if (!host.ok()) return PrintError(host.status());
     if (*host > 0 && !f->offload) return PrintError(InvalidArgument("--host-memory applies to --offload"));
     req.host_memory_per_gpu_bytes = *host;
-    if (f->dtype == "fp8") req.dtype = Precision::kFp8;
-    else if (f->dtype == "fp4" || f->dtype == "nvfp4") req.dtype = Precision::kFp4;
-    else if (f->dtype != "bf16")
-      return PrintError(InvalidArgument(fmt::format("--dtype must be bf16, fp8 or fp4, got '{}'", f->dtype)));
+    auto dtype = ParseTrainDtype(f->dtype);
+    if (!dtype.ok()) return PrintError(dtype.status());
+    if (*dtype == Precision::kFp16)
+      return PrintError(InvalidArgument("plan --dtype fp16 is not searched: use bf16, fp8 or fp4 (perf train prices fp16)"));
+    req.dtype = *dtype;
     req.fp8_params = f->fp8_params;
     if (!f->fp8_recipe.empty()) {
       if (req.dtype != Precision::kFp8) return PrintError(InvalidArgument("--fp8-recipe needs --dtype fp8"));

@@ -36,9 +36,9 @@ inline bool NonTnFp8Gemms(const GpuSpec& gpu) {
 // scaling reads it once more for its amax) and writing the FP8 copies Fp8WeightCacheBytesPerParam counts. Under FP8
 // parameters the row-wise copy exists: Hopper and Ada make the transpose from it (1 B read, 1 B written), Blackwell
 // needs none, and MXFP8 parameters are quantised in both layouts by the optimizer step.
-// NVFP4 (no NVFP4 parameters): the 16-bit weight read for its amax and again for the cast, both layouts written.
+// NVFP4: the 16-bit weight read for its amax and again for the cast, both layouts written; under NVFP4 parameters the
+// gathered row-wise copy read and its column-wise copy written.
 inline double Fp8WeightCastBytesPerParam(const GpuSpec& gpu, Fp8Recipe recipe, bool fp8_params) {
-  // NVFP4 parameters: the gathered row-wise copy read and its column-wise copy written.
   if (recipe == Fp8Recipe::kNvfp4) return fp8_params ? 2 * kNvfp4BytesPerElement : 2 + 2 + 2 * kNvfp4BytesPerElement;
   if (fp8_params) return recipe != Fp8Recipe::kMxfp8 && !NonTnFp8Gemms(gpu) ? 2 : 0;
   return 2 + (recipe == Fp8Recipe::kCurrent ? 2 : 0) + Fp8WeightCacheBytesPerParam(gpu, recipe, false);
@@ -241,6 +241,11 @@ inline double GemmEfficiencyFor(const Efficiency& e, Precision p) {
   return e.gemm;
 }
 
+// Bytes per element an NVFP4 cast moves: the 16-bit tensor read and its NVFP4 copies written, in both layouts (the
+// forward GEMM's and the weight gradient's: FP4 GEMMs take only the TN layout), or the row-wise one alone where no
+// weight gradient follows (frozen weights).
+inline double Nvfp4CastBytesPerElement(bool one_layout) { return 2 + kNvfp4BytesPerElement * (one_layout ? 1 : 2); }
+
 // What an FP8 recipe adds to the cast-transpose of every GEMM input (forward) and output gradient (backward),
 // which every recipe pays (kFp8CastBytesPerElement per element, one kernel per cast). Transformer Engine's
 // Float8CurrentScalingQuantizer::quantize_impl (transformer_engine/pytorch/csrc/quantizer.cpp) computes the
@@ -254,11 +259,6 @@ inline double GemmEfficiencyFor(const Efficiency& e, Precision p) {
 // once more for its amax, no norm kernel computing it for NVFP4, and with the random Hadamard transform (`rht`) once
 // more again for the amax of the transformed copy that feeds the weight gradient; the cast's own bytes are in
 // Nvfp4CastBytesPerElement.
-// Bytes per element an NVFP4 cast moves: the 16-bit tensor read and its NVFP4 copies written, in both layouts (the
-// forward GEMM's and the weight gradient's: FP4 GEMMs take only the TN layout), or the row-wise one alone where no
-// weight gradient follows (frozen weights).
-inline double Nvfp4CastBytesPerElement(bool one_layout) { return 2 + kNvfp4BytesPerElement * (one_layout ? 1 : 2); }
-
 struct Fp8CastCost {
   double fwd_bytes = 0, bwd_bytes = 0;
   int fwd_kernels = 0, bwd_kernels = 0;

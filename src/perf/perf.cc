@@ -1526,7 +1526,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   cfg.fit.fp8_weight_cache_bytes_per_param =
       QuantizedTraining(cfg.dtype) && !cfg.eager && cfg.fp8_weight_cache
           ? Fp8WeightCacheBytesPerParam(gpu, cfg.fp8_recipe,
-                                        cfg.fit.weights.id == "fp8" || cfg.fit.weights.id == "nvfp4")
+                                        QuantizedParameters(cfg.fit.weights.id))
           : 0;
   const Parallelism& par = cfg.fit.par;
 
@@ -1782,7 +1782,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   double wcast_dense = 0, wcast_moe = 0, wbytes_dense = 0, wbytes_moe = 0;  // seconds and bytes per layer per cast
   if (QuantizedTraining(cfg.dtype) && !cfg.eager) {
     const ParamCounts& pc = res.memory.params;
-    const bool fp8_params = cfg.fit.weights.id == "fp8" || cfg.fit.weights.id == "nvfp4";  // quantised parameters
+    const bool fp8_params = QuantizedParameters(cfg.fit.weights.id);
     const double cast_b = perf_detail::Fp8WeightCastBytesPerParam(gpu, cfg.fp8_recipe, fp8_params);
     const double kernels_per_tensor =
         cast_b <= 0                                                                   ? 0.0
