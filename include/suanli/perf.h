@@ -801,7 +801,7 @@ inline bool IsH100Gpu(std::string_view gpu_id) { return gpu_id.substr(0, 4) == "
 // the thirty-third, after the weight casts and LoRA as NeMo runs it; +9.4% at the thirty-fourth, after GB200's HBM
 // fraction was taken from a triad-like kernel: 0.919 -> 0.840).
 // Attention on Blackwell is still an assumption. Signed on speed. `perf train` and `select` quote it for dense training there.
-// Fortieth session: MLPerf v6.0's LLaMA-3.1 8B on 1,024 GB200s (+46%) and the NVFP4 runs on GB200 (MLPerf v5.1's three
+// Fortieth session: MLPerf v6.0's LLaMA-3.1 8B on 1,024 GB200s (+46%) and the NVFP4 runs on GB200 (MLPerf v5.1's four
 // and two Megatron-Bridge ones, -6% to +9%) make it 38, mean +9.0%.
 inline constexpr ValidationEvidence kBlackwellDenseTraining{38, 0.090, -0.062, 0.4635};
 inline constexpr const char* kBlackwellTrainingGpus[] = {"b200", "gb200"};
