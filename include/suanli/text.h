@@ -25,4 +25,8 @@ std::vector<std::string> ClosestMatches(std::string_view name, const std::vector
 std::string DidYouMean(std::string_view name, const std::vector<std::vector<std::string>>& groups);
 
 std::string ToLower(std::string_view s);
+
+// One word for a POSIX shell command line: as it is where it holds only characters no shell reads specially, else
+// single-quoted with each ' written '\'' (a path with a space, a '$(...)' or a quote stays one literal word).
+std::string ShellQuote(const std::string& v);
 }  // namespace suanli

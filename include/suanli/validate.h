@@ -25,6 +25,12 @@ struct ValidationCase {
   double predicted = 0;
   double error = 0;     // (predicted - published) / published
   double step_time_s = 0;  // training cases: the predicted step time (whatever the metric), else 0
+  double ttft_s = 0, tpot_s = 0;  // serving cases: the predicted time to first token and per output token, else 0
+  // Training and serving cases: the `suanli` arguments ("perf", "train" or "infer", then the flags) that run the same
+  // estimate from the command line, every setting the case's evaluation uses written out (its --model a catalog id or
+  // the config file's path, relative to the cases file's folder; the bundled cases' in the source tree); empty for
+  // GEMM and attention kernels and for a case that could not be evaluated. `suanli validate --command` prints it.
+  std::vector<std::string> command;
   // The same error signed so that positive means the model was too fast: `error` for rates (tokens/s, TFLOP/s,
   // MFU), -`error` for times (step_time_s, ttft_s, e2e_latency_s).
   double fast_error() const;
@@ -77,6 +83,9 @@ struct EfficiencyTable {
 Result<ValidationReport> RunPerfValidation(std::string_view cases_toml, std::string_view file,
                                            const HardwareCatalog& hw, const ModelCatalog& models,
                                            const CaseFileReader& read, const EfficiencyTable* efficiency = nullptr);
+// Each group's case count, mean and worst |error| (an unevaluable case counts as 100%), calibration and held-out means
+// and target, over these cases (RunPerfValidation's groups; a selection's own summary).
+std::vector<ValidationGroup> SummarizeValidation(const std::vector<ValidationCase>& cases);
 // The bundled cases (tests/validation/perf_cases.toml, embedded at build time).
 Result<ValidationReport> RunBundledPerfValidation(const HardwareCatalog& hw, const ModelCatalog& models,
                                                   const EfficiencyTable* efficiency = nullptr);

@@ -23,7 +23,14 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
   sub->add_option("--efficiency", *efficiency,
                   "An efficiency table in data/efficiency.toml's format instead of the bundled one (to scan a fitted "
                   "constant; scripts/fit_scan.py)");
-  return [ctx, cases, group, efficiency]() -> int {
+  auto name = std::make_shared<std::string>();
+  sub->add_option("--case", *name,
+                  "Only the cases whose name contains this text (any case); the summary is theirs");
+  auto command = std::make_shared<bool>(false);
+  sub->add_flag("--command", *command,
+                "For each training and serving case, the `suanli perf` command that runs the same estimate (add "
+                "--explain to it to see why), instead of the table");
+  return [ctx, cases, group, efficiency, name, command]() -> int {
     auto hw = ctx->hardware();
     if (!hw.ok()) return PrintError(hw.status());
     auto mc = ctx->models();
@@ -55,6 +62,19 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
                                                       fmt::join(names, ", "), DidYouMean(*group, names))));
       std::erase_if(rep->groups, [&](const ValidationGroup& g) { return g.group != *group; });
     }
+    // --case keeps the cases whose name contains the text, case-insensitively, and summarises them alone.
+    if (!name->empty()) {
+      const std::string want = ToLower(*name);
+      const size_t total = rep->cases.size();
+      std::erase_if(rep->cases, [&](const ValidationCase& c) {
+        return ToLower(c.name).find(want) == std::string::npos || (!group->empty() && c.group != *group);
+      });
+      if (rep->cases.empty())
+        return PrintError(InvalidArgument(fmt::format(
+            "--case '{}': no{} case's name contains it (of {}; `suanli validate` lists them)", *name,
+            group->empty() ? "" : " " + *group, total)));
+      rep->groups = SummarizeValidation(rep->cases);
+    }
     bool all_ok = true;
     for (const auto& g : rep->groups) all_ok &= g.meets_target();
     // A case that cannot be evaluated is an input error (exit 2), not a missed target.
@@ -71,6 +91,12 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
                             {"predicted", c.predicted}, {"error", c.error},     {"detail", c.detail}, {"fits", c.fits},
                             {"gpu", c.gpu},             {"moe", c.moe}};
         if (!c.failure.empty()) e["failure"] = c.failure;
+        if (c.step_time_s > 0) e["step_time_s"] = c.step_time_s;
+        if (c.ttft_s > 0) {
+          e["ttft_s"] = c.ttft_s;
+          e["tpot_s"] = c.tpot_s;
+        }
+        if (*command && !c.command.empty()) e["command"] = c.command;
         if (c.bound > 0) {
           e["bound"] = c.bound;
           e["within_bound"] = c.within_bound();
@@ -92,6 +118,26 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
                                {"meets_target", g.meets_target()}});
       }
       PrintJson(j);
+      if (failed > 0) return kExitInvalid;
+      return all_ok ? kExitOk : kExitNoFit;
+    }
+    if (*command) {
+      for (const auto& c : rep->cases) {
+        if (!group->empty() && c.group != *group) continue;
+        std::cout << fmt::format("# {} [{}, {}]: {} published {:.4g}", c.name, c.group, c.role, c.metric, c.published);
+        if (!c.failure.empty()) {
+          std::cout << ", not evaluated: " << c.failure << "\n\n";
+          continue;
+        }
+        std::cout << fmt::format(", predicted {:.4g} ({:+.1f}%)\n", c.predicted, 100 * c.error);
+        if (c.command.empty()) {
+          std::cout << "# a kernel micro-benchmark: no perf command runs it\n\n";
+          continue;
+        }
+        std::cout << "suanli";
+        for (const auto& arg : c.command) std::cout << " " << ShellQuote(arg);
+        std::cout << "\n\n";
+      }
       if (failed > 0) return kExitInvalid;
       return all_ok ? kExitOk : kExitNoFit;
     }

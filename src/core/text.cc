@@ -92,4 +92,14 @@ std::string DidYouMean(std::string_view name, const std::vector<std::vector<std:
   return Suggestion(ClosestMatches(name, groups));
 }
 
+std::string ShellQuote(const std::string& v) {
+  const bool plain = !v.empty() && std::all_of(v.begin(), v.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || std::string_view("_./,:=+-@%").find(ch) != std::string_view::npos;
+  });
+  if (plain) return v;
+  std::string out = "'";
+  for (const char ch : v) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
 }  // namespace suanli

@@ -4,7 +4,7 @@ list(APPEND SUANLI_TEST_SOURCES src/perf/perf_test.cc src/perf/perf_properties_t
 list(APPEND SUANLI_CLI_SOURCES src/cli/cmd_perf.cc)
 list(APPEND SUANLI_CORE_SOURCES src/perf/validate.cc src/perf/calibrate.cc)
 list(APPEND SUANLI_CLI_SOURCES src/cli/cmd_validate.cc)
-list(APPEND SUANLI_TEST_SOURCES tests/validation/perf_validation_test.cc)
+list(APPEND SUANLI_TEST_SOURCES tests/validation/perf_validation_test.cc tests/validation/validate_command_test.cc)
 list(APPEND SUANLI_EXTRA_FUZZ_TARGETS fuzz_perf fuzz_monotone)
 file(GLOB _validation_configs RELATIVE ${CMAKE_SOURCE_DIR} CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/validation/configs/*.json)
 list(APPEND SUANLI_DATA_FILES tests/validation/perf_cases.toml ${_validation_configs})

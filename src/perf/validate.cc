@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 
@@ -203,9 +204,132 @@ Result<Efficiency> CaseEfficiency(const GpuSpec& gpu, const EfficiencyTable* tab
   return ParseEfficiencyToml(table->text, table->file, gpu.id);
 }
 
+// The `suanli` arguments that run a training or serving case's estimate from the command line
+// (ValidationCase::command): every setting the case's evaluation uses, the defaults where the validation's and the
+// CLI's differ (zero, seq, recompute, gpus_per_node, inter_node, input_len) written out. `model` is what --model
+// takes (a catalog id, or the config file's path); `interleave` the depth an interleave_auto case chose.
+std::vector<std::string> CaseCommand(const toml::table& t, CaseKind kind, const std::string& model, int interleave) {
+  std::vector<std::string> a;
+  const auto add = [&a](std::string flag, const std::string& value) {
+    a.push_back(std::move(flag));
+    a.push_back(value);
+  };
+  const auto num = [](double v) { return fmt::format("{:.17g}", v); };
+  const auto str = [&t](const char* k, const char* fallback) { return t[k].value_or(std::string(fallback)); };
+  const auto integer = [&t](const char* k, int64_t fallback) { return std::to_string(t[k].value_or(fallback)); };
+  const auto flag_if = [&](const char* k, bool when, const char* flag) {
+    if (t.contains(k) && t[k].value_or(!when) == when) a.push_back(flag);
+  };
+  const auto opt = [&](const char* k, const char* flag) {
+    if (!t.contains(k)) return;
+    const auto node = t[k];
+    if (node.is_string()) add(flag, node.value_or(std::string()));
+    else if (node.is_integer()) add(flag, std::to_string(node.value_or(int64_t{0})));
+    else if (node.is_floating_point()) add(flag, num(node.value_or(0.0)));
+  };
+  a.push_back("perf");
+  a.push_back(kind == CaseKind::kTrain ? "train" : "infer");
+  add("--model", model);
+  add("--gpu", str("gpu", ""));
+  if (kind == CaseKind::kTrain) {
+    add("--gpus", integer("gpus", 1));
+    add("--gpus-per-node", integer("gpus_per_node", 8));
+    add("--inter-node", str("inter_node", "ib-ndr"));
+  } else {
+    add("--gpus-per-node", "8");  // a serving case's node: 8 GPUs, ib-ndr (EvalInfer)
+    add("--inter-node", "ib-ndr");
+  }
+  flag_if("nvls", false, "--no-nvls");
+  add("--tp", integer("tp", 1));
+  opt("ep", "--ep");
+  opt("etp", "--etp");
+  opt("moe_imbalance", "--moe-imbalance");
+  if (kind == CaseKind::kTrain) {
+    add("--pp", integer("pp", 1));
+    add("--cp", integer("cp", 1));
+    if (t["interleave_auto"].value_or(false)) add("--interleave", std::to_string(interleave));
+    opt("interleave", "--interleave");
+    opt("pp_layout", "--pp-layout");
+    flag_if("embedding_loss_in_split", true, "--account-for-embedding-loss");
+    opt("mtp_layers", "--mtp-layers");
+    add("--zero", integer("zero", 0));
+    flag_if("sequence_parallel", true, "--sequence-parallel");
+    add("--global-batch", integer("global_batch", 1));
+    add("--seq", integer("seq", 2048));
+    opt("micro_batch", "--micro-batch");
+    add("--recompute", str("recompute", "none"));
+    opt("recompute_layers", "--recompute-layers");
+    opt("recompute_modules", "--recompute-modules");
+    opt("offload_layers", "--offload-layers");
+    opt("dtype", "--dtype");
+    opt("fp8_recipe", "--fp8-recipe");
+    flag_if("nvfp4_rht", false, "--no-nvfp4-rht");
+    flag_if("tp_only_amax_red", true, "--tp-only-amax-red");
+    flag_if("fp8_weight_cache", false, "--no-fp8-weight-cache");
+    opt("weights", "--weights");
+    flag_if("activation_fp8_input", true, "--activation-func-fp8-input-store");
+    opt("attention", "--attention");
+    opt("cross_entropy", "--cross-entropy");
+    flag_if("dropout", true, "--dropout");
+    flag_if("eager", true, "--eager");
+    flag_if("fp32_grads", true, "--fp32-grads");
+    opt("optimizer", "--optimizer");
+    opt("master_dtype", "--master-dtype");
+    opt("moments_dtype", "--moments-dtype");
+    flag_if("dp_overlap", false, "--no-dp-overlap");
+    opt("dp_bucket_mb", "--dp-bucket-mb");
+    if (auto n = t["dp_bucket_params"].value<double>())  // parameters -> MB of gradients at their width (EvalTrain)
+      add("--dp-bucket-mb", num(*n * (t["fp32_grads"].value_or(false) ? 4.0 : 2.0) / kMiB));
+    flag_if("tp_overlap", true, "--tp-overlap");
+    flag_if("ep_overlap", true, "--ep-overlap");
+    opt("moe_dispatcher", "--moe-dispatcher");
+    opt("cuda_graphs", "--cuda-graphs");
+    opt("mode", "--mode");
+    opt("lora_rank", "--lora-rank");
+    opt("lora_dropout", "--lora-dropout");
+    if (auto targets = t["lora_targets"].value<std::string>()) {
+      a.push_back("--lora-targets");
+      std::string item;
+      for (char ch : *targets + ",") {
+        if (ch == ',') {
+          if (!item.empty()) a.push_back(item);
+          item.clear();
+        } else if (ch != ' ') {
+          item += ch;
+        }
+      }
+    }
+    opt("packed_doc_tokens", "--packed-doc-tokens");
+    // The MFU the case's metrics read: Megatron's convention, 6N for LoRA and packed rows (EvalTrain).
+    const bool six_n_only = str("mode", "train") == "lora" || t.contains("packed_doc_tokens");
+    add("--flops", six_n_only ? "6n" : "megatron");
+  } else {
+    opt("weights", "--weights");
+    flag_if("quantize_head", true, "--quantize-head");
+    flag_if("replicated_embeddings", true, "--replicated-embeddings");
+    opt("kv_dtype", "--kv-dtype");
+    add("--batch", t["batch_max"].value_or(false) ? std::string("max") : integer("batch", 1));
+    opt("batch_cap", "--max-batch");
+    add("--input-len", integer("input_len", 128));
+    add("--output-len", integer("output_len", 128));
+    flag_if("sliding_window", false, "--no-sliding-window");
+    opt("decode_attention", "--decode-attention");
+    opt("request_overhead_ms", "--request-overhead-ms");
+    opt("step_overhead_ms", "--step-overhead-ms");
+    opt("speculative_tokens", "--speculative-tokens");
+    opt("acceptance_length", "--acceptance-length");
+    opt("draft_model", "--draft-model");
+    opt("draft_layers", "--draft-layers");
+    opt("draft_vocab", "--draft-vocab");
+    opt("speculative_topk", "--speculative-topk");
+    opt("verify_tokens", "--verify-tokens");
+  }
+  return a;
+}
+
 Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
                          const CaseFileReader& read, const EfficiencyTable* table, std::string* detail, bool* moe,
-                         bool* fits, double* bound, double* step_time_s) {
+                         bool* fits, double* bound, double* step_time_s, int* interleave) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   *moe = m.moe.has_value();
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
@@ -373,6 +497,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
                         r.fits ? "" : ", DOES NOT FIT");
   *fits = r.fits;
   *step_time_s = r.step_time_s;
+  *interleave = r.interleave;
   const double gpus_d = gpus;
   // The physical bound (ValidationCase::bound): the step's least work, 6 FLOPs per matmul weight per token (4 with
   // frozen base weights: no weight gradients; attention, recompute and the rest left out), at the GPU's dense peak
@@ -407,7 +532,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
 
 Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const ModelCatalog& models,
                          const CaseFileReader& read, const EfficiencyTable* table, std::string* detail, bool* moe,
-                         bool* fits, double* bound) {
+                         bool* fits, double* bound, double* ttft_s, double* tpot_s) {
   SUANLI_ASSIGN_OR_RETURN(ModelSpec m, LoadModel(t, models, read));
   *moe = m.moe.has_value();
   // sliding_window = false: the engine kept every token in the KV cache (perf infer --no-sliding-window).
@@ -459,6 +584,8 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
                         c.batch_max ? fmt::format("batch {} ({}), ", r.batch, r.batch_limit) : "", r.ttft_s * 1e3,
                         r.prefill_bound, r.tpot_s * 1e3, r.decode_bound, r.fits ? "" : ", DOES NOT FIT");
   *fits = r.fits;
+  *ttft_s = r.ttft_s;
+  *tpot_s = r.tpot_s;
   const std::string metric = t["metric"].value_or(std::string());
   // The physical bound (ValidationCase::bound), at the case's own batch: not under batch_max, where the batch is the
   // model's choice rather than the engine's.
@@ -616,6 +743,13 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       SUANLI_RETURN_IF_ERROR(ParseEfficiencyToml(efficiency->text, efficiency->file, g.id).status());
   const std::string file(file_sv);
   SUANLI_ASSIGN_OR_RETURN(toml::table doc, detail::ParseTomlText(text, file));
+  // A case's model config as --model takes it: relative to the cases file (the bundled one's folder in the source tree).
+  const std::string embedded = "embedded:";
+  const std::string base = file.rfind(embedded, 0) == 0 ? std::filesystem::path(file.substr(embedded.size())).parent_path().string()
+                                                        : std::filesystem::path(file).parent_path().string();
+  const auto config_path = [&base](const std::string& rel) {
+    return base.empty() ? rel : (std::filesystem::path(base) / rel).string();
+  };
   ValidationReport rep;
   for (const char* kind : {"train", "infer", "gemm", "attention"}) {
     const CaseKind ck = std::string(kind) == "train"   ? CaseKind::kTrain
@@ -640,10 +774,11 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       vc.metric = (*t)["metric"].value_or(std::string());
       vc.published = (*t)["published"].value_or(0.0);
       if (vc.published <= 0) return ParseError(fmt::format("{}: case '{}' has no positive 'published'", file, vc.name));
+      int interleave = 1;
       auto v = ck == CaseKind::kTrain   ? EvalTrain(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits,
-                                                    &vc.bound, &vc.step_time_s)
+                                                    &vc.bound, &vc.step_time_s, &interleave)
                : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits,
-                                                    &vc.bound)
+                                                    &vc.bound, &vc.ttft_s, &vc.tpot_s)
                : ck == CaseKind::kGemm  ? EvalGemm(*t, hw, efficiency, &vc.detail, &vc.bound)
                                         : EvalAttention(*t, hw, efficiency, &vc.detail, &vc.bound);
       if (!v.ok()) {
@@ -651,13 +786,24 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       } else {
         vc.predicted = *v;
         vc.error = (vc.predicted - vc.published) / vc.published;
+        if (ck == CaseKind::kTrain || ck == CaseKind::kInfer) {
+          const auto config = (*t)["config"].value<std::string>();
+          vc.command = CaseCommand(*t, ck, config ? config_path(*config) : (*t)["model"].value_or(std::string()),
+                                   interleave);
+        }
       }
       rep.cases.push_back(std::move(vc));
     }
   }
+  rep.groups = SummarizeValidation(rep.cases);
+  return rep;
+}
+
+std::vector<ValidationGroup> SummarizeValidation(const std::vector<ValidationCase>& cases) {
+  std::vector<ValidationGroup> out;
   std::map<std::string, ValidationGroup> groups;
   std::map<std::string, int> calib_n;
-  for (const auto& c : rep.cases) {
+  for (const auto& c : cases) {
     auto& g = groups[c.group];
     g.group = c.group;
     const double e = c.failure.empty() ? std::fabs(c.error) : 1.0;  // an unevaluable case counts as 100%
@@ -681,9 +827,9 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
       g.target_mean = it->second.mean;
       g.target_worst = it->second.worst;
     }
-    rep.groups.push_back(g);
+    out.push_back(g);
   }
-  return rep;
+  return out;
 }
 
 Result<ValidationReport> RunBundledPerfValidation(const HardwareCatalog& hw, const ModelCatalog& models,

@@ -210,18 +210,6 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   return a;
 }
 
-// One word for a shell command line: as it is where it holds only characters no shell reads specially, else
-// single-quoted with each ' written '\'' (a path with a space, a '$(...)' or a quote stays one literal word).
-std::string ShellQuote(const std::string& v) {
-  const bool plain = !v.empty() && std::all_of(v.begin(), v.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || std::strchr("_./,:=+-@%", ch) != nullptr;
-  });
-  if (plain) return v;
-  std::string out = "'";
-  for (const char ch : v) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
-}
-
 // Text from the user (a model given as a path) inside a '#' comment of a generated script: a newline would end the
 // comment and run the rest, so control characters become '?'.
 std::string CommentText(std::string_view v) {
