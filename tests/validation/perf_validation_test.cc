@@ -1258,3 +1258,61 @@ published = {}
 }
 
 }  // namespace suanli
+
+namespace suanli {
+namespace {
+// ValidationCase::command: a user's file in another folder names its config relative to that folder, the harness's
+// own defaults are written out (ZeRO 0, no recompute, 8 GPUs per node on ib-ndr, 2,048 tokens: not the CLI's), and a
+// serving case's fixed node and prompt default likewise; a kernel case has none.
+TEST(PerfValidation, CaseCommandsNameTheConfigBesideTheCasesFileAndWriteOutTheDefaults) {
+  const std::string config = R"({"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,
+    "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 32000,
+    "max_position_embeddings": 4096})";
+  auto read = [&](const std::string& rel) -> Result<std::string> {
+    if (rel == "configs/tiny.json") return config;
+    return NotFound(rel);
+  };
+  const std::string rows = R"([[train]]
+name = "tiny"
+config = "configs/tiny.json"
+gpu = "h100-sxm"
+gpus = 8
+global_batch = 16
+metric = "step_time_s"
+published = 1
+[[infer]]
+name = "serve"
+model = "llama-2-7b"
+gpu = "h100"
+metric = "ttft_s"
+published = 0.01
+[[gemm]]
+name = "g"
+gpu = "h100-sxm"
+dtype = "bf16"
+m = 4096
+n = 4096
+k = 4096
+metric = "tflops"
+published = 600
+)";
+  auto rep = RunPerfValidation(rows, "/home/me/runs/mine.toml", Hw(), Models(), read);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  ASSERT_EQ(rep->cases.size(), 3u);
+  for (const auto& c : rep->cases) ASSERT_TRUE(c.failure.empty()) << c.name << ": " << c.failure;
+  const std::vector<std::string> train = {
+      "perf", "train", "--model", "/home/me/runs/configs/tiny.json", "--gpu", "h100-sxm", "--gpus", "8",
+      "--gpus-per-node", "8", "--inter-node", "ib-ndr", "--tp", "1", "--pp", "1", "--cp", "1", "--zero", "0",
+      "--global-batch", "16", "--seq", "2048", "--recompute", "none", "--flops", "megatron"};
+  EXPECT_EQ(rep->cases[0].command, train);
+  EXPECT_GT(rep->cases[0].step_time_s, 0);
+  const std::vector<std::string> infer = {"perf", "infer", "--model", "llama-2-7b", "--gpu", "h100", "--gpus-per-node",
+                                          "8", "--inter-node", "ib-ndr", "--tp", "1", "--batch", "1", "--input-len",
+                                          "128", "--output-len", "128"};
+  EXPECT_EQ(rep->cases[1].command, infer);
+  EXPECT_GT(rep->cases[1].ttft_s, 0);
+  EXPECT_GT(rep->cases[1].tpot_s, 0);
+  EXPECT_TRUE(rep->cases[2].command.empty());
+}
+}  // namespace
+}  // namespace suanli
