@@ -53,6 +53,10 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
       rep = RunPerfValidation(*text, *cases, **hw, **mc, read, eff);
     }
     if (!rep.ok()) return PrintError(rep.status());
+    // The commands run the estimate with the same efficiency table as the cases were.
+    if (!efficiency->empty())
+      for (auto& c : rep->cases)
+        if (!c.command.empty()) c.command.insert(c.command.end(), {"--efficiency", *efficiency});
     // --group keeps that group's cases, summary row and verdict; a name no case has is an error, not an empty table.
     if (!group->empty()) {
       std::vector<std::string> names;
