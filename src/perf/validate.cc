@@ -204,6 +204,21 @@ Result<Efficiency> CaseEfficiency(const GpuSpec& gpu, const EfficiencyTable* tab
   return ParseEfficiencyToml(table->text, table->file, gpu.id);
 }
 
+// A comma-separated list's items, spaces dropped, empty items skipped ("qkv, o" -> qkv, o).
+std::vector<std::string> CommaList(std::string_view text) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char ch : std::string(text) + ",") {
+    if (ch == ',') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else if (ch != ' ') {
+      item += ch;
+    }
+  }
+  return out;
+}
+
 // The `suanli` arguments that run a training or serving case's estimate from the command line
 // (ValidationCase::command): every setting the case's evaluation uses, the defaults where the validation's and the
 // CLI's differ (zero, seq, recompute, gpus_per_node, inter_node, input_len) written out. `model` is what --model
@@ -289,15 +304,7 @@ std::vector<std::string> CaseCommand(const toml::table& t, CaseKind kind, const 
     opt("lora_dropout", "--lora-dropout");
     if (auto targets = t["lora_targets"].value<std::string>()) {
       a.push_back("--lora-targets");
-      std::string item;
-      for (char ch : *targets + ",") {
-        if (ch == ',') {
-          if (!item.empty()) a.push_back(item);
-          item.clear();
-        } else if (ch != ' ') {
-          item += ch;
-        }
-      }
+      for (auto& item : CommaList(*targets)) a.push_back(std::move(item));
     }
     opt("packed_doc_tokens", "--packed-doc-tokens");
     // The MFU the case's metrics read: Megatron's convention, 6N for LoRA and packed rows (EvalTrain).
@@ -455,15 +462,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   if (auto targets = t["lora_targets"].value<std::string>()) {
     if (targets->find_first_not_of(" ,") == std::string::npos)
       return ParseError("lora_targets is empty (comma-separated: q, k, v, o, gate, up, down, or all)");
-    std::string item;
-    for (char ch : *targets + ",") {
-      if (ch == ',') {
-        if (!item.empty()) c.fit.lora_targets.push_back(item);
-        item.clear();
-      } else if (ch != ' ') {
-        item += ch;
-      }
-    }
+    c.fit.lora_targets = CommaList(*targets);
   }
   // The frozen base weights' format (mode "lora": "fp8" for NeMo's fp8_params) and Megatron-Core's
   // activation_func_fp8_input_store.
