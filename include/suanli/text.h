@@ -29,4 +29,7 @@ std::string ToLower(std::string_view s);
 // One word for a POSIX shell command line: as it is where it holds only characters no shell reads specially, else
 // single-quoted with each ' written '\'' (a path with a space, a '$(...)' or a quote stays one literal word).
 std::string ShellQuote(const std::string& v);
+// Text from the user (a model's path, a case's name) inside a '#' comment of a generated script: a newline would end
+// the comment and run the rest, so control characters become '?'.
+std::string CommentText(std::string_view v);
 }  // namespace suanli

@@ -128,9 +128,10 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
     if (*command) {
       for (const auto& c : rep->cases) {
         if (!group->empty() && c.group != *group) continue;
-        std::cout << fmt::format("# {} [{}, {}]: {} published {:.4g}", c.name, c.group, c.role, c.metric, c.published);
+        std::cout << fmt::format("# {} [{}, {}]: {} published {:.4g}", CommentText(c.name), CommentText(c.group),
+                                 c.role, CommentText(c.metric), c.published);
         if (!c.failure.empty()) {
-          std::cout << ", not evaluated: " << c.failure << "\n\n";
+          std::cout << ", not evaluated: " << CommentText(c.failure) << "\n\n";
           continue;
         }
         std::cout << fmt::format(", predicted {:.4g} ({:+.1f}%)\n", c.predicted, 100 * c.error);

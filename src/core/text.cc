@@ -102,4 +102,11 @@ std::string ShellQuote(const std::string& v) {
   return out + "'";
 }
 
+std::string CommentText(std::string_view v) {
+  std::string out(v);
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  return out;
+}
+
 }  // namespace suanli

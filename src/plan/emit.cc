@@ -210,15 +210,6 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
   return a;
 }
 
-// Text from the user (a model given as a path) inside a '#' comment of a generated script: a newline would end the
-// comment and run the rest, so control characters become '?'.
-std::string CommentText(std::string_view v) {
-  std::string out(v);
-  for (char& ch : out)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
-  return out;
-}
-
 // The words of a value, split at spaces (none for an empty value).
 std::vector<std::string> SplitWords(const std::string& v) {
   std::vector<std::string> out;
