@@ -2205,8 +2205,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     res.notes.push_back(fmt::format(
         "uncertain: NVFP4 training (Transformer Engine's NVFP4BlockScaling: every layer GEMM in NVFP4, the output layer "
         "and attention in 16 bits) is checked against {} runs (MLPerf Training v5.1's and v6.0's, NeMo 25.09 and 26.04 "
-        "without the Hadamard transform: LLaMA-3.1 405B on 512 to 5,120 GB200s and 512 to 2,048 GB300s, 8B on 8 and 72 "
-        "GPUs; Megatron-Bridge 26.04.01 and "
+        "without the Hadamard transform: LLaMA-3.1 405B on 512 to 5,120 GB200s and 512 to 2,048 GB300s, 8B on 8 to 72 "
+        "B200s, B300s, GB200s and GB300s, NVIDIA's and its partners'; Megatron-Bridge 26.04.01 and "
         "26.06 with it and NVFP4 parameters: LLaMA-3 70B and 3.1 405B on GB200 and GB300), where its throughput was "
         "{:+.0f}% to "
         "{:+.0f}% off (mean {:+.0f}%; positive: too fast); the kept GEMM inputs are counted at FP8's byte, so the memory "
@@ -2244,15 +2244,23 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                   "micro-benchmarks and eager-FSDP H100 runs");
   if (cfg.detail && !m.moe && evidence::IsBlackwellTrainingGpu(gpu.id))
     optimistic_on(evidence::kBlackwellDenseTraining,
-                  "dense-model training runs on B200 and GB200 (NVIDIA's NeMo recipes and Megatron-Bridge, BF16, FP8, "
-                  "MXFP8 and NVFP4)",
+                  "dense-model training runs on B200 and GB200 (NVIDIA's NeMo recipes and Megatron-Bridge, and MLPerf "
+                  "Training submissions by NVIDIA and its partners; BF16, FP8, MXFP8 and NVFP4)",
                   ", which the GEMM rates measured on these GPUs do not explain; attention there is an assumption");
   if (cfg.detail && !m.moe && evidence::IsBlackwellUltraGpu(gpu.id))
-    checked_on(evidence::kBlackwellUltraDenseTraining,
-               "dense-model training runs on GB300 (Megatron-Bridge 25.11-26.06 and MLPerf Training v5.1 and v6.0: LLaMA 3 8B, "
-               "70B, 3.1 405B and LLaMA-2 70B LoRA, FP8, MXFP8 and NVFP4)",
-               ", slow on 12 and fast on 10; the FP8 GEMM rate here is Azure's sustained measurement on GB300, the 16-bit "
-               "one B300's benchmark (the same die), attention an assumption; no B300 dense run checks it");
+    if (gpu.id == "b300")
+      optimistic_on(evidence::kB300DenseTraining,
+                    "dense-model training runs on B300 (MLPerf Training v6.0 partners' LLaMA-3.1 8B in NVFP4 on 8 and 64 "
+                    "GPUs)",
+                    ", too fast on all of them, where GB300's runs of the same configuration are within 5%; B300's FP4 "
+                    "rate is B200's measured fraction of B300's peak and its FP8 rate a best-shape benchmark, neither "
+                    "measured at training shapes");
+    else
+      checked_on(evidence::kBlackwellUltraDenseTraining,
+                 "dense-model training runs on GB300 (Megatron-Bridge 25.11-26.06 and MLPerf Training v5.1 and v6.0, "
+                 "NVIDIA's and its partners': LLaMA 3 8B, 70B, 3.1 405B and LLaMA-2 70B LoRA, FP8, MXFP8 and NVFP4)",
+                 ", slow on 16 and fast on 14; the FP8 GEMM rate here is Azure's sustained measurement on GB300, the "
+                 "16-bit one B300's benchmark (the same die), attention an assumption");
   if (cfg.detail && evidence::IsAmdInstinctGpu(gpu.id))
     optimistic_on(evidence::kAmdInstinctTraining,
                   "dense-model training runs on MI300X (torchtitan, FSDP2, compiled: LLaMA 3 8B on 8 GPUs, BF16 and "

@@ -179,14 +179,14 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 244);
+  EXPECT_EQ(n_dense, 265);
   // The worst-case ratchet below guards the NVIDIA GPUs; the two MI300X rows (+54% and +73% with that GPU's measured
   // rates, +70% and +112% with the defaults they had before the thirty-seventh session) have their own evidence band
   // (evidence::kAmdInstinctTraining).
   auto [n_measured, mean_measured, worst_measured] = subset([&](const ValidationCase& c) {
     return c.group == "training" && c.role == "holdout" && !c.moe && !evidence::IsAmdInstinctGpu(c.gpu);
   });
-  EXPECT_EQ(n_measured, 242);
+  EXPECT_EQ(n_measured, 263);
   // 7.064%, as before the MI300X rows; 7.072% since the thirty-ninth session: its DP overlap window, which lasts as
   // long as the backward takes, its TP, CP and EP waits included (7.071%; data-neutral: 87 rows moved, 3 of the 7 that
   // moved by more than half a point toward the published figure), and ZeRO-3's weight gradient written once per
@@ -196,7 +196,9 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // and 512 GB300s (31% and 27% too slow: BF16 base weights cast to FP8 every step, which v5.1 kept in FP8). 7.453%
   // with the same session's six v5.1 NVFP4 runs (4.9% mean once the model had an NVFP4 rate), 7.405% with its four
   // Megatron-Bridge NVFP4 rows (NVFP4 parameters); 7.377% with the forty-first session's four v6.0 NVFP4 runs on GB300
-  // (LLaMA-3.1 405B on 512 and 2,048 GPUs 10% and 11% too fast, 8B on 8 and 72 within 1.3%), the model unchanged.
+  // (LLaMA-3.1 405B on 512 and 2,048 GPUs 10% and 11% too fast, 8B on 8 and 72 within 1.3%), the model unchanged;
+  // 7.220% with the v6.0 partners' 21 LLaMA-3.1 8B runs (5.4% mean: B300 8.5% too fast, GB300 within 5%, H100 FP8 6%
+  // too slow).
   EXPECT_LE(mean_measured, 0.0753);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
@@ -505,7 +507,7 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         },
         "Megatron-Core FP8 training", true);
   check(evidence::kNvfp4TrainingMegatronCore, [&](const ValidationCase& c) { return has(c.name, " NVFP4 "); },
-        "NVFP4 training (MLPerf v5.1, Megatron-Bridge)", true);
+        "NVFP4 training (MLPerf v5.1 and v6.0, Megatron-Bridge)", true);
   check(evidence::kLoraFinetuning, [&](const ValidationCase& c) { return has(c.name, " LoRA "); },
         "LoRA fine-tuning", true);
   check(evidence::kEagerFsdpTorchtitan,
@@ -527,10 +529,11 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         },
         "dense training on B200 and GB200", true);
   check(evidence::kBlackwellUltraDenseTraining,
-        [&](const ValidationCase& c) {
-          return c.group == "training" && !c.moe && evidence::IsBlackwellUltraGpu(c.gpu);
-        },
-        "dense training on B300 and GB300", true);
+        [&](const ValidationCase& c) { return c.group == "training" && !c.moe && c.gpu == "gb300"; },
+        "dense training on GB300", true);
+  check(evidence::kB300DenseTraining,
+        [&](const ValidationCase& c) { return c.group == "training" && !c.moe && c.gpu == "b300"; },
+        "dense training on B300", true);
   check(evidence::kAmdInstinctTraining,
         [&](const ValidationCase& c) { return c.group == "training" && evidence::IsAmdInstinctGpu(c.gpu); },
         "training on AMD Instinct", true);
