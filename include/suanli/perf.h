@@ -935,8 +935,8 @@ inline constexpr ValidationEvidence kMoeTrainingCoarseExperts{8, -0.345, -0.401,
 // multiple: -31% to +1% (mean -12%).
 inline constexpr ValidationEvidence kMoeTrainingLlama4Nemo{6, -0.049, -0.234, 0.070};
 // Error bands per validation group (training, serving TTFT and throughput over dense models; decode over all).
-inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200", "b300", "gb200", "gb300", "h100-sxm", "h200-sxm", "l40s",
-                                                "mi300x"};
+inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200",     "b300",     "gb200", "gb300",
+                                                "h100-sxm",      "h200-sxm", "l40s",     "mi300x"};
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
 inline constexpr ErrorBand kTrainingError{"training", 352, 0.0716, 0.1424, 0.7296, kTrainingGpus, 198, 0.0209};

@@ -744,8 +744,8 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
   SUANLI_ASSIGN_OR_RETURN(toml::table doc, detail::ParseTomlText(text, file));
   // A case's model config as --model takes it: relative to the cases file (the bundled one's folder in the source tree).
   const std::string embedded = "embedded:";
-  const std::string base = file.rfind(embedded, 0) == 0 ? std::filesystem::path(file.substr(embedded.size())).parent_path().string()
-                                                        : std::filesystem::path(file).parent_path().string();
+  const std::string on_disk = file.rfind(embedded, 0) == 0 ? file.substr(embedded.size()) : file;
+  const std::string base = std::filesystem::path(on_disk).parent_path().string();
   const auto config_path = [&base](const std::string& rel) {
     return base.empty() ? rel : (std::filesystem::path(base) / rel).string();
   };
