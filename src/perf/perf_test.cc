@@ -793,6 +793,23 @@ TEST_F(Perf, LoraRunsTheFrozenMatmulsForwardAndDataGradientOnly) {
   TrainConfig q = lora;
   q.fit.mode = Mode::kQlora;
   err(q, "QLoRA");
+  // The note quotes the published LoRA runs; FP8 compute over 16-bit frozen weights without the FP8 copy kept between
+  // micro-batches (MLPerf v6.0's GB300 runs) adds what those runs showed, and only that setting does.
+  const auto v60_clause = [](const TrainResult& r) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+      return n.find("published LoRA runs") != std::string::npos &&
+             n.find("MLPerf v6.0's five GB300 runs") != std::string::npos;
+    });
+  };
+  EXPECT_FALSE(v60_clause(*l));
+  TrainConfig fp8_lora = lora;
+  fp8_lora.dtype = Precision::kFp8;
+  auto cached = EstimateTraining(m, C(g), fp8_lora, E(g));
+  fp8_lora.fp8_weight_cache = false;
+  auto uncached = EstimateTraining(m, C(g), fp8_lora, E(g));
+  ASSERT_TRUE(cached.ok() && uncached.ok());
+  EXPECT_FALSE(v60_clause(*cached));
+  EXPECT_TRUE(v60_clause(*uncached));
   TrainConfig bad_target = lora;
   bad_target.fit.lora_targets = {"qq"};
   err(bad_target, "did you mean");
@@ -941,12 +958,12 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(in_fp8.ok());
   EXPECT_FALSE(note_with(in_fp8->notes, "fused stacks on H100"));
   // Dense training on B200 or GB200 carries the held-out Blackwell runs' figures; H100 and MoE models do not.
-  const char* blackwell_note = "uncertain: on 42 published dense-model training runs on B200 and GB200";
+  const char* blackwell_note = "uncertain: on 43 published dense-model training runs on B200 and GB200";
   const GpuSpec& b200 = G("b200");
   auto on_b200 = EstimateTraining(m8, C(b200), c, E(b200));
   ASSERT_TRUE(on_b200.ok()) << on_b200.status().message();
   EXPECT_TRUE(note_with(on_b200->notes, blackwell_note));
-  EXPECT_TRUE(note_with(on_b200->notes, "-6% to +46% off (mean +9%"));
+  EXPECT_TRUE(note_with(on_b200->notes, "-10% to +46% off (mean +8%"));
   EXPECT_FALSE(note_with(on_b200->notes, "fused stacks on H100"));
   EXPECT_FALSE(note_with(ddp->notes, blackwell_note));
   // GB300 (Blackwell Ultra): its own held-out runs, not the B200/GB200 note (on which the model is too fast).
@@ -955,7 +972,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto on_gb300 = EstimateTraining(m8, C(gb300), c, E(gb300));
   ASSERT_TRUE(on_gb300.ok()) << on_gb300.status().message();
   EXPECT_TRUE(note_with(on_gb300->notes, ultra_note));
-  EXPECT_TRUE(note_with(on_gb300->notes, "-31% to +34% off (mean +0%"));
+  EXPECT_TRUE(note_with(on_gb300->notes, "-37% to +34% off (mean -3%"));
   EXPECT_FALSE(note_with(on_gb300->notes, blackwell_note));
   EXPECT_FALSE(note_with(on_b200->notes, ultra_note));
   // B300: its own runs (all too fast), neither the GB300 note nor the B200/GB200 one.
@@ -978,7 +995,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(short_step.ok()) << short_step.status().message();
   ASSERT_LT(short_step->step_time_s, evidence::kShortStepSeconds);
   EXPECT_TRUE(note_with(short_step->notes, short_note));
-  EXPECT_TRUE(note_with(short_step->notes, "-31% to +46% off (mean +5%"));
+  EXPECT_TRUE(note_with(short_step->notes, "-37% to +46% off (mean +2%"));
   // AMD Instinct: two MI300X runs say how far off the model is there even with that GPU's measured rates; the note
   // names them on every Instinct GPU (MI325X takes MI300X's fractions), and on no NVIDIA GPU.
   const char* amd_note = "published dense-model training runs on MI300X";

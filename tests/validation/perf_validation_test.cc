@@ -130,10 +130,9 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // 3.1 405B FP8 on 8 MI300X, first predictions 14-23% too fast, and AMD's three of LLaMA 3.1 70B, 1-10%: 15.0% / 22.9%).
   // Training holdout as
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
-  // their own ratchet below. It is 10.49% since the forty-first session's 25 MLPerf v6.0 rows (10.91% before); the
-  // guard followed it down to 10.6%.
+  // their own ratchet below. It is 10.72% since the forty-first session's 29 MLPerf v6.0 rows (10.91% before).
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.1060, 1.10}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
+      {"training", {0.1080, 1.10}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.160, 0.239}},
       {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}, {"attention", {0.460, 3.105}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
@@ -180,14 +179,14 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   EXPECT_LE(worst_meg, 0.15);
   auto [n_dense, mean_dense, worst_dense] =
       subset([&](const ValidationCase& c) { return c.group == "training" && c.role == "holdout" && !c.moe; });
-  EXPECT_EQ(n_dense, 265);
+  EXPECT_EQ(n_dense, 269);
   // The worst-case ratchet below guards the NVIDIA GPUs; the two MI300X rows (+54% and +73% with that GPU's measured
   // rates, +70% and +112% with the defaults they had before the thirty-seventh session) have their own evidence band
   // (evidence::kAmdInstinctTraining).
   auto [n_measured, mean_measured, worst_measured] = subset([&](const ValidationCase& c) {
     return c.group == "training" && c.role == "holdout" && !c.moe && !evidence::IsAmdInstinctGpu(c.gpu);
   });
-  EXPECT_EQ(n_measured, 263);
+  EXPECT_EQ(n_measured, 267);
   // 7.064%, as before the MI300X rows; 7.072% since the thirty-ninth session: its DP overlap window, which lasts as
   // long as the backward takes, its TP, CP and EP waits included (7.071%; data-neutral: 87 rows moved, 3 of the 7 that
   // moved by more than half a point toward the published figure), and ZeRO-3's weight gradient written once per
@@ -199,8 +198,9 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // Megatron-Bridge NVFP4 rows (NVFP4 parameters); 7.377% with the forty-first session's four v6.0 NVFP4 runs on GB300
   // (LLaMA-3.1 405B on 512 and 2,048 GPUs 10% and 11% too fast, 8B on 8 and 72 within 1.3%), the model unchanged;
   // 7.220% with the v6.0 partners' 21 LLaMA-3.1 8B runs (5.4% mean: B300 8.5% too fast, GB300 within 5%, H100 FP8 6%
-  // too slow); the guard follows it down.
-  EXPECT_LE(mean_measured, 0.0732);
+  // too slow); the guard follows it down. 7.551% with the partners' four LLaMA-2 70B LoRA runs (GB200 -10%, GB300 -35%
+  // to -37%: the frozen BF16 weights' per-micro-batch cast the model charges does not show in them).
+  EXPECT_LE(mean_measured, 0.0760);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -270,8 +270,9 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // ninth's block-recompute row, 6.93% before the tenth's two CPU-offload rows).
   // 8.010% since the fortieth session's four MLPerf v6.0 dense rows (7.573% before; the model unchanged); 7.930% with
   // its six v5.1 NVFP4 rows, 7.875% with its four Megatron-Bridge NVFP4 rows; the forty-first session's 25 MLPerf v6.0
-  // rows (NVIDIA's four NVFP4 runs, the partners' 21 LLaMA-3.1 8B runs) 7.646%, and the guard follows it down.
-  EXPECT_LE(mean_dense, 0.0775);  // 7.573% (7.565% before the thirty-ninth session's DP window and ZeRO-3 write)
+  // rows (NVIDIA's four NVFP4 runs, the partners' 21 LLaMA-3.1 8B runs) 7.646%, and with the partners' four LoRA runs
+  // 7.969%.
+  EXPECT_LE(mean_dense, 0.0802);  // 7.573% (7.565% before the thirty-ninth session's DP window and ZeRO-3 write)
   // 46.3%: MLPerf v6.0's LLaMA-3.1 8B on 1,024 GB200s, a 0.072 s step, plus one point (34.2% before: v5.1's on 512
   // GB300s, a 0.085 s step; 33.2% on 512 GB200s).
   EXPECT_LE(worst_measured, 0.474);
