@@ -414,6 +414,10 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   if (auto d = t["moe_dispatcher"].value<std::string>()) {
     auto v = ParseMoeDispatcher(*d);
     if (!v.ok()) return ParseError("moe_dispatcher: " + std::string(v.status().message()));
+    if (!m.moe || c.fit.par.ep <= 1)  // as perf train's --moe-dispatcher
+      return ParseError(fmt::format("moe_dispatcher sets how tokens reach experts on other GPUs: it needs an MoE model "
+                                    "and ep > 1{}",
+                                    m.moe ? "" : fmt::format(" ({} is dense)", m.id)));
     c.moe_dispatcher = *v;
   }
   if (auto g = t["cuda_graphs"].value<std::string>()) {
