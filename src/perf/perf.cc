@@ -2211,7 +2211,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     res.notes.push_back(fmt::format(
         "uncertain: NVFP4 training (Transformer Engine's NVFP4BlockScaling: every layer GEMM in NVFP4, the output layer "
         "and attention in 16 bits) is checked against {} runs (MLPerf Training v5.1's and v6.0's, NeMo 25.09 and 26.04 "
-        "without the Hadamard transform: LLaMA-3.1 405B on 512 to 5,120 GB200s and 512 to 2,048 GB300s, 8B on 8 to 72 "
+        "without the Hadamard transform: LLaMA-3.1 405B on 512 to 5,120 GB200s and 72 to 2,048 GB300s, 8B on 8 to 72 "
         "B200s, B300s, GB200s and GB300s, NVIDIA's and its partners'; Megatron-Bridge 26.04.01 and "
         "26.06 with it and NVFP4 parameters: LLaMA-3 70B and 3.1 405B on GB200 and GB300), where its throughput was "
         "{:+.0f}% to "
@@ -2265,7 +2265,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       checked_on(evidence::kBlackwellUltraDenseTraining,
                  "dense-model training runs on GB300 (Megatron-Bridge 25.11-26.06 and MLPerf Training v5.1 and v6.0, "
                  "NVIDIA's and its partners': LLaMA 3 8B, 70B, 3.1 405B and LLaMA-2 70B LoRA, FP8, MXFP8 and NVFP4)",
-                 ", slow on 19 and fast on 14; the FP8 GEMM rate here is Azure's sustained measurement on GB300, the "
+                 ", slow on 21 and fast on 14; the FP8 GEMM rate here is Azure's sustained measurement on GB300, the "
                  "16-bit one B300's benchmark (the same die), attention an assumption");
   if (cfg.detail && evidence::IsAmdInstinctGpu(gpu.id))
     optimistic_on(evidence::kAmdInstinctTraining,

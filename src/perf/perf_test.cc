@@ -1045,7 +1045,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(qwen.ok()) << qwen.status().message();
   EXPECT_EQ(qwen->error.cases, 0);
   EXPECT_EQ(ddp->error.cases, evidence::kTrainingError.cases);
-  EXPECT_TRUE(note_with(qwen->notes, "uncertain: MoE training is checked against 48 held-out Megatron-Core runs"));
+  EXPECT_TRUE(note_with(qwen->notes, "uncertain: MoE training is checked against 61 held-out Megatron-Core runs"));
   EXPECT_TRUE(note_with(qwen->notes, "8 runs of the older Megatron-Bridge 25.11 stack"));
   EXPECT_TRUE(note_with(qwen->notes, "and 2 runs of NeMo AutoModel's PyTorch FSDP2 stack (-55% to -38%"));
   EXPECT_TRUE(note_with(qwen->notes, "calibrated: each MoE layer takes 1.80x the time its operators add up to, its "
@@ -2459,7 +2459,7 @@ TEST_F(Perf, Nvfp4TrainingRunsTheLayerGemmsInFp4) {
   // Its note quotes the held-out NVFP4 runs (evidence::kNvfp4TrainingMegatronCore); an FP8 estimate does not.
   auto has_note = [](const TrainResult& r) {
     return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
-      return n.find("NVFP4 training") != std::string::npos && n.find("checked against 33 runs") != std::string::npos &&
+      return n.find("NVFP4 training") != std::string::npos && n.find("checked against 35 runs") != std::string::npos &&
              n.find("-6% to +16% off (mean +4%") != std::string::npos;
     });
   };
