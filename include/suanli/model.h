@@ -145,7 +145,9 @@ class ModelCatalog {
   static Result<ModelCatalog> Load(const CatalogOptions& options);
   const std::vector<CatalogModel>& models() const { return models_; }
   // Finds a model by id or alias; if `id` names an existing file (*.json or a directory
-  // holding config.json), imports it instead. NotFound carries "did you mean".
+  // holding config.json), imports it instead. A path under tests/validation/configs/ that is not on disk is read
+  // from the bundled validation configs built into the binary (`suanli validate --command` names them so).
+  // NotFound carries "did you mean".
   Result<ModelSpec> Resolve(std::string_view id) const;
   Result<const CatalogModel*> Find(std::string_view id) const;
   std::vector<std::vector<std::string>> Names() const;  // per model: its id, then its aliases

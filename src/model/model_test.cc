@@ -421,6 +421,31 @@ TEST(ModelCatalog, ResolvesPathsAndSuggestsNames) {
   auto path = c->Resolve(std::string(SUANLI_SOURCE_DIR) + "/data/models/mixtral-8x7b.json");
   ASSERT_TRUE(path.ok()) << path.status().message();
   EXPECT_TRUE(path->is_moe());
+  // A bundled validation case's config, as `validate --command` names it, from a folder where that path is not on
+  // disk: read from the binary, the same spec as the source tree's file; another missing path under that folder, or
+  // one that only ends the same way, is still an error.
+  const auto here = std::filesystem::current_path();
+  const auto dir = std::filesystem::temp_directory_path() / "suanli_resolve_bundled";
+  std::filesystem::create_directories(dir);
+  std::filesystem::current_path(dir);
+  auto bundled = c->Resolve("tests/validation/configs/gpt-oss-20b.json");
+  auto typo = c->Resolve("tests/validation/configs/gpt-oss-21b.json");
+  auto elsewhere = c->Resolve("other/tests/validation/configs/gpt-oss-20b.json");
+  std::filesystem::current_path(here);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(bundled.ok()) << bundled.status().message();
+  auto source = c->Resolve(std::string(SUANLI_SOURCE_DIR) + "/tests/validation/configs/gpt-oss-20b.json");
+  ASSERT_TRUE(source.ok()) << source.status().message();
+  EXPECT_EQ(bundled->id, "tests/validation/configs/gpt-oss-20b.json");
+  EXPECT_EQ(bundled->hidden, source->hidden);
+  EXPECT_EQ(bundled->layers, source->layers);
+  EXPECT_EQ(bundled->vocab, source->vocab);
+  EXPECT_TRUE(bundled->is_moe());
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("no such config file"), std::string::npos) << typo.status().message();
+  EXPECT_NE(typo.status().message().find("did you mean 'tests/validation/configs/gpt-oss-20b.json'"), std::string::npos)
+      << typo.status().message();
+  EXPECT_FALSE(elsewhere.ok());
 }
 
 }  // namespace
