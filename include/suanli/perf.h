@@ -790,6 +790,10 @@ inline constexpr ValidationEvidence kFp8TrainingTorchtitan{2, 0.118, 0.110, 0.12
 // weights in BF16 with no FP8 copy between steps, as NVIDIA's v6.0 rows assume, and still run 4% faster per
 // micro-batch than v5.1's FP8-weight runs, so the per-step cast the model charges them does not show.
 inline constexpr ValidationEvidence kLoraFinetuning{31, -0.035, -0.367, 0.198};
+// Of those, the five GB300 runs in NeMo 26.04 (NVIDIA's on 72 and 512 GPUs, HPE's on 32 and 72, Quanta's on 64): FP8
+// compute over 16-bit frozen weights with no FP8 copy kept between micro-batches, all too slow. `perf train` quotes
+// them for that setting. Signed on speed.
+inline constexpr ValidationEvidence kLoraFrozen16BitFp8{5, -0.333, -0.367, -0.273};
 // 16-bit pretraining on H100 by fused (non-eager) stacks at scale, all held out: the Megatron-LM README's eleven
 // Megatron-Core r0.8.0 GPT runs (its table's nine, 1.7B-462B on 48-6144 GPUs, and its text's strong-scaling end
 // points, 177B on 96 and 4608 GPUs), the Llama 3 paper's two 405B runs (8K and 16K GPUs) and NeMo AutoModel's

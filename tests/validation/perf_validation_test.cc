@@ -513,6 +513,11 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         "NVFP4 training (MLPerf v5.1 and v6.0, Megatron-Bridge)", true);
   check(evidence::kLoraFinetuning, [&](const ValidationCase& c) { return has(c.name, " LoRA "); },
         "LoRA fine-tuning", true);
+  check(evidence::kLoraFrozen16BitFp8,
+        [&](const ValidationCase& c) {
+          return has(c.name, " LoRA ") && has(c.name, "MLPerf Training v6.0") && c.gpu == "gb300";
+        },
+        "LoRA over 16-bit frozen weights in FP8 without the weight cache (GB300, NeMo 26.04)", true);
   check(evidence::kEagerFsdpTorchtitan,
         [&](const ValidationCase& c) { return c.name.rfind("torchtitan FSDP2", 0) == 0; },
         "torchtitan eager FSDP2");
