@@ -209,7 +209,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                     "with --packed-sequence / THD attention)")
       ->check(NotZero());
   train->add_option("--tokens", f->tokens, "Train on this many tokens: time and GPU-hours");
-  train->add_option("--moe-imbalance", f->moe_imbalance, "MoE: busiest expert's tokens / mean (>= 1)")
+  train->add_option("--moe-imbalance", f->moe_imbalance, "MoE with --ep > 1: the busiest rank's expert rows / mean (>= 1)")
       ->capture_default_str();
   train->add_option("--price-per-gpu-hour", f->price, "USD per GPU-hour for the cost");
   auto* infer = sub->add_subcommand("infer", "Time to first token, time per output token, throughput");
@@ -392,6 +392,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       if (train->count("--moe-imbalance") > 0 && !model->moe)
         return PrintError(InvalidArgument(fmt::format(
             "--moe-imbalance is for mixture-of-experts models; {} is dense and has no experts to balance", model->id)));
+      if (train->count("--moe-imbalance") > 0 && f->ep <= 1)
+        return PrintError(InvalidArgument(fmt::format(
+            "--moe-imbalance {} needs expert parallelism (--ep > 1): with EP 1 every GPU holds all of {}'s experts "
+            "and runs every token-expert pair, so how the router spreads them does not change the step",
+            f->moe_imbalance, model->id)));
       auto r = EstimateTraining(*model, *cluster, cfg, *eff);
       if (!r.ok()) return PrintError(r.status());
       if (!r->fits) {

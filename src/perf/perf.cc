@@ -809,6 +809,7 @@ struct PassTimes {
   double fwd = 0, bwd = 0, recompute = 0;   // compute, one layer, one micro-batch
   double tp_comm = 0;                        // TP communication per layer per micro-batch (fwd+bwd+recompute)
   double ep_comm = 0, cp_comm = 0;
+  double cp_hidden = 0;                      // the CP ring's time hidden under attention (fwd+bwd)
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
   double fp8_cast_fwd = 0, fp8_cast_bwd = 0;  // FP8 training: cast + transpose of GEMM inputs / output grads
   // The layer's linears: their forward GEMMs, and their data- and weight-gradient GEMMs (the data gradient alone where
@@ -1125,6 +1126,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     const double kv_bytes = T * 2 * sh.kv_dim / t * 2;
     const double ring = (c.cp - 1) * P2PTime(kv_bytes, TpBusBw(c, c.cp, c.tp), TpAlpha(c, c.cp, c.tp));
     p.cp_comm = std::max(0.0, ring - attn_time) + std::max(0.0, 2 * ring - attn_time * kFlashBackwardFactor);
+    p.cp_hidden = std::min(ring, attn_time) + std::min(2 * ring, attn_time * kFlashBackwardFactor);
     if (ops) ops->Add(kCpRingOpName, "forward", 0, (c.cp - 1) * kv_bytes, ring, 1, Bound::kCommunication);
   }
 
@@ -1655,8 +1657,11 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu.id, PrecisionKey(cfg.dtype)));
   res.peak_flops_per_gpu = peak;
 
+  // The imbalance factor is the busiest expert-parallel rank's extra rows; with EP 1 every GPU holds every expert
+  // and runs all of the step's token-expert pairs however the router spreads them (methodology section 8).
+  const double moe_imbalance = par.ep > 1 ? cfg.moe_imbalance : 1.0;
   LayerContext lc{&m, &gpu, &eff, &cl, b * s / par.cp, s, b, par.tp, par.cp, par.ep, par.sequence_parallel,
-                  par.expert_tp(), peak, gemm_eff, elem, cfg.attention, cfg.moe_imbalance, false, cfg.fit.dropout,
+                  par.expert_tp(), peak, gemm_eff, elem, cfg.attention, moe_imbalance, false, cfg.fit.dropout,
                   cfg.eager, cfg.fp8_recipe, rc_share, cfg.moe_dispatcher};
   lc.attn_seq = cfg.packed_doc_tokens > 0 ? double(cfg.packed_doc_tokens) : 0.0;
   lc.recompute_modules = cfg.fit.recompute_modules;
@@ -1889,7 +1894,8 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     // The rank's own mix of dense and MoE layers (DeepSeek's first dense layers sit on the first rank).
     const int ls_moe = moe_per_stage.empty() ? 0 : moe_per_stage[static_cast<size_t>(st)], ls_dense = ls - ls_moe;
     const double rank_tp = ls_dense * dense.tp_comm + ls_moe * moe.tp_comm, rank_ep = ls_moe * moe.ep_comm,
-                 rank_cp = ls_dense * dense.cp_comm + ls_moe * moe.cp_comm;
+                 rank_cp = ls_dense * dense.cp_comm + ls_moe * moe.cp_comm,
+                 rank_cp_hidden = ls_dense * dense.cp_hidden + ls_moe * moe.cp_hidden;
     const double layer_work = ls_dense * (dense.fwd + dense.bwd + dense.recompute) +
                               ls_moe * (moe.fwd + moe.bwd + moe.recompute) +
                               mtp * (mtp_layer.fwd + mtp_layer.bwd + mtp_layer.recompute);
@@ -1911,7 +1917,10 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     const double hidden_comm = tp_hidden + (cfg.ep_overlap ? rank_ep + mtp_ep : 0);
     // The window includes the waits for offloaded activations (PP 1, so this one rank's): the collectives run on
     // their own streams while the compute stream waits for a copy.
-    double comm = OverlapCost(layer_work + offload_stall, hidden_comm, eff.overlap_slowdown);
+    // The attention time that already hides the CP ring exchange is not there again for them (otherwise a faster
+    // attention kernel would expose more of the ring and of these at once, and a step could get slower).
+    double comm = OverlapCost(std::max(0.0, layer_work + offload_stall - rank_cp_hidden), hidden_comm,
+                              eff.overlap_slowdown);
     comm += (rank_tp + mtp_tp - tp_hidden) + (cfg.ep_overlap ? 0 : rank_ep + mtp_ep) + rank_cp + delayed_amax_mb;
     const double host = (ls + mtp) * host_layer;
     // Each rank's ZeRO-3 traffic is exposed where its own micro-batch does not hide it: a rank with less work (no

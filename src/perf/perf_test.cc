@@ -1461,6 +1461,34 @@ TEST_F(Perf, AttentionFlopsCountTheValueHeadDimension) {
   EXPECT_DOUBLE_EQ(a->flops, 4096.0 * 2048 * (2.0 * (192 + 128)) * 128 / 8);
 }
 
+// The load-imbalance factor is the busiest expert-parallel rank's wait: with EP 1 every expert sits on every GPU,
+// the grouped GEMMs run all the step's k x T pairs whatever the router does, and the factor changes nothing. With
+// EP > 1 it scales the busiest rank's expert rows.
+TEST_F(Perf, MoeImbalanceOnlyActsAcrossExpertParallelRanks) {
+  const GpuSpec& g = G("h100-sxm");
+  const ModelSpec& m = M("qwen3-30b-a3b");  // hidden 2048, 8 of 128 experts per token, 768 wide
+  TrainConfig c = Train(8, 1, 1, 64, 4096);
+  c.moe_imbalance = 1.0;
+  auto even = EstimateTraining(m, C(g), c, E(g));
+  c.moe_imbalance = 1.5;
+  auto skewed = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(even.ok() && skewed.ok());
+  EXPECT_DOUBLE_EQ(skewed->step_time_s, even->step_time_s);
+  const OpCost* up = FindOp(skewed->ops, "[moe] experts up/gate");
+  ASSERT_NE(up, nullptr);
+  // 4096 tokens x 8 pairs x 2 x (2 x 768) x 2048 per micro-batch on the rank's 128 experts.
+  EXPECT_DOUBLE_EQ(up->flops, 2.0 * 4096 * 8 * 2 * 768 * 2048);
+  c.fit.par.ep = 8;
+  c.moe_imbalance = 1.0;
+  auto ep_even = EstimateTraining(m, C(g), c, E(g));
+  c.moe_imbalance = 1.5;
+  auto ep_skewed = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(ep_even.ok() && ep_skewed.ok());
+  EXPECT_GT(ep_skewed->step_time_s, ep_even->step_time_s);
+  EXPECT_DOUBLE_EQ(FindOp(ep_skewed->ops, "[moe] experts up/gate")->flops,
+                   1.5 * FindOp(ep_even->ops, "[moe] experts up/gate")->flops);
+}
+
 // MoE token permutation: each rank copies its tokens to their k expert slots and sums them back, 16-bit:
 // (E x h + E x k x h) x 2 B twice per pass, in forward and again in backward. The all-to-all dispatcher then sorts
 // the k copies it received by local expert and unsorts them before the combine (a read and a write each); the flex

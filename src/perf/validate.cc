@@ -354,6 +354,10 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
   c.moe_imbalance = t["moe_imbalance"].value_or(c.moe_imbalance);
   if (!(c.moe_imbalance >= 1.0 && c.moe_imbalance <= 64.0))
     return InvalidArgument(fmt::format("moe_imbalance {} is outside 1..64 (busiest expert's tokens / mean)", c.moe_imbalance));
+  if (t.contains("moe_imbalance") && c.fit.par.ep <= 1)  // as `perf train` refuses it
+    return InvalidArgument(fmt::format(
+        "moe_imbalance {} needs expert parallelism (ep > 1): with EP 1 every GPU runs every token-expert pair",
+        c.moe_imbalance));
   SUANLI_ASSIGN_OR_RETURN(c.fit.par.interleave, IntKey(t, "interleave", 1));
   c.fit.par.embedding_loss_in_split = t["embedding_loss_in_split"].value_or(false);
   SUANLI_ASSIGN_OR_RETURN(c.fit.par.zero, IntKey(t, "zero", 0));
