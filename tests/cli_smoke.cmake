@@ -71,6 +71,30 @@ run_suanli(2 out perf train --model qwen3-30b-a3b --gpus 8 --ep 8 --global-batch
 expect_contains("${out}" "did you mean 'deepep'" "dispatcher typo")
 run_suanli(2 out perf train --model llama-3.1-8b --gpus 8 --global-batch 64 --moe-dispatcher flex)
 expect_contains("${out}" "needs an MoE model" "dispatcher on a dense model")
+# Ulysses context parallelism: named in the JSON and the text, slower than the ring here (its all-to-alls exposed),
+# refused without CP, where the heads do not divide, and with a typo.
+run_suanli(0 out perf train --model llama-3.1-8b --gpus 16 --tp 2 --cp 4 --sequence-parallel --global-batch 32
+           --seq 16384 --micro-batch 1 --recompute none --json)
+string(JSON cp_ring_step GET "${out}" step_time_s)
+string(JSON cp_ring_comm GET "${out}" layout cp_comm)
+run_suanli(0 out perf train --model llama-3.1-8b --gpus 16 --tp 2 --cp 4 --sequence-parallel --global-batch 32
+           --seq 16384 --micro-batch 1 --recompute none --cp-comm a2a --json)
+string(JSON cp_a2a_step GET "${out}" step_time_s)
+string(JSON cp_a2a_comm GET "${out}" layout cp_comm)
+if(NOT cp_ring_comm STREQUAL "p2p" OR NOT cp_a2a_comm STREQUAL "a2a" OR NOT cp_a2a_step GREATER cp_ring_step)
+  message(FATAL_ERROR "perf --cp-comm: ${cp_ring_comm} ${cp_ring_step} s, ${cp_a2a_comm} ${cp_a2a_step} s")
+endif()
+run_suanli(0 out perf train --model llama-3.1-8b --gpus 16 --tp 2 --cp 4 --sequence-parallel --global-batch 32
+           --seq 16384 --cp-comm ulysses)
+expect_contains("${out}" "CP exchange a2a" "perf train names the CP exchange")
+run_suanli(2 out perf train --model llama-3.1-8b --gpus 8 --global-batch 64 --cp-comm a2a)
+expect_contains("${out}" "--cp-comm sets how context-parallel ranks exchange attention's inputs: it needs --cp > 1"
+                "--cp-comm without CP")
+run_suanli(2 out perf train --model llama-3.1-8b --gpus 16 --tp 2 --cp 8 --sequence-parallel --global-batch 32
+           --seq 16384 --cp-comm a2a)
+expect_contains("${out}" "which TP 2 x CP 8 does not divide; CP 2, 4 would" "--cp-comm a2a with too few K/V heads")
+run_suanli(2 out perf train --model llama-3.1-8b --gpus 16 --tp 2 --cp 4 --global-batch 32 --cp-comm rign)
+expect_contains("${out}" "did you mean 'ring'" "--cp-comm typo")
 # Megatron-Core's selective recompute by module: named in the JSON, a typo gets "did you mean", and fit takes it too.
 run_suanli(0 out perf train --model qwen3-30b-a3b --gpus 16 --ep 8 --global-batch 64 --seq 4096
            --recompute-modules layernorm,moe_act --json)

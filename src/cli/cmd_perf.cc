@@ -24,7 +24,7 @@ struct PerfFlags {
       recompute_layers = 0, offload_layers = 0, mtp_layers = 0;
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, recompute_modules, pp_layout, dtype = "bf16", fp8_recipe, inter_node, attention = "flash", convention = "6n",
-      moe_dispatcher, cuda_graphs, cross_entropy = "fused";
+      moe_dispatcher, cuda_graphs, cross_entropy = "fused", cp_comm;
   std::string decode_attention = "grouped", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false, tp_only_amax_red = false, no_fp8_weight_cache = false;
   bool no_nvfp4_rht = false;
@@ -175,6 +175,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                   "Overlap the MoE all-to-all with another micro-batch's compute (Megatron-Core "
                   "--overlap-moe-expert-parallel-comm --delay-wgrad-compute)");
   train->add_option("--moe-dispatcher", f->moe_dispatcher, kMoeDispatcherHelp);
+  train->add_option("--cp-comm", f->cp_comm, kCpCommHelp);
   train->add_option("--cuda-graphs", f->cuda_graphs, kCudaGraphsHelp);
   train->add_flag("--fp32-grads", f->fp32_grads, "FP32 gradients (18 B/param Adam)");
   train->add_flag("--tp-only-amax-red", f->tp_only_amax_red,
@@ -357,6 +358,14 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
               model->moe ? "" : fmt::format(" ({} is dense)", model->id))));
         cfg.moe_dispatcher = *d;
       }
+      if (!f->cp_comm.empty()) {
+        auto cc = ParseCpComm(f->cp_comm);
+        if (!cc.ok()) return PrintError(cc.status());
+        if (f->cp <= 1)
+          return PrintError(InvalidArgument(
+              "--cp-comm sets how context-parallel ranks exchange attention's inputs: it needs --cp > 1"));
+        cfg.cp_comm = *cc;
+      }
       if (!f->cuda_graphs.empty()) {
         auto g = ParseCudaGraphs(f->cuda_graphs);
         if (!g.ok()) return PrintError(g.status());
@@ -467,6 +476,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                        {"etp", cfg.fit.par.expert_tp()}, {"zero", f->zero}, {"sequence_parallel", f->sequence_parallel}, {"interleave", cfg.fit.par.interleave},
                        {"pp_layout", f->pp_layout}, {"mtp_layers", f->mtp_layers},
                        {"embedding_loss_in_split", f->embedding_loss_in_split}};
+        if (f->cp > 1) j["layout"]["cp_comm"] = CpCommName(cfg.cp_comm);
         j["fits"] = r->fits;
         j["shortfall_bytes"] = r->shortfall_bytes;
         j["step_time_s"] = r->step_time_s;
@@ -568,14 +578,15 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                                  cfg.fit.weights.id == "nvfp4" ? ", NVFP4 parameters" : "")
                                    : PrecisionKey(cfg.dtype));
       std::cout << fmt::format(
-          "micro-batch {} ({} per step per pipeline), recompute {}, attention {}{}{}\n",
+          "micro-batch {} ({} per step per pipeline), recompute {}, attention {}{}{}{}\n",
           r->micro_batch, r->num_micro_batches,
           RecomputeWords(r->recompute, r->recompute_layers, r->recompute_modules),
           AttentionImplName(cfg.attention),
           cfg.cross_entropy != CrossEntropyImpl::kFused
               ? fmt::format(", cross-entropy {}", CrossEntropyImplName(cfg.cross_entropy))
               : "",
-          model->moe && f->ep > 1 ? fmt::format(", MoE dispatch {}", MoeDispatcherName(cfg.moe_dispatcher)) : "");
+          model->moe && f->ep > 1 ? fmt::format(", MoE dispatch {}", MoeDispatcherName(cfg.moe_dispatcher)) : "",
+          f->cp > 1 ? fmt::format(", CP exchange {}", CpCommName(cfg.cp_comm)) : "");
       {
         const NetworkSummary net = DescribeNetwork(*cluster, *eff);
         std::cout << "intra-node: " << IntraNodeWords(net, f->gpus_per_node > 0 ? "" : (*gpu)->id) << "\n";

@@ -42,6 +42,7 @@ constexpr const char* kMoePermuteOpName = "token permute + unpermute";
 // Context parallelism's ring exchange of K and V blocks: once in the forward pass, twice in the backward (K, V and
 // their gradients).
 constexpr const char* kCpRingOpName = "CP K/V ring exchange";
+constexpr const char* kCpAllToAllOpName = "CP all-to-all (Q, K, V in, output back)";
 // From this many GPUs `perf train` quotes the weak-scaling evidence: the large end of the smallest measured pair
 // (dgxc-benchmarking's LLaMA 3.1 8B, 8 -> 128 H100s).
 constexpr int kWeakScalingNoteGpus = 128;
@@ -138,6 +139,23 @@ Result<MoeDispatcher> ParseMoeDispatcher(std::string_view name) {
       "unknown MoE token dispatcher '{}'{}: use alltoall (NCCL all-to-all; alias a2a) or flex (DeepEP or HybridEP; "
       "aliases deepep, hybridep)",
       name, DidYouMean(name, {"alltoall", "a2a", "flex", "deepep", "hybridep"})));
+}
+
+Result<CpComm> ParseCpComm(std::string_view name) {
+  if (name == "p2p" || name == "ring") return CpComm::kP2P;
+  if (name == "a2a" || name == "alltoall" || name == "ulysses") return CpComm::kAllToAll;
+  return InvalidArgument(fmt::format(
+      "unknown context-parallel exchange '{}'{}: use p2p (a K/V ring; alias ring) or a2a (Ulysses all-to-all; aliases "
+      "alltoall, ulysses)",
+      name, DidYouMean(name, {"p2p", "ring", "a2a", "alltoall", "ulysses"})));
+}
+
+const char* CpCommName(CpComm c) {
+  switch (c) {
+    case CpComm::kP2P: return "p2p";
+    case CpComm::kAllToAll: return "a2a";
+  }
+  return "?";
 }
 
 Result<CrossEntropyImpl> ParseCrossEntropyImpl(std::string_view name) {
@@ -842,6 +860,7 @@ struct LayerContext {
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   double rc_share = 1;  // share of the layers that recompute under Recompute::kFull (block recompute: N / chunk)
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+  CpComm cp_comm = CpComm::kP2P;
   double attn_seq = 0;  // tokens attention works over (packed documents); 0 = seq
   // LoRA: frozen base linears (no weight gradient) and the adapters' (input, output) widths on this GPU.
   bool frozen = false;
@@ -1072,6 +1091,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   }
 
   double mlp_side_comm = 0;  // the MLP block's TP collective, one pass
+  double cp_a2a_pass = 0;    // the Ulysses all-to-alls of one forward pass (a recomputed attention repeats them)
   // One block's TP collective ahead of its GEMM input (the SP all-gather, or the all-reduce without SP): what a
   // recomputed forward that saved the reduce-scatter outputs repeats.
   double tp_gather_pass = 0;
@@ -1122,7 +1142,17 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     }
   }
   // Context parallelism: ring exchange of K and V blocks (forward; backward exchanges K, V and grads).
-  if (c.cp > 1) {
+  if (c.cp > 1 && c.cp_comm == CpComm::kAllToAll) {
+    // Ulysses: before attention each rank sends the other CP ranks their heads' share of its Q, K and V rows and
+    // receives its heads' rows of theirs; after it the output goes back the same way. Backward mirrors it (the
+    // output gradient in, the Q, K and V gradients back). 16-bit, nothing to hide it under: attention waits for its
+    // inputs and the next GEMM for the output.
+    const double bytes = T * (sh.q_dim + 2 * sh.kv_dim + sh.out_proj_in) / t * 2;
+    const double a2a = GroupAllToAllTime(*c.cluster, *c.eff, bytes, c.cp, c.tp);
+    p.cp_comm = 2 * a2a;
+    cp_a2a_pass = a2a;
+    if (ops) ops->Add(kCpAllToAllOpName, "forward", 0, bytes, a2a, 1, Bound::kCommunication);
+  } else if (c.cp > 1) {
     const double kv_bytes = T * 2 * sh.kv_dim / t * 2;
     const double ring = (c.cp - 1) * P2PTime(kv_bytes, TpBusBw(c, c.cp, c.tp), TpAlpha(c, c.cp, c.tp));
     p.cp_comm = std::max(0.0, ring - attn_time) + std::max(0.0, 2 * ring - attn_time * kFlashBackwardFactor);
@@ -1189,6 +1219,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     p.shared_recompute = p.shared_fwd * c.rc_share;
     p.recompute_flops = p.fwd_flops * c.rc_share;
     p.tp_comm *= 1 + 0.5 * c.rc_share;  // the recomputed forward repeats its all-reduces
+    p.cp_comm += cp_a2a_pass * c.rc_share;  // and its Ulysses all-to-alls (the K/V ring's exposure is not redone)
   } else if (rc == Recompute::kOp) {
     // torchtitan's per-op policy reruns every op whose output it did not save: the even-numbered matrix multiplies
     // (wk, wo and the MLP's up projection, or fc2 of a plain MLP), every element-wise op and FP8 cast, and the TP
@@ -1215,6 +1246,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     if (mods.core_attn) {
       p.recompute += attn_time;
       p.recompute_flops += attn_flops;
+      p.cp_comm += cp_a2a_pass;  // Transformer Engine's attention module holds the Ulysses all-to-alls
     }
     if (mods.layernorm) {
       // input_layernorm and pre_mlp_layernorm: read 2h, write 2h per token each, on the sequence-parallel shard.
@@ -1419,6 +1451,26 @@ Status CheckEpOverlap(const ModelSpec& m, const Parallelism& par, Recompute reco
 
 // What `perf train` models beyond pretraining: LoRA fine-tuning (Mode::kLora) and packed sequences; the settings
 // that do not combine with them are errors that say so.
+// Ulysses context parallelism splits heads over the CP ranks: each TP rank's query heads and K/V heads must divide
+// among them (Transformer Engine asserts both).
+Status CheckCpComm(const ModelSpec& m, const Parallelism& par, CpComm cp_comm) {
+  if (cp_comm == CpComm::kP2P) return Status::Ok();
+  if (par.cp <= 1)
+    return InvalidArgument("--cp-comm sets how context-parallel ranks exchange attention's inputs: it needs --cp > 1");
+  const int kv = m.mla ? m.heads : m.kv_heads;
+  if (m.heads % (par.tp * par.cp) != 0 || kv % (par.tp * par.cp) != 0) {
+    std::string valid;
+    for (int cp = 2; cp <= m.heads; ++cp)
+      if (m.heads % (par.tp * cp) == 0 && kv % (par.tp * cp) == 0) valid += (valid.empty() ? "" : ", ") + std::to_string(cp);
+    return InvalidArgument(fmt::format(
+        "--cp-comm a2a splits attention heads over the CP ranks: {} has {} query and {} K/V heads, which TP {} x CP {} "
+        "does not divide; {} (or --cp-comm p2p)",
+        m.id, m.heads, kv, par.tp, par.cp,
+        valid.empty() ? fmt::format("no CP > 1 does at TP {}", par.tp) : "CP " + valid + " would"));
+  }
+  return Status::Ok();
+}
+
 Status CheckTrainMode(const ModelSpec& m, const TrainConfig& cfg) {
   const Mode mode = cfg.fit.mode;
   if (mode == Mode::kQlora)
@@ -1606,6 +1658,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
 
   SUANLI_RETURN_IF_ERROR(ValidateRequest(m, cfg.fit));
   if (cfg.ep_overlap) SUANLI_RETURN_IF_ERROR(CheckEpOverlap(m, par, cfg.fit.recompute));
+  SUANLI_RETURN_IF_ERROR(CheckCpComm(m, par, cfg.cp_comm));
   const double rc_share = RecomputedLayerShare(m, par, cfg.fit.recompute, cfg.fit.recompute_layers);
   if (cfg.fit.batch % (par.dp * cfg.fit.micro_batch) != 0)
     return InvalidArgument("global batch must be divisible by DP x micro-batch");
@@ -1662,7 +1715,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double moe_imbalance = par.ep > 1 ? cfg.moe_imbalance : 1.0;
   LayerContext lc{&m, &gpu, &eff, &cl, b * s / par.cp, s, b, par.tp, par.cp, par.ep, par.sequence_parallel,
                   par.expert_tp(), peak, gemm_eff, elem, cfg.attention, moe_imbalance, false, cfg.fit.dropout,
-                  cfg.eager, cfg.fp8_recipe, rc_share, cfg.moe_dispatcher};
+                  cfg.eager, cfg.fp8_recipe, rc_share, cfg.moe_dispatcher, cfg.cp_comm};
   lc.attn_seq = cfg.packed_doc_tokens > 0 ? double(cfg.packed_doc_tokens) : 0.0;
   lc.recompute_modules = cfg.fit.recompute_modules;
   if (cfg.dtype == Precision::kFp8) lc.grad_gemm_rate = eff.gemm_fp8_precise;

@@ -963,7 +963,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto on_b200 = EstimateTraining(m8, C(b200), c, E(b200));
   ASSERT_TRUE(on_b200.ok()) << on_b200.status().message();
   EXPECT_TRUE(note_with(on_b200->notes, blackwell_note));
-  EXPECT_TRUE(note_with(on_b200->notes, "-10% to +46% off (mean +8%"));
+  EXPECT_TRUE(note_with(on_b200->notes, "-15% to +46% off (mean +8%"));
   EXPECT_FALSE(note_with(on_b200->notes, "fused stacks on H100"));
   EXPECT_FALSE(note_with(ddp->notes, blackwell_note));
   // GB300 (Blackwell Ultra): its own held-out runs, not the B200/GB200 note (on which the model is too fast).
@@ -972,7 +972,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto on_gb300 = EstimateTraining(m8, C(gb300), c, E(gb300));
   ASSERT_TRUE(on_gb300.ok()) << on_gb300.status().message();
   EXPECT_TRUE(note_with(on_gb300->notes, ultra_note));
-  EXPECT_TRUE(note_with(on_gb300->notes, "-37% to +34% off (mean -3%"));
+  EXPECT_TRUE(note_with(on_gb300->notes, "-43% to +34% off (mean -4%"));
   EXPECT_FALSE(note_with(on_gb300->notes, blackwell_note));
   EXPECT_FALSE(note_with(on_b200->notes, ultra_note));
   // B300: its own runs (all too fast), neither the GB300 note nor the B200/GB200 one.
@@ -995,7 +995,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(short_step.ok()) << short_step.status().message();
   ASSERT_LT(short_step->step_time_s, evidence::kShortStepSeconds);
   EXPECT_TRUE(note_with(short_step->notes, short_note));
-  EXPECT_TRUE(note_with(short_step->notes, "-37% to +46% off (mean +2%"));
+  EXPECT_TRUE(note_with(short_step->notes, "-43% to +46% off (mean +1%"));
   // AMD Instinct: two MI300X runs say how far off the model is there even with that GPU's measured rates; the note
   // names them on every Instinct GPU (MI325X takes MI300X's fractions), and on no NVIDIA GPU.
   const char* amd_note = "published dense-model training runs on MI300X";
@@ -1459,6 +1459,58 @@ TEST_F(Perf, AttentionFlopsCountTheValueHeadDimension) {
   const OpCost* a = FindOp(pre->prefill_ops, "attention");
   ASSERT_NE(a, nullptr);
   EXPECT_DOUBLE_EQ(a->flops, 4096.0 * 2048 * (2.0 * (192 + 128)) * 128 / 8);
+}
+
+// Ulysses context parallelism (--cp-comm a2a): per layer and pass one all-to-all over the CP group of the rank's Q,
+// K, V and output rows (16-bit), forward and again backward, none of it hidden; the K/V ring (p2p) hides under
+// attention. Heads must divide over TP x CP; a full recompute repeats the forward's all-to-alls.
+TEST_F(Perf, UlyssesContextParallelExchangesQkvAndOutputExposed) {
+  const GpuSpec& g = G("h100-sxm");
+  const ModelSpec& m = M("llama-3.1-8b");  // 32 query heads, 8 K/V heads of 128, hidden 4096
+  TrainConfig c = Train(32, 2, 1, 64, 16384);
+  c.fit.par.cp = 4;
+  c.fit.par.dp = 4;
+  c.fit.par.sequence_parallel = true;
+  c.fit.recompute = Recompute::kNone;
+  auto ring = EstimateTraining(m, C(g), c, E(g));
+  c.cp_comm = CpComm::kAllToAll;
+  auto a2a = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(ring.ok() && a2a.ok()) << (ring.ok() ? a2a.status().message() : ring.status().message());
+  const OpCost* x = FindOp(a2a->ops, "CP all-to-all (Q, K, V in, output back)");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(FindOp(a2a->ops, "CP K/V ring exchange"), nullptr);
+  EXPECT_NE(FindOp(ring->ops, "CP K/V ring exchange"), nullptr);
+  // 4096 tokens on this rank (16384 / CP 4), TP 2: (4096 + 2 x 1024 + 4096) / 2 columns x 2 B.
+  EXPECT_DOUBLE_EQ(x->bytes, 4096.0 * (4096 + 2 * 1024 + 4096) / 2 * 2);
+  // Once forward and once backward per layer and micro-batch (64 sequences over DP 4: 16), all exposed.
+  EXPECT_DOUBLE_EQ(x->count, 16.0 * 32 * 2);
+  EXPECT_GT(a2a->breakdown_s.communication_exposed, ring->breakdown_s.communication_exposed);
+  EXPECT_DOUBLE_EQ(a2a->breakdown_s.compute, ring->breakdown_s.compute);
+  c.fit.recompute = Recompute::kFull;
+  auto a2a_rc = EstimateTraining(m, C(g), c, E(g));
+  c.cp_comm = CpComm::kP2P;
+  auto ring_rc = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_TRUE(a2a_rc.ok() && ring_rc.ok());
+  EXPECT_GT(a2a_rc->breakdown_s.communication_exposed - ring_rc->breakdown_s.communication_exposed,
+            a2a->breakdown_s.communication_exposed - ring->breakdown_s.communication_exposed);
+  // 8 K/V heads cannot split over TP 2 x CP 8.
+  c.cp_comm = CpComm::kAllToAll;
+  c.fit.recompute = Recompute::kNone;
+  c.fit.par.cp = 8;
+  c.fit.par.dp = 2;
+  auto bad = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("32 query and 8 K/V heads, which TP 2 x CP 8 does not divide; CP 2, 4 would"),
+            std::string::npos)
+      << bad.status().message();
+  c.fit.par.cp = 1;
+  c.fit.par.dp = 16;
+  auto no_cp = EstimateTraining(m, C(g), c, E(g));
+  ASSERT_FALSE(no_cp.ok());
+  EXPECT_NE(no_cp.status().message().find("it needs --cp > 1"), std::string::npos);
+  EXPECT_FALSE(ParseCpComm("ulyses").ok());
+  EXPECT_NE(ParseCpComm("ulyses").status().message().find("did you mean 'ulysses'"), std::string::npos);
+  EXPECT_EQ(*ParseCpComm("ring"), CpComm::kP2P);
 }
 
 // The load-imbalance factor is the busiest expert-parallel rank's wait: with EP 1 every expert sits on every GPU,

@@ -70,6 +70,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"tp_overlap", KeyType::kBool},
               {"ep_overlap", KeyType::kBool},
               {"moe_dispatcher", KeyType::kString},
+              {"cp_comm", KeyType::kString},
               {"cuda_graphs", KeyType::kString},
               {"eager", KeyType::kBool},
               {"fp8_weight_cache", KeyType::kBool},
@@ -298,6 +299,7 @@ std::vector<std::string> CaseCommand(const toml::table& t, CaseKind kind, const 
     flag_if("tp_overlap", true, "--tp-overlap");
     flag_if("ep_overlap", true, "--ep-overlap");
     opt("moe_dispatcher", "--moe-dispatcher");
+    opt("cp_comm", "--cp-comm");
     opt("cuda_graphs", "--cuda-graphs");
     opt("mode", "--mode");
     opt("lora_rank", "--lora-rank");
@@ -423,6 +425,13 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
                                     "and ep > 1{}",
                                     m.moe ? "" : fmt::format(" ({} is dense)", m.id)));
     c.moe_dispatcher = *v;
+  }
+  if (auto cc = t["cp_comm"].value<std::string>()) {
+    auto v = ParseCpComm(*cc);
+    if (!v.ok()) return ParseError("cp_comm: " + std::string(v.status().message()));
+    if (c.fit.par.cp <= 1)  // as perf train's --cp-comm
+      return ParseError("cp_comm sets how context-parallel ranks exchange attention's inputs: it needs cp > 1");
+    c.cp_comm = *v;
   }
   if (auto g = t["cuda_graphs"].value<std::string>()) {
     auto v = ParseCudaGraphs(*g);

@@ -131,9 +131,10 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // Training holdout as
   // a whole is dominated by the 20 MoE runs (-55% to +134%, docs/validation.md section 5); its dense-model runs have
   // their own ratchet below. It is 11.00% since the forty-first session's 59 MLPerf v6.0 rows (10.91% before), 10.92%
-  // since the forty-second's EP-1 imbalance fix.
+  // after the forty-second's EP-1 imbalance fix and 11.04% once it priced the 14 LoRA runs' all-to-all context
+  // parallelism (cp_comm_type 'a2a', read in their configs).
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.1102, 1.10}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
+      {"training", {0.1110, 1.10}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.160, 0.239}},
       {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}, {"attention", {0.460, 3.105}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
@@ -200,8 +201,10 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // (LLaMA-3.1 405B on 512 and 2,048 GPUs 10% and 11% too fast, 8B on 8 and 72 within 1.3%), the model unchanged;
   // 7.220% with the v6.0 partners' 21 LLaMA-3.1 8B runs (5.4% mean: B300 8.5% too fast, GB300 within 5%, H100 FP8 6%
   // too slow); the guard follows it down. 7.551% with the partners' four LLaMA-2 70B LoRA runs (GB200 -10%, GB300 -35%
-  // to -37%: the frozen BF16 weights' per-micro-batch cast the model charges does not show in them).
-  EXPECT_LE(mean_measured, 0.0760);
+  // to -37%: the frozen BF16 weights' per-micro-batch cast the model charges does not show in them). 7.663% since the
+  // forty-second session priced the all-to-all context parallelism (cp_comm_type 'a2a') that 14 LoRA runs' configs
+  // set, exposed: their steps 4-6% longer, most of them already too slow.
+  EXPECT_LE(mean_measured, 0.0772);
   // The issue's 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -272,8 +275,9 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // 8.010% since the fortieth session's four MLPerf v6.0 dense rows (7.573% before; the model unchanged); 7.930% with
   // its six v5.1 NVFP4 rows, 7.875% with its four Megatron-Bridge NVFP4 rows; the forty-first session's 25 MLPerf v6.0
   // rows (NVIDIA's four NVFP4 runs, the partners' 21 LLaMA-3.1 8B runs) 7.646%, and with the partners' four LoRA runs
-  // 7.969%.
-  EXPECT_LE(mean_dense, 0.0802);  // 7.573% (7.565% before the thirty-ninth session's DP window and ZeRO-3 write)
+  // 7.969%. 8.077% since the forty-second session's all-to-all context parallelism on 14 LoRA runs (a configuration
+  // fact read in their yaml).
+  EXPECT_LE(mean_dense, 0.0813);  // 7.573% (7.565% before the thirty-ninth session's DP window and ZeRO-3 write)
   // 46.3%: MLPerf v6.0's LLaMA-3.1 8B on 1,024 GB200s, a 0.072 s step, plus one point (34.2% before: v5.1's on 512
   // GB300s, a 0.085 s step; 33.2% on 512 GB200s).
   EXPECT_LE(worst_measured, 0.474);
@@ -776,6 +780,24 @@ published = 0.1
 // A training row's moe_dispatcher, cuda_graphs and cross_entropy reach the model (the flex dispatcher's lighter
 // exchange, the full-iteration graph's smaller MoE-layer overhead, the loss's bytes per logit), and a misspelt value
 // names its key.
+// A row's cp_comm is perf train's --cp-comm: Ulysses all-to-alls are exposed where the ring hides under attention, so
+// the same row reads slower; it needs CP, as the CLI does, and a typo gets "did you mean".
+TEST(PerfValidation, TrainCasesTakeTheContextParallelExchange) {
+  const std::string row = EightGpuRow("cp row", "llama-3.1-8b", 16, "cp = 4\n", 10000);
+  const double ring = EvaluatedCase(row).predicted;
+  std::string a2a = row;
+  a2a.replace(a2a.find("cp = 4"), 6, "cp = 4\ncp_comm = \"a2a\"");
+  EXPECT_LT(EvaluatedCase(a2a).predicted, ring);
+  const std::string typo = FailureWith(a2a, "\"a2a\"", "\"ulyses\"");
+  EXPECT_NE(typo.find("cp_comm: unknown context-parallel exchange 'ulyses' (did you mean 'ulysses'?)"),
+            std::string::npos)
+      << typo;
+  const std::string no_cp = FailureWith(a2a, "cp = 4\n", "");
+  EXPECT_NE(no_cp.find("cp_comm sets how context-parallel ranks exchange attention's inputs: it needs cp > 1"),
+            std::string::npos)
+      << no_cp;
+}
+
 TEST(PerfValidation, TrainCasesTakeTheDispatcherCudaGraphsAndLoss) {
   const std::string row = R"([[train]]
 group = "training"
