@@ -313,6 +313,10 @@ if(NOT v STREQUAL "unfused" OR NOT ce_unfused GREATER ce_fused)
 endif()
 run_suanli(2 out plan -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --moe-dispatcher flex)
 expect_contains("${out}" "it needs an MoE model (llama-3.1-8b is dense)" "plan --moe-dispatcher on a dense model")
+run_suanli(2 out plan -m llama-3.1-8b -g h100 --gpus 8 --global-batch 64 --cp-comm ulyses)
+expect_contains("${out}" "did you mean 'ulysses'" "plan --cp-comm typo")
+run_suanli(0 out plan -m llama-3.1-8b -g h100 --gpus 32 --global-batch 64 --seq 32768 --cp 4 --cp-comm a2a --json)
+expect_contains("${out}" "\"cp_comm\": \"a2a\"" "plan --cp-comm a2a in the JSON")
 # --mode lora: faster than full training of the same layout, reports its rank and trainable parameters; a mode typo
 # and LoRA options without it are refused.
 run_suanli(0 out perf train -m llama-2-7b -g h100 --gpus 8 --global-batch 32 --micro-batch 1 --recompute none --json

@@ -46,6 +46,9 @@ struct PlanRequest {
   // schedule under PP, no full recompute) and written into the emitted launch flags.
   bool tp_overlap = false, ep_overlap = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // for MoE layouts with EP > 1; written into the flags
+  // How layouts with CP > 1 exchange attention's inputs (TrainConfig::cp_comm); written into the flags. With a2a a
+  // layout whose heads do not divide by TP x CP is not offered.
+  CpComm cp_comm = CpComm::kP2P;
   CudaGraphs cuda_graphs = CudaGraphs::kNone;                // sets the MoE-layer overhead; written into the flags
   // Also consider CPU activation offloading (Megatron-Core --cpu-offloading-num-layers) where nothing fits without
   // recompute on a PP 1 layout: the fewest layers that fit. Off by default: it needs pinned host memory, which the
@@ -79,6 +82,7 @@ struct PlanCandidate {
   bool tp_overlap = false, ep_overlap = false;  // the overlaps this candidate was estimated with
   bool dp_overlap = true;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  CpComm cp_comm = CpComm::kP2P;     // with CP > 1
   TrainResult result;                // full detail for the reported candidates
   double score = 0;                  // lower is better (seconds, USD, or USD per token)
   std::string why;                   // for a loser: which term it loses on against the winner

@@ -62,6 +62,7 @@ std::string Layout(const PlanCandidate& c) {
   if (c.tp_overlap) s += " TPo";
   if (c.ep_overlap) s += " EPo";
   if (c.par.ep > 1 && c.moe_dispatcher == MoeDispatcher::kFlex) s += " flex";
+  if (c.par.cp > 1 && c.cp_comm == CpComm::kAllToAll) s += " a2a";
   if (c.offload_layers > 0) s += fmt::format(" off={}", c.offload_layers);
   return s;
 }
@@ -85,7 +86,8 @@ json CandidateJson(const PlanCandidate& c) {
                       {"interleave", c.par.interleave},
                       {"embedding_loss_in_split", c.par.embedding_loss_in_split},
                       {"tp_overlap", c.tp_overlap}, {"ep_overlap", c.ep_overlap},
-                      {"moe_dispatcher", MoeDispatcherName(c.moe_dispatcher)}}},
+                      {"moe_dispatcher", MoeDispatcherName(c.moe_dispatcher)},
+                      {"cp_comm", CpCommName(c.cp_comm)}}},
           {"micro_batch", c.micro_batch},
           {"recompute", RecomputeName(c.recompute)},
           {"recompute_layers", c.recompute_layers},
@@ -108,7 +110,8 @@ json CandidateJson(const PlanCandidate& c) {
 
 struct PlanFlags {
   std::string model = "gpt3-175b", gpu = "a100-sxm-80gb", gpus = "1024", inter_node, objective = "time";
-  std::string dtype = "bf16", fp8_recipe, attention = "flash", emit, out_dir, host_memory, moe_dispatcher, cuda_graphs;
+  std::string dtype = "bf16", fp8_recipe, attention = "flash", emit, out_dir, host_memory, moe_dispatcher, cuda_graphs,
+      cp_comm;
   std::string cross_entropy = "fused";
   std::string master_dtype, moments_dtype;
   int mtp_layers = 0;
@@ -171,6 +174,9 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
                 "Overlap the MoE all-to-all with another micro-batch where Megatron-Core allows it (EP > 1, "
                 "interleaved under PP, no full recompute; emits --overlap-moe-expert-parallel-comm)");
   sub->add_option("--moe-dispatcher", f->moe_dispatcher, kMoeDispatcherHelp);
+  sub->add_option("--cp-comm", f->cp_comm,
+                  "p2p (default) | a2a: how layouts with CP > 1 exchange attention's inputs (as perf train; emits "
+                  "--cp-comm-type a2a)");
   sub->add_option("--cuda-graphs", f->cuda_graphs, kCudaGraphsHelp);
   sub->add_flag("--offload", f->offload,
                 "Also consider CPU activation offloading on PP 1 layouts where nothing fits without recompute (needs "
@@ -221,6 +227,11 @@ Action SetupPlan(CLI::App* sub, Context* ctx) {
       auto g = ParseCudaGraphs(f->cuda_graphs);
       if (!g.ok()) return PrintError(g.status());
       req.cuda_graphs = *g;
+    }
+    if (!f->cp_comm.empty()) {
+      auto cc = ParseCpComm(f->cp_comm);
+      if (!cc.ok()) return PrintError(cc.status());
+      req.cp_comm = *cc;
     }
     req.allow_offload = f->offload;
     auto host = ParseHostMemoryFlag(f->host_memory);

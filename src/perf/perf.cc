@@ -2331,8 +2331,10 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       checked_on(evidence::kBlackwellUltraDenseTraining,
                  "dense-model training runs on GB300 (Megatron-Bridge 25.11-26.06 and MLPerf Training v5.1 and v6.0, "
                  "NVIDIA's and its partners': LLaMA 3 8B, 70B, 3.1 405B and LLaMA-2 70B LoRA, FP8, MXFP8 and NVFP4)",
-                 ", slow on 21 and fast on 14; the FP8 GEMM rate here is Azure's sustained measurement on GB300, the "
-                 "16-bit one B300's benchmark (the same die), attention an assumption");
+                 fmt::format(", slow on {} and fast on {}; the FP8 GEMM rate here is Azure's sustained measurement on "
+                             "GB300, the 16-bit one B300's benchmark (the same die), attention an assumption",
+                             evidence::kBlackwellUltraDenseTraining.cases - evidence::kBlackwellUltraDenseTrainingFast,
+                             evidence::kBlackwellUltraDenseTrainingFast));
   if (cfg.detail && evidence::IsAmdInstinctGpu(gpu.id))
     optimistic_on(evidence::kAmdInstinctTraining,
                   "dense-model training runs on MI300X (torchtitan, FSDP2, compiled: LLaMA 3 8B on 8 GPUs, BF16 and "

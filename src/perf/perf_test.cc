@@ -958,7 +958,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(in_fp8.ok());
   EXPECT_FALSE(note_with(in_fp8->notes, "fused stacks on H100"));
   // Dense training on B200 or GB200 carries the held-out Blackwell runs' figures; H100 and MoE models do not.
-  const char* blackwell_note = "uncertain: on 43 published dense-model training runs on B200 and GB200";
+  const char* blackwell_note = "uncertain: on 44 published dense-model training runs on B200 and GB200";
   const GpuSpec& b200 = G("b200");
   auto on_b200 = EstimateTraining(m8, C(b200), c, E(b200));
   ASSERT_TRUE(on_b200.ok()) << on_b200.status().message();
@@ -2539,7 +2539,7 @@ TEST_F(Perf, Nvfp4TrainingRunsTheLayerGemmsInFp4) {
   // Its note quotes the held-out NVFP4 runs (evidence::kNvfp4TrainingMegatronCore); an FP8 estimate does not.
   auto has_note = [](const TrainResult& r) {
     return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
-      return n.find("NVFP4 training") != std::string::npos && n.find("checked against 35 runs") != std::string::npos &&
+      return n.find("NVFP4 training") != std::string::npos && n.find("checked against 37 runs") != std::string::npos &&
              n.find("-6% to +16% off (mean +4%") != std::string::npos;
     });
   };

@@ -65,6 +65,7 @@ std::vector<Arg> Args(const PlanCandidate& c, const LaunchContext& x) {
     a.push_back({"--pipeline-model-parallel-layout", uneven});
   }
   if (p.cp > 1) a.push_back({"--context-parallel-size", std::to_string(p.cp)});
+  if (p.cp > 1 && c.cp_comm == CpComm::kAllToAll) a.push_back({"--cp-comm-type", "a2a"});  // default p2p
   // The shapes Megatron-LM would otherwise take from its defaults: a head size other than hidden / heads, the
   // attention of MLA models, Qwen3's per-head norms, and no linear biases where the model has none (Megatron-LM adds
   // them by default).

@@ -149,6 +149,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
     pc.ep_overlap = c.ep_overlap;
     pc.dp_overlap = c.dp_overlap;
     pc.moe_dispatcher = c.moe_dispatcher;
+    pc.cp_comm = c.cp_comm;
     pc.score = Score(r, sh.gpus, sh.price, req.objective, tokens_per_step);
     pc.result = std::move(r);
     Offer(out.top, req.top_k, std::move(pc));
@@ -210,6 +211,7 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.tp_overlap = req.tp_overlap && sp;
               c.ep_overlap = req.ep_overlap && CheckEpOverlap(m, c.fit.par, rc).ok();
               c.moe_dispatcher = req.moe_dispatcher;
+              c.cp_comm = o.cp > 1 ? req.cp_comm : CpComm::kP2P;
               c.cuda_graphs = req.cuda_graphs;
               c.tokens = req.tokens;
               c.price_per_gpu_hour = sh.price;
@@ -382,6 +384,7 @@ Result<PlanResult> Plan(const PlanRequest& req) {
       tc.tp_overlap = c.tp_overlap;
       tc.ep_overlap = c.ep_overlap;
       tc.moe_dispatcher = c.moe_dispatcher;
+      tc.cp_comm = c.cp_comm;
       tc.cuda_graphs = req.cuda_graphs;
       tc.tokens = req.tokens;
       tc.price_per_gpu_hour = price;

@@ -123,6 +123,30 @@ TEST_F(Planner, MoeDispatcherAndCudaGraphsGoIntoTheFlags) {
   EXPECT_NE(f.find("--cuda-graph-scope full_iteration"), std::string::npos) << f;
 }
 
+// --cp-comm a2a: layouts with CP > 1 are estimated with Ulysses all-to-alls and say so in the launch flags; where the
+// K/V heads do not divide by TP x CP they are not offered.
+TEST_F(Planner, UlyssesContextParallelGoesIntoTheFlags) {
+  const ModelSpec m = M("llama-3.1-8b");  // 8 K/V heads
+  PlanRequest req = Req(m, "h100-sxm", {32}, 64, 32768, "ib-ndr");
+  req.fixed_cp = 4;
+  auto ring = Plan(req);
+  req.cp_comm = CpComm::kAllToAll;
+  auto a2a = Plan(req);
+  ASSERT_TRUE(ring.ok() && a2a.ok());
+  ASSERT_FALSE(ring->counts[0].top.empty());
+  ASSERT_FALSE(a2a->counts[0].top.empty());
+  for (const auto& c : a2a->counts[0].top) {
+    EXPECT_EQ(c.cp_comm, CpComm::kAllToAll);
+    EXPECT_LE(c.par.tp * c.par.cp, 8);  // the K/V heads divide
+    const std::string args = MegatronArgs(c, Launch(req));
+    EXPECT_NE(args.find("--cp-comm-type a2a"), std::string::npos) << args;
+  }
+  for (const auto& c : ring->counts[0].top) {
+    EXPECT_EQ(c.cp_comm, CpComm::kP2P);
+    EXPECT_EQ(MegatronArgs(c, Launch(req)).find("--cp-comm-type"), std::string::npos);
+  }
+}
+
 // Megatron-Core needs the layers divisible by PP unless the split is spelled out: DeepSeek-V3's 61 layers on PP 4 go
 // out as the layout the estimate used (16, 15, 15, 15 with the MTP module and the loss last), single-quoted for the
 // shell, and the PyTorchJob passes a list-valued flag's words as separate arguments.
