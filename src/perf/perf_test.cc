@@ -1519,22 +1519,20 @@ TEST_F(Perf, UlyssesContextParallelExchangesQkvAndOutputExposed) {
 TEST_F(Perf, MoeImbalanceOnlyActsAcrossExpertParallelRanks) {
   const GpuSpec& g = G("h100-sxm");
   const ModelSpec& m = M("qwen3-30b-a3b");  // hidden 2048, 8 of 128 experts per token, 768 wide
-  TrainConfig c = Train(8, 1, 1, 64, 4096);
-  c.moe_imbalance = 1.0;
-  auto even = EstimateTraining(m, C(g), c, E(g));
-  c.moe_imbalance = 1.5;
-  auto skewed = EstimateTraining(m, C(g), c, E(g));
+  const auto at = [&](int ep, double imbalance) {
+    TrainConfig c = Train(8, 1, 1, 64, 4096);
+    c.fit.par.ep = ep;
+    c.moe_imbalance = imbalance;
+    return EstimateTraining(m, C(g), c, E(g));
+  };
+  auto even = at(1, 1.0), skewed = at(1, 1.5);
   ASSERT_TRUE(even.ok() && skewed.ok());
   EXPECT_DOUBLE_EQ(skewed->step_time_s, even->step_time_s);
   const OpCost* up = FindOp(skewed->ops, "[moe] experts up/gate");
   ASSERT_NE(up, nullptr);
   // 4096 tokens x 8 pairs x 2 x (2 x 768) x 2048 per micro-batch on the rank's 128 experts.
   EXPECT_DOUBLE_EQ(up->flops, 2.0 * 4096 * 8 * 2 * 768 * 2048);
-  c.fit.par.ep = 8;
-  c.moe_imbalance = 1.0;
-  auto ep_even = EstimateTraining(m, C(g), c, E(g));
-  c.moe_imbalance = 1.5;
-  auto ep_skewed = EstimateTraining(m, C(g), c, E(g));
+  auto ep_even = at(8, 1.0), ep_skewed = at(8, 1.5);
   ASSERT_TRUE(ep_even.ok() && ep_skewed.ok());
   EXPECT_GT(ep_skewed->step_time_s, ep_even->step_time_s);
   EXPECT_DOUBLE_EQ(FindOp(ep_skewed->ops, "[moe] experts up/gate")->flops,

@@ -783,9 +783,6 @@ published = 0.1
   EXPECT_NE(outside.find("valid EP for TP 8 and 8 experts"), std::string::npos) << outside;
 }
 
-// A training row's moe_dispatcher, cuda_graphs and cross_entropy reach the model (the flex dispatcher's lighter
-// exchange, the full-iteration graph's smaller MoE-layer overhead, the loss's bytes per logit), and a misspelt value
-// names its key.
 // A row's cp_comm is perf train's --cp-comm: Ulysses all-to-alls are exposed where the ring hides under attention, so
 // the same row reads slower; it needs CP, as the CLI does, and a typo gets "did you mean".
 TEST(PerfValidation, TrainCasesTakeTheContextParallelExchange) {
@@ -804,6 +801,9 @@ TEST(PerfValidation, TrainCasesTakeTheContextParallelExchange) {
       << no_cp;
 }
 
+// A training row's moe_dispatcher, cuda_graphs and cross_entropy reach the model (the flex dispatcher's lighter
+// exchange, the full-iteration graph's smaller MoE-layer overhead, the loss's bytes per logit), and a misspelt value
+// names its key.
 TEST(PerfValidation, TrainCasesTakeTheDispatcherCudaGraphsAndLoss) {
   const std::string row = R"([[train]]
 group = "training"
