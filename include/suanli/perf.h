@@ -810,6 +810,11 @@ inline constexpr ValidationEvidence kLoraFinetuning{31, -0.058, -0.429, 0.198};
 // Of those, the five GB300 runs in NeMo 26.04 (NVIDIA's on 72 and 512 GPUs, HPE's on 32 and 72, Quanta's on 64): FP8
 // compute over 16-bit frozen weights with no FP8 copy kept between micro-batches, all too slow. `perf train` quotes
 // them for that setting. Signed on speed.
+// Context parallelism by all-to-all (perf train --cp-comm a2a; forty-second session): the only published runs that use
+// it are the 14 MLPerf LLaMA-2 70B LoRA runs whose yaml sets cp_comm_type 'a2a' (NVIDIA's v4.1 B200 at CP 2; its v5.0
+// to v6.0 GB200 and GB300 runs and the v6.0 partners' at CP 8), all held out. Signed on speed. Their errors are mostly
+// the LoRA runs' own: the GB300 ones are too slow with the ring as well.
+inline constexpr ValidationEvidence kCpAllToAllTraining{14, -0.148, -0.429, 0.159};
 inline constexpr ValidationEvidence kLoraFrozen16BitFp8{5, -0.393, -0.429, -0.330};
 // 16-bit pretraining on H100 by fused (non-eager) stacks at scale, all held out: the Megatron-LM README's eleven
 // Megatron-Core r0.8.0 GPT runs (its table's nine, 1.7B-462B on 48-6144 GPUs, and its text's strong-scaling end

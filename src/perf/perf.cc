@@ -2307,6 +2307,12 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   auto optimistic_on = [&](const ValidationEvidence& e, std::string_view runs, std::string_view why) {
     checked_on(e, runs, std::string(why) + "; expect the step to take longer");
   };
+  if (cfg.detail && par.cp > 1 && cfg.cp_comm == CpComm::kAllToAll)
+    checked_on(evidence::kCpAllToAllTraining,
+               "runs with context parallelism by all-to-all (MLPerf Training's LLaMA-2 70B LoRA, CP 2 and 8 on B200, "
+               "GB200 and GB300)",
+               "; the all-to-alls are priced from their bytes at the link rate, none of it hidden, and most of that "
+               "spread is the LoRA runs' own (with the K/V ring the GB300 runs are too slow as well)");
   if (cfg.detail && !m.moe && !cfg.eager && cfg.dtype != Precision::kFp8 && evidence::IsH100Gpu(gpu.id))
     optimistic_on(evidence::kH100Bf16FusedTraining,
                   "16-bit runs of fused stacks on H100 (NVIDIA's NeMo recipes for LLaMA 3.1, GPT-3 and Nemotron-4, "

@@ -1486,6 +1486,15 @@ TEST_F(Perf, UlyssesContextParallelExchangesQkvAndOutputExposed) {
   EXPECT_DOUBLE_EQ(x->count, 16.0 * 32 * 2);
   EXPECT_GT(a2a->breakdown_s.communication_exposed, ring->breakdown_s.communication_exposed);
   EXPECT_DOUBLE_EQ(a2a->breakdown_s.compute, ring->breakdown_s.compute);
+  // Its evidence (evidence::kCpAllToAllTraining) comes with it, not with the ring.
+  const auto noted = [](const TrainResult& r) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+      return n.find("on 14 published runs with context parallelism by all-to-all") != std::string::npos &&
+             n.find("-43% to +16% off (mean -15%") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(noted(*a2a));
+  EXPECT_FALSE(noted(*ring));
   c.fit.recompute = Recompute::kFull;
   auto a2a_rc = EstimateTraining(m, C(g), c, E(g));
   c.cp_comm = CpComm::kP2P;

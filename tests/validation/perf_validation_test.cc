@@ -544,6 +544,12 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   check(evidence::kBlackwellUltraDenseTraining,
         [&](const ValidationCase& c) { return c.group == "training" && !c.moe && c.gpu == "gb300"; },
         "dense training on GB300", true);
+  check(evidence::kCpAllToAllTraining,
+        [&](const ValidationCase& c) {
+          return c.group == "training" && has(c.name, "LoRA") &&
+                 (c.name.ends_with("CP8") || (has(c.name, "b200_preview") && c.name.ends_with("CP2")));
+        },
+        "all-to-all context parallelism (MLPerf LoRA)", true);
   {  // the note's "slow on N and fast on M"
     int fast = 0;
     for (const auto& c : rep->cases)
