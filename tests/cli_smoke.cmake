@@ -95,6 +95,14 @@ run_suanli(2 out perf train --model llama-3.1-8b --gpus 16 --tp 2 --cp 8 --seque
 expect_contains("${out}" "which TP 2 x CP 8 does not divide; CP 2, 4 would" "--cp-comm a2a with too few K/V heads")
 run_suanli(2 out perf train --model llama-3.1-8b --gpus 16 --tp 2 --cp 4 --global-batch 32 --cp-comm rign)
 expect_contains("${out}" "did you mean 'ring'" "--cp-comm typo")
+# FP8 attention: named in the JSON, its measured speed-up in a note on GB300, refused outside FP8 training.
+run_suanli(0 out perf train --model llama-3.1-8b --gpu gb300 --gpus 8 --global-batch 64 --dtype fp8 --fp8-attention)
+expect_contains("${out}" "FP8 attention at 1.29x the 16-bit kernel's speed" "--fp8-attention on GB300")
+run_suanli(0 out perf train --model llama-3.1-8b --gpu gb300 --gpus 8 --global-batch 64 --dtype fp8 --fp8-attention
+           --json)
+expect_contains("${out}" "\"fp8_attention\": true" "--fp8-attention in the JSON")
+run_suanli(2 out perf train --model llama-3.1-8b --gpu gb300 --gpus 8 --global-batch 64 --fp8-attention)
+expect_contains("${out}" "it needs --dtype fp8 or fp4, not bf16" "--fp8-attention without FP8")
 # Megatron-Core's selective recompute by module: named in the JSON, a typo gets "did you mean", and fit takes it too.
 run_suanli(0 out perf train --model qwen3-30b-a3b --gpus 16 --ep 8 --global-batch 64 --seq 4096
            --recompute-modules layernorm,moe_act --json)

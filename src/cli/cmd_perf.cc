@@ -27,7 +27,7 @@ struct PerfFlags {
       moe_dispatcher, cuda_graphs, cross_entropy = "fused", cp_comm;
   std::string decode_attention = "grouped", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false, tp_only_amax_red = false, no_fp8_weight_cache = false;
-  bool no_nvfp4_rht = false;
+  bool no_nvfp4_rht = false, fp8_attention = false;
   double dp_bucket_mb = 0;  // 0: Megatron-Core's bucket rule
   bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false, swiglu_fp8 = false;
   std::string train_mode = "train";
@@ -184,6 +184,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   train->add_flag("--no-nvfp4-rht", f->no_nvfp4_rht,
                   "With --dtype fp4: no random Hadamard transform of the weight gradient's operands "
                   "(NVTE_NVFP4_DISABLE_RHT=1, MLPerf Training's vanilla NVFP4 recipe)");
+  train->add_flag("--fp8-attention", f->fp8_attention,
+                  "With --dtype fp8 or fp4: attention in FP8 (Transformer Engine's fp8_dot_product_attention, "
+                  "NVTE_FP8_DPA=1) at cuDNN's measured speed-up where data/efficiency.toml has one");
   train->add_flag("--no-fp8-weight-cache", f->no_fp8_weight_cache,
                   "FP8 training: Transformer Engine keeps no FP8 copy of the weights between micro-batches "
                   "(Megatron-Core disable_parameter_transpose_cache=True); default: it does, 2 B per layer weight on "
@@ -374,6 +377,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       cfg.eager = f->eager;
       cfg.fp8_weight_cache = !f->no_fp8_weight_cache;
       cfg.nvfp4_rht = !f->no_nvfp4_rht;
+      cfg.fp8_attention = f->fp8_attention;
       if (f->train_mode == "lora") {
         cfg.fit.mode = Mode::kLora;
       } else if (f->train_mode != "train") {
@@ -521,6 +525,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         j["dtype"] = PrecisionKey(cfg.dtype);
         if (cfg.dtype == Precision::kFp8) j["fp8_recipe"] = Fp8RecipeName(cfg.fp8_recipe);
         if (cfg.dtype == Precision::kFp4) j["nvfp4_rht"] = cfg.nvfp4_rht;
+        j["fp8_attention"] = cfg.fp8_attention;
         if (model->moe && f->ep > 1) j["moe_dispatcher"] = MoeDispatcherName(cfg.moe_dispatcher);
         j["cuda_graphs"] = CudaGraphsName(cfg.cuda_graphs);
         if (cfg.fit.mode != Mode::kLora) {

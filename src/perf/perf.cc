@@ -333,6 +333,8 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
                                 " (the FP32-accumulation rate over the fast-accumulation rate of the same GEMM)"));
     SUANLI_RETURN_IF_ERROR(frac("memory", &e.memory, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("attention", &e.attention, 0.05, 1.0));
+    SUANLI_RETURN_IF_ERROR(frac("attention_fp8", &e.attention_fp8, 1.0, 3.0,
+                                " (FP8 attention's forward and backward speed-up over the 16-bit kernel)"));
     SUANLI_RETURN_IF_ERROR(frac("link", &e.link, 0.05, 1.0,
                                 "; a bus bandwidth above the wire rate comes from an in-switch all-reduce (NVLS) and "
                                 "belongs in link_allreduce"));
@@ -861,6 +863,7 @@ struct LayerContext {
   double rc_share = 1;  // share of the layers that recompute under Recompute::kFull (block recompute: N / chunk)
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   CpComm cp_comm = CpComm::kP2P;
+  bool fp8_attention = false;  // TrainConfig::fp8_attention
   double attn_seq = 0;  // tokens attention works over (packed documents); 0 = seq
   // LoRA: frozen base linears (no weight gradient) and the adapters' (input, output) widths on this GPU.
   bool frozen = false;
@@ -916,9 +919,14 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     const perf_detail::FusedAttentionTime fa = perf_detail::FusedAttentionForward(
         *c.gpu, *c.eff, attn_flops, bytes, c.attention == AttentionImpl::kFlash1);
     attn_time = fa.time_s;
+    // FP8 attention: cuDNN's measured speed-up over its 16-bit kernel, forward and backward alike (the backward's
+    // time follows the forward's below).
+    const bool fp8_attn = c.fp8_attention && c.eff->attention_fp8 > 0;
+    if (fp8_attn) attn_time /= c.eff->attention_fp8;
     if (ops)
-      ops->Add(c.attention == AttentionImpl::kFlash ? "attention (flash)" : "attention (flash1)", "forward", attn_flops,
-               bytes, attn_time, 1, fa.compute_bound ? Bound::kCompute : Bound::kMemory);
+      ops->Add(c.attention == AttentionImpl::kFlash ? (fp8_attn ? "attention (flash, FP8)" : "attention (flash)")
+                                                    : "attention (flash1)",
+               "forward", attn_flops, bytes, attn_time, 1, fa.compute_bound ? Bound::kCompute : Bound::kMemory);
   } else {
     // Unfused (Megatron 2021-22): two batched GEMMs over the full s x s score matrix, and a fused
     // scale-mask-softmax(-dropout) kernel streaming the scores.
@@ -1147,7 +1155,9 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     // receives its heads' rows of theirs; after it the output goes back the same way. Backward mirrors it (the
     // output gradient in, the Q, K and V gradients back). 16-bit, nothing to hide it under: attention waits for its
     // inputs and the next GEMM for the output.
-    const double bytes = T * (sh.q_dim + 2 * sh.kv_dim + sh.out_proj_in) / t * 2;
+    // With FP8 attention Transformer Engine exchanges Q, K and V (and their gradients) in FP8; the output stays 16-bit.
+    const double qkv_elem = c.fp8_attention ? 1.0 : 2.0;
+    const double bytes = T * ((sh.q_dim + 2 * sh.kv_dim) * qkv_elem + sh.out_proj_in * 2) / t;
     const double a2a = GroupAllToAllTime(*c.cluster, *c.eff, bytes, c.cp, c.tp);
     p.cp_comm = 2 * a2a;
     cp_a2a_pass = a2a;
@@ -1659,6 +1669,15 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   SUANLI_RETURN_IF_ERROR(ValidateRequest(m, cfg.fit));
   if (cfg.ep_overlap) SUANLI_RETURN_IF_ERROR(CheckEpOverlap(m, par, cfg.fit.recompute));
   SUANLI_RETURN_IF_ERROR(CheckCpComm(m, par, cfg.cp_comm));
+  if (cfg.fp8_attention) {
+    if (cfg.dtype != Precision::kFp8 && cfg.dtype != Precision::kFp4)
+      return InvalidArgument(fmt::format("--fp8-attention runs attention in FP8 inside Transformer Engine's FP8 "
+                                         "autocast: it needs --dtype fp8 or fp4, not {}",
+                                         PrecisionKey(cfg.dtype)));
+    if (cfg.attention != AttentionImpl::kFlash || cfg.eager)
+      return InvalidArgument("--fp8-attention is Transformer Engine's fused attention: it needs --attention flash "
+                             "and no --eager");
+  }
   const double rc_share = RecomputedLayerShare(m, par, cfg.fit.recompute, cfg.fit.recompute_layers);
   if (cfg.fit.batch % (par.dp * cfg.fit.micro_batch) != 0)
     return InvalidArgument("global batch must be divisible by DP x micro-batch");
@@ -1715,7 +1734,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   const double moe_imbalance = par.ep > 1 ? cfg.moe_imbalance : 1.0;
   LayerContext lc{&m, &gpu, &eff, &cl, b * s / par.cp, s, b, par.tp, par.cp, par.ep, par.sequence_parallel,
                   par.expert_tp(), peak, gemm_eff, elem, cfg.attention, moe_imbalance, false, cfg.fit.dropout,
-                  cfg.eager, cfg.fp8_recipe, rc_share, cfg.moe_dispatcher, cfg.cp_comm};
+                  cfg.eager, cfg.fp8_recipe, rc_share, cfg.moe_dispatcher, cfg.cp_comm, cfg.fp8_attention};
   lc.attn_seq = cfg.packed_doc_tokens > 0 ? double(cfg.packed_doc_tokens) : 0.0;
   lc.recompute_modules = cfg.fit.recompute_modules;
   if (cfg.dtype == Precision::kFp8) lc.grad_gemm_rate = eff.gemm_fp8_precise;
@@ -2307,6 +2326,16 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   auto optimistic_on = [&](const ValidationEvidence& e, std::string_view runs, std::string_view why) {
     checked_on(e, runs, std::string(why) + "; expect the step to take longer");
   };
+  if (cfg.detail && cfg.fp8_attention)
+    res.notes.push_back(
+        eff.attention_fp8 > 0
+            ? fmt::format("FP8 attention at {:.2f}x the 16-bit kernel's speed over forward and backward, cuDNN's own "
+                          "benchmark on this GPU (data/efficiency.toml attention_fp8, at 8K tokens; less at shorter "
+                          "sequences)",
+                          eff.attention_fp8)
+            : fmt::format("uncertain: --fp8-attention: no FP8 attention measurement for {} (data/efficiency.toml "
+                          "attention_fp8), so attention is priced at the 16-bit rate",
+                          gpu.id));
   if (cfg.detail && par.cp > 1 && cfg.cp_comm == CpComm::kAllToAll)
     checked_on(evidence::kCpAllToAllTraining,
                "runs with context parallelism by all-to-all (MLPerf Training's LLaMA-2 70B LoRA, CP 2 and 8 on B200, "

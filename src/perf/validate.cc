@@ -75,6 +75,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"eager", KeyType::kBool},
               {"fp8_weight_cache", KeyType::kBool},
               {"nvfp4_rht", KeyType::kBool},
+              {"fp8_attention", KeyType::kBool},
               {"inter_node", KeyType::kString},
               {"gpus_per_node", KeyType::kInteger},
               {"embedding_loss_in_split", KeyType::kBool},
@@ -280,6 +281,7 @@ std::vector<std::string> CaseCommand(const toml::table& t, CaseKind kind, const 
     opt("dtype", "--dtype");
     opt("fp8_recipe", "--fp8-recipe");
     flag_if("nvfp4_rht", false, "--no-nvfp4-rht");
+    flag_if("fp8_attention", true, "--fp8-attention");
     flag_if("tp_only_amax_red", true, "--tp-only-amax-red");
     flag_if("fp8_weight_cache", false, "--no-fp8-weight-cache");
     opt("weights", "--weights");
@@ -449,6 +451,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
     if (c.dtype != Precision::kFp4) return ParseError("nvfp4_rht is set but dtype is not \"fp4\"");
     c.nvfp4_rht = *rht;
   }
+  c.fp8_attention = t["fp8_attention"].value_or(false);  // EstimateTraining refuses it outside FP8/FP4 training
   c.tp_only_amax_reduction = t["tp_only_amax_red"].value_or(false);
   if (auto st = CheckTpOnlyAmaxReduction(c); !st.ok())
     return ParseError("tp_only_amax_red: " + std::string(st.message()));
