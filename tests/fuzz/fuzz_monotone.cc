@@ -94,14 +94,15 @@ std::string Describe(const suanli::ModelSpec& m, const suanli::GpuSpec& gpu, int
       buf, sizeof buf,
       "%s on %s (%d per node, %s), TP%d PP%d VP%d CP%d DP%d EP%d ZeRO-%d SP%d, batch %lld, seq %lld, "
       "micro-batch %lld%s, recompute %s%s, %s (%s), overlap TP%d EP%d DP%d, eager %d, %s, graphs %s, %s, "
-      "offload %d, CP %s",
+      "offload %d, CP %s, FP8 attention %d",
       m.id.c_str(), gpu.id.c_str(), per_node, c.inter_id.c_str(), t.fit.par.tp, t.fit.par.pp, t.fit.par.interleave,
       t.fit.par.cp, t.fit.par.dp, t.fit.par.ep, t.fit.par.zero, t.fit.par.sequence_parallel,
       static_cast<long long>(t.fit.batch), static_cast<long long>(t.fit.seq), static_cast<long long>(t.fit.micro_batch),
       t.micro_batch_auto ? " (auto)" : "", suanli::RecomputeName(t.fit.recompute), t.recompute_auto ? " (auto)" : "",
       suanli::PrecisionKey(t.dtype), suanli::Fp8RecipeName(t.fp8_recipe), t.tp_overlap, t.ep_overlap, t.dp_overlap,
       t.eager, suanli::MoeDispatcherName(t.moe_dispatcher), suanli::CudaGraphsName(t.cuda_graphs),
-      t.fit.mode == suanli::Mode::kLora ? "LoRA" : "full", t.fit.offload_layers, suanli::CpCommName(t.cp_comm));
+      t.fit.mode == suanli::Mode::kLora ? "LoRA" : "full", t.fit.offload_layers, suanli::CpCommName(t.cp_comm),
+      t.fp8_attention);
   return buf;
 }
 
@@ -151,6 +152,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (p.pp == 1 && in.ConsumeIntegralInRange<int>(0, 3) == 0) t.fit.offload_layers = m.layers / 2;
     t.detail = false;
     if (p.cp > 1 && in.ConsumeIntegralInRange<int>(0, 3) == 0) t.cp_comm = suanli::CpComm::kAllToAll;
+    t.fp8_attention = t.dtype != suanli::Precision::kBf16 && !t.eager && in.ConsumeBool();
   } else {
     s.fit.par.tp = Pick(in, {1, 2, 4, 8});
     s.fit.par.pp = Pick(in, {1, 1, 2});
