@@ -88,6 +88,7 @@ struct WorkerOut {
   int64_t evaluated = 0, valid = 0;
   double miss_shortfall = -1;
   std::string miss;
+  std::string refused;  // the first layout the estimate refused, and why (reported when nothing was valid)
 };
 
 void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
@@ -217,7 +218,10 @@ void SearchOuter(const Shared& sh, const Outer& o, WorkerOut& out) {
               c.price_per_gpu_hour = sh.price;
               ++out.evaluated;
               auto r = EstimateTraining(m, req.cluster, c, req.eff);
-              if (!r.ok()) break;  // invalid for every larger micro-batch too (layout constraint)
+              if (!r.ok()) {  // invalid for every larger micro-batch too (layout constraint)
+                if (out.refused.empty()) out.refused = std::string(r.status().message());
+                break;
+              }
               if (!r->fits) {
                 if (rc == Recompute::kNone) none_score[mi] = Score(*r, sh.gpus, sh.price, req.objective, tokens_per_step);
                 // CPU offloading (PP 1, no recompute) of the fewest layers that fit; it only adds time to this
@@ -355,6 +359,12 @@ Result<PlanResult> Plan(const PlanRequest& req) {
             n, req.global_batch, m.heads);
       } else if (!pc.nearest_miss.empty()) {
         pc.nearest_miss += "; try ZeRO-3, more pipeline stages (PP), full recompute, or more GPUs";
+      } else {
+        for (const auto& o : outs)
+          if (!o.refused.empty()) {
+            pc.nearest_miss = "every layout searched was refused, for example: " + o.refused;
+            break;
+          }
       }
     }
     // Full detail for the reported candidates, and why each loses to the winner.

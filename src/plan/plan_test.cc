@@ -147,6 +147,23 @@ TEST_F(Planner, UlyssesContextParallelGoesIntoTheFlags) {
   }
 }
 
+// When the estimate refuses every layout searched (here: 8 K/V heads cannot split over TP 2 x CP 8 under Ulysses),
+// the plan says why instead of only "no valid layout".
+TEST_F(Planner, AllLayoutsRefusedSaysWhy) {
+  const ModelSpec m = M("llama-3.1-8b");
+  PlanRequest req = Req(m, "h100-sxm", {64}, 64, 32768, "ib-ndr");
+  req.fixed_cp = 8;
+  req.fixed_tp = 2;
+  req.cp_comm = CpComm::kAllToAll;
+  auto r = Plan(req);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->counts[0].top.empty());
+  EXPECT_NE(r->counts[0].nearest_miss.find("every layout searched was refused, for example: --cp-comm a2a splits "
+                                           "attention heads over the CP ranks"),
+            std::string::npos)
+      << r->counts[0].nearest_miss;
+}
+
 // Megatron-Core needs the layers divisible by PP unless the split is spelled out: DeepSeek-V3's 61 layers on PP 4 go
 // out as the layout the estimate used (16, 15, 15, 15 with the MTP module and the loss last), single-quoted for the
 // shell, and the PyTorchJob passes a list-valued flag's words as separate arguments.
