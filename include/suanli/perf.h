@@ -37,6 +37,10 @@ struct Efficiency {
   // FP8 fused attention (TrainConfig::fp8_attention): its forward + backward speed-up over the 16-bit kernel of the
   // same library on the same GPU (cuDNN's own benchmark); 0 = not measured there, and the 16-bit rate is used.
   double attention_fp8 = 0;
+  // The same speed-up by sequence length where it was measured at several (cuDNN's benchmark, causal, one sequence of
+  // L tokens): (L, speed-up) points, L increasing; the model reads it at the run's attention length (log-linear
+  // between points, the end values beyond them). Empty = `attention_fp8` at every length.
+  std::vector<std::pair<double, double>> attention_fp8_by_seq;
   double link = 0.75;          // NCCL ring bus bandwidth / GPU link bandwidth per direction (every collective)
   // All-reduce bus bandwidth / link where the switch reduces in the network (NVLink SHARP, NCCL's NVLS
   // algorithm on H100/H200 NVSwitch systems); 0 = `link`. Used inside one node when Cluster::nvls is on.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -95,20 +96,27 @@ const toml::array* TableReader::Array(std::string_view key) {
   return n ? n->as_array() : nullptr;
 }
 
-Result<const toml::table*> TableReader::SourcedEntry(std::string_view key, std::string* source, std::string* note) {
+Result<const toml::table*> TableReader::SourcedEntry(std::string_view key, std::string* source, std::string* note,
+                                                     std::vector<std::string_view> value_keys) {
   used_.emplace(key);
   const toml::node* n = table_.get(key);
   if (!n) return static_cast<const toml::table*>(nullptr);
   const toml::table* t = n->as_table();
+  std::string shape;
+  for (std::string_view v : value_keys) shape += fmt::format("{} = ..., ", v);
   if (!t) {
-    return ParseError(Where(key) + " must be a table { value = ..., source = \"...\" } so that it carries its source");
+    return ParseError(Where(key) + " must be a table { " + shape + "source = \"...\" } so that it carries its source");
   }
+  std::string valid;
+  for (std::string_view v : value_keys) valid += fmt::format("{}, ", v);
+  valid += "source, note, date";
   for (const auto& [k, v] : *t) {
-    if (k != "value" && k != "source" && k != "note" && k != "date") {
-      return ParseError(fmt::format("{}: unknown key '{}' (valid: value, source, note, date)", Where(key), k.str()));
-    }
+    const bool known = k == "source" || k == "note" || k == "date" ||
+                       std::find(value_keys.begin(), value_keys.end(), k.str()) != value_keys.end();
+    if (!known) return ParseError(fmt::format("{}: unknown key '{}' (valid: {})", Where(key), k.str(), valid));
   }
-  if (!t->contains("value")) return ParseError(Where(key) + " has no 'value'");
+  for (std::string_view v : value_keys)
+    if (!t->contains(v)) return ParseError(fmt::format("{} has no '{}'", Where(key), v));
   auto src = (*t)["source"].value<std::string>();
   if (!src || src->empty()) return ParseError(Where(key) + " has no 'source': every value must cite where it came from");
   if (sources_ != nullptr) {
@@ -193,6 +201,40 @@ Result<std::optional<Sourced<bool>>> TableReader::OptSourcedBool(std::string_vie
   if (!v->is_boolean()) return ParseError(Where(key) + ": value must be true or false");
   out.value = v->as_boolean()->get();
   return std::optional<Sourced<bool>>(out);
+}
+
+Result<std::optional<Sourced<std::vector<std::pair<double, double>>>>> TableReader::OptSourcedCurve(
+    std::string_view key, std::string_view x, std::string_view y) {
+  using Curve = Sourced<std::vector<std::pair<double, double>>>;
+  Curve out;
+  SUANLI_ASSIGN_OR_RETURN(const toml::table* t, SourcedEntry(key, &out.source, &out.note, {x, y}));
+  if (!t) return std::optional<Curve>();
+  auto numbers = [&](std::string_view name) -> Result<std::vector<double>> {
+    const toml::array* a = t->get(name)->as_array();
+    if (!a) return ParseError(fmt::format("{}: '{}' must be an array of numbers", Where(key), name));
+    std::vector<double> v;
+    for (const auto& e : *a) {
+      if (e.is_integer()) v.push_back(static_cast<double>(e.as_integer()->get()));
+      else if (e.is_floating_point()) v.push_back(e.as_floating_point()->get());
+      else return ParseError(fmt::format("{}: '{}' must be an array of numbers", Where(key), name));
+      if (!(std::isfinite(v.back()) && v.back() > 0))
+        return ParseError(fmt::format("{}: '{}' holds {}, and every entry must be a positive number", Where(key),
+                                      name, v.back()));
+    }
+    return v;
+  };
+  SUANLI_ASSIGN_OR_RETURN(std::vector<double> xs, numbers(x));
+  SUANLI_ASSIGN_OR_RETURN(std::vector<double> ys, numbers(y));
+  if (xs.size() != ys.size())
+    return ParseError(fmt::format("{}: '{}' has {} entries and '{}' {}; they pair up one to one", Where(key), x,
+                                  xs.size(), y, ys.size()));
+  if (xs.size() < 2) return ParseError(fmt::format("{}: a curve needs at least two points", Where(key)));
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (i > 0 && !(xs[i] > xs[i - 1]))
+      return ParseError(fmt::format("{}: '{}' must increase strictly ({} follows {})", Where(key), x, xs[i], xs[i - 1]));
+    out.value.emplace_back(xs[i], ys[i]);
+  }
+  return std::optional<Curve>(out);
 }
 
 Status TableReader::CheckNoUnknownKeys() const {

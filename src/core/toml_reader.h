@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "suanli/hardware.h"
@@ -42,6 +43,11 @@ class TableReader {
   Result<std::optional<Sourced<int>>> OptSourcedInt(std::string_view key);
   Result<std::optional<Sourced<double>>> OptSourcedNumber(std::string_view key);  // plain number, no unit
   Result<std::optional<Sourced<bool>>> OptSourcedBool(std::string_view key);
+  // { <x> = [..], <y> = [..], source = "id", note = "..." }: a measured curve y(x), at least two points, x strictly
+  // increasing and positive, every y a finite positive number (the caller checks y's range).
+  Result<std::optional<Sourced<std::vector<std::pair<double, double>>>>> OptSourcedCurve(std::string_view key,
+                                                                                        std::string_view x,
+                                                                                        std::string_view y);
 
   // Error if any key present in the table was not read.
   Status CheckNoUnknownKeys() const;
@@ -49,7 +55,9 @@ class TableReader {
   std::string Where(std::string_view key) const;  // "file: path.key"
 
  private:
-  Result<const toml::table*> SourcedEntry(std::string_view key, std::string* source, std::string* note);
+  // The entry's table with its keys checked against `value_keys` (plus source, note, date), its source resolved.
+  Result<const toml::table*> SourcedEntry(std::string_view key, std::string* source, std::string* note,
+                                          std::vector<std::string_view> value_keys = {"value"});
 
   const toml::table& table_;
   std::string file_;

@@ -233,6 +233,25 @@ inline FusedAttentionTime FusedAttentionForward(const GpuSpec& gpu, const Effici
   return {std::max(t_c, t_m) + eff.kernel_launch_s, t_c >= t_m};
 }
 
+// FP8 fused attention where its speed-up over the 16-bit kernel is measured on this GPU (Efficiency::attention_fp8,
+// attention_fp8_by_seq); elsewhere --fp8-attention prices attention at the 16-bit rate.
+inline bool HasFp8AttentionRate(const Efficiency& e) { return e.attention_fp8 > 0 || !e.attention_fp8_by_seq.empty(); }
+
+// That speed-up for a causal kernel over `seq_len` tokens (cuDNN's benchmark: one sequence, every query attending to
+// the keys before it): log-linear in the length between measured points, the end points' values beyond them; the
+// single figure where no curve was measured; 1 where nothing was.
+inline double Fp8AttentionSpeedup(const Efficiency& e, double seq_len) {
+  const auto& c = e.attention_fp8_by_seq;
+  if (c.empty()) return e.attention_fp8 > 0 ? e.attention_fp8 : 1.0;
+  if (!(seq_len > c.front().first)) return c.front().second;
+  if (seq_len >= c.back().first) return c.back().second;
+  size_t i = 1;
+  while (c[i].first < seq_len) ++i;
+  if (c[i].first == seq_len) return c[i].second;
+  const double w = std::log(seq_len / c[i - 1].first) / std::log(c[i].first / c[i - 1].first);
+  return c[i - 1].second + w * (c[i].second - c[i - 1].second);
+}
+
 // The achievable fraction of `PeakFor(g, p)` for a large GEMM: the precision's own measurement where the
 // efficiency table has one, else the next wider precision's (FP4 -> FP8 -> 16-bit).
 inline double GemmEfficiencyFor(const Efficiency& e, Precision p) {

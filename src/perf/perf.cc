@@ -335,6 +335,20 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     SUANLI_RETURN_IF_ERROR(frac("attention", &e.attention, 0.05, 1.0));
     SUANLI_RETURN_IF_ERROR(frac("attention_fp8", &e.attention_fp8, 1.0, 3.0,
                                 " (FP8 attention's forward and backward speed-up over the 16-bit kernel)"));
+    SUANLI_ASSIGN_OR_RETURN(auto fp8_seq, r.OptSourcedCurve("attention_fp8_seq", "seq", "speedup"));
+    if (fp8_seq) {
+      for (const auto& [len, speedup] : fp8_seq->value) {
+        if (!(speedup >= 0.3 && speedup <= 3.0))
+          return ParseError(fmt::format("{}: speed-up {} at {} tokens is outside 0.3..3 (FP8 attention's forward and "
+                                        "backward speed-up over the 16-bit kernel)",
+                                        r.Where("attention_fp8_seq"), speedup, len));
+      }
+      e.attention_fp8_by_seq = fp8_seq->value;
+      std::string pts;
+      for (const auto& [len, speedup] : fp8_seq->value) pts += fmt::format("{}{:.0f}: {:.3g}", pts.empty() ? "" : ", ", len, speedup);
+      perf_detail::RecordSource(e.sources, "attention_fp8_seq",
+                                fmt::format("attention_fp8_seq = {}: {}{}", pts, fp8_seq->source, Note(*fp8_seq)));
+    }
     SUANLI_RETURN_IF_ERROR(frac("link", &e.link, 0.05, 1.0,
                                 "; a bus bandwidth above the wire rate comes from an in-switch all-reduce (NVLS) and "
                                 "belongs in link_allreduce"));
@@ -885,6 +899,12 @@ double TpBusBw(const LayerContext& c, int n, int stride = 1, Collective kind = C
 }
 double TpAlpha(const LayerContext& c, int n, int stride = 1) { return GroupLatency(*c.cluster, n, stride); }
 
+// The causal kernel length, in tokens, whose FP8 attention speed-up applies to a layer whose queries attend to
+// `attended` keys on average (Fp8AttentionSpeedup).
+double Fp8AttentionKernelTokens(const LayerContext& c, double attended) {
+  return 2.0 * attended / (c.cp > 1 && c.cp_comm == CpComm::kP2P ? c.cp : 1);
+}
+
 // One transformer layer: forward operators (added to `ops` when non-null) and pass times.
 PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   const ModelSpec& m = *c.m;
@@ -913,16 +933,18 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     // Causal: each query attends to half the keys on average (FlashAttention skips masked blocks), at most the
     // window on windowed layers. Per attended key, 2 x (qk head dim + v head dim) FLOPs per head: QK^T at the query's
     // width, PV at the value's (MLA: 192 and 128; the two are equal elsewhere).
-    attn_flops = 2.0 * T * perf_detail::MeanAttendedKeys(m, c.attn_seq > 0 ? c.attn_seq : c.seq, false) *
-                 (sh.q_dim + sh.out_proj_in) / t;
+    const double attended = perf_detail::MeanAttendedKeys(m, c.attn_seq > 0 ? c.attn_seq : c.seq, false);
+    attn_flops = 2.0 * T * attended * (sh.q_dim + sh.out_proj_in) / t;
     const double bytes = T * (sh.q_dim + 2 * sh.kv_dim + sh.out_proj_in) / t * 2;
     const perf_detail::FusedAttentionTime fa = perf_detail::FusedAttentionForward(
         *c.gpu, *c.eff, attn_flops, bytes, c.attention == AttentionImpl::kFlash1);
     attn_time = fa.time_s;
     // FP8 attention: cuDNN's measured speed-up over its 16-bit kernel, forward and backward alike (the backward's
-    // time follows the forward's below).
-    const bool fp8_attn = c.fp8_attention && c.eff->attention_fp8 > 0;
-    if (fp8_attn) attn_time /= c.eff->attention_fp8;
+    // time follows the forward's below), read at the length of the kernels this layer runs: the causal benchmark's
+    // L attends to L/2 keys per query on average, and the K/V ring runs CP kernels over a CP-th of the sequence each
+    // (the all-to-all gathers the whole sequence for a CP-th of the heads).
+    const bool fp8_attn = c.fp8_attention && perf_detail::HasFp8AttentionRate(*c.eff);
+    if (fp8_attn) attn_time /= perf_detail::Fp8AttentionSpeedup(*c.eff, Fp8AttentionKernelTokens(c, attended));
     if (ops)
       ops->Add(c.attention == AttentionImpl::kFlash ? (fp8_attn ? "attention (flash, FP8)" : "attention (flash)")
                                                     : "attention (flash1)",
@@ -1065,7 +1087,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     // (Transformer Engine's DPA recipe follows the GEMMs'); cuDNN's benchmark times the kernel on FP8 inputs alone.
     double attn_fwd_bytes = 0, attn_bwd_bytes = 0;
     int attn_kernels = 0;
-    if (c.fp8_attention && c.eff->attention_fp8 > 0) {
+    if (c.fp8_attention && perf_detail::HasFp8AttentionRate(*c.eff)) {
       const double per_elem = 3.0 + (c.fp8_recipe == Fp8Recipe::kDelayed ? 0.0 : 2.0);
       attn_fwd_bytes = T * (sh.q_dim + 2 * sh.kv_dim) / t * per_elem;
       attn_bwd_bytes = T * sh.out_proj_in / t * per_elem;
@@ -2337,16 +2359,23 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
   auto optimistic_on = [&](const ValidationEvidence& e, std::string_view runs, std::string_view why) {
     checked_on(e, runs, std::string(why) + "; expect the step to take longer");
   };
-  if (cfg.detail && cfg.fp8_attention)
+  if (cfg.detail && cfg.fp8_attention) {
+    const double kernel_tokens =
+        Fp8AttentionKernelTokens(lc, perf_detail::MeanAttendedKeys(m, lc.attn_seq > 0 ? lc.attn_seq : lc.seq, false));
     res.notes.push_back(
-        eff.attention_fp8 > 0
+        perf_detail::HasFp8AttentionRate(eff)
             ? fmt::format("FP8 attention at {:.2f}x the 16-bit kernel's speed over forward and backward, cuDNN's own "
-                          "benchmark on this GPU (data/efficiency.toml attention_fp8, at 8K tokens; less at shorter "
-                          "sequences)",
-                          eff.attention_fp8)
+                          "benchmark on this GPU {} (data/efficiency.toml {})",
+                          perf_detail::Fp8AttentionSpeedup(eff, kernel_tokens),
+                          eff.attention_fp8_by_seq.empty()
+                              ? std::string("at one length")
+                              : fmt::format("read at the causal kernel length of this layout, {:.0f} tokens",
+                                            kernel_tokens),
+                          eff.attention_fp8_by_seq.empty() ? "attention_fp8" : "attention_fp8_seq")
             : fmt::format("uncertain: --fp8-attention: no FP8 attention measurement for {} (data/efficiency.toml "
                           "attention_fp8), so attention is priced at the 16-bit rate",
                           gpu.id));
+  }
   if (cfg.detail && par.cp > 1 && cfg.cp_comm == CpComm::kAllToAll)
     checked_on(evidence::kCpAllToAllTraining,
                "runs with context parallelism by all-to-all (MLPerf Training's LLaMA-2 70B LoRA, CP 2 and 8 on B200, "

@@ -1546,6 +1546,28 @@ TEST_F(Perf, Fp8AttentionRunsAtTheMeasuredSpeedUpWhereThereIsOne) {
     return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(s) != n.npos; });
   };
   EXPECT_TRUE(note_with(*fp8_attn, "FP8 attention at 1.29x the 16-bit kernel's speed"));
+  // The speed-up is read at the kernel's length (attention_fp8_seq): at 2K tokens GB300's is 1.049x. Under CP 2 the
+  // K/V ring runs kernels over 4K tokens each (1.212x); the all-to-all runs the whole 8K sequence (1.291x).
+  const auto speedup = [&](const TrainConfig& cfg) {
+    TrainConfig off = cfg;
+    off.fp8_attention = false;
+    auto on16 = EstimateTraining(m, C(gb300), off, E(gb300));
+    auto on8 = EstimateTraining(m, C(gb300), cfg, E(gb300));
+    EXPECT_TRUE(on16.ok() && on8.ok());
+    return FindOp(on16->ops, "attention (flash)")->time_s / FindOp(on8->ops, "attention (flash, FP8)")->time_s;
+  };
+  TrainConfig short_seq = Train(8, 1, 1, 64, 2048);
+  short_seq.dtype = Precision::kFp8;
+  short_seq.fp8_recipe = Fp8Recipe::kCurrent;
+  short_seq.fit.recompute = Recompute::kNone;
+  short_seq.fp8_attention = true;
+  EXPECT_NEAR(speedup(short_seq), 1.049, 1e-12);
+  TrainConfig ring = c;
+  ring.fit.par.cp = 2;
+  ring.fit.par.dp = 4;
+  EXPECT_NEAR(speedup(ring), 1.212, 1e-12);
+  ring.cp_comm = CpComm::kAllToAll;
+  EXPECT_NEAR(speedup(ring), 1.291, 1e-12);
   // H100: no FP8 attention measurement in the table.
   const GpuSpec& h100 = G("h100-sxm");
   auto h_on = EstimateTraining(m, C(h100), c, E(h100));
@@ -3027,7 +3049,7 @@ TEST_F(Perf, OffloadWaitsHideDataParallelTraffic) {
     auto r = EstimateTraining(M("gpt-oss-120b"), C(g), c, e);
     ASSERT_TRUE(r.ok()) << r.status().message();
     ASSERT_GT(r->breakdown_s.offload, 0);
-    if (last > 0) EXPECT_LE(r->step_time_s, last * 1.001) << "GEMM fraction x" << f;
+    if (last > 0) { EXPECT_LE(r->step_time_s, last * 1.001) << "GEMM fraction x" << f; }
     last = r->step_time_s;
   }
 }
@@ -3050,7 +3072,7 @@ TEST_F(Perf, OffloadCopiesOverlapALayersCollectives) {
     auto r = EstimateTraining(M("gpt-j-6b"), C(g, "eth-100g"), c, e);
     ASSERT_TRUE(r.ok()) << r.status().message();
     ASSERT_GT(r->breakdown_s.offload, 0);
-    if (last > 0) EXPECT_LE(r->step_time_s, last * 1.001) << "attention fraction x" << f;
+    if (last > 0) { EXPECT_LE(r->step_time_s, last * 1.001) << "attention fraction x" << f; }
     last = r->step_time_s;
   }
 }
@@ -3294,6 +3316,53 @@ TEST(EfficiencyData, FractionsOutsideTheirRangeOrNotANumberAreErrors) {
                                 "h100-sxm");
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_DOUBLE_EQ(ok->gemm_fp8_precise, 0.9);
+}
+
+// attention_fp8_seq: the FP8 attention speed-up by sequence length, read log-linearly between its points and held at
+// its ends; a malformed curve (unequal lengths, lengths not increasing, one point, a speed-up outside 0.3..3, an
+// unknown key) is an error naming the key and what is wrong.
+TEST(EfficiencyData, Fp8AttentionCurveIsReadLogLinearlyAndCheckedWhenLoaded) {
+  const char* head = "[sources]\nx = \"a source\"\n[gpu.gb300]\n";
+  auto ok = ParseEfficiencyToml(std::string(head) + "attention_fp8_seq = { seq = [1024, 4096, 16384], speedup = [0.9, "
+                                                    "1.1, 1.5], source = \"x\" }\n",
+                                "e.toml", "gb300");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(perf_detail::HasFp8AttentionRate(*ok));
+  EXPECT_DOUBLE_EQ(perf_detail::Fp8AttentionSpeedup(*ok, 4096), 1.1);
+  EXPECT_NEAR(perf_detail::Fp8AttentionSpeedup(*ok, 2048), 1.0, 1e-12);   // halfway in log2 between 1K and 4K
+  EXPECT_NEAR(perf_detail::Fp8AttentionSpeedup(*ok, 8192), 1.3, 1e-12);
+  EXPECT_DOUBLE_EQ(perf_detail::Fp8AttentionSpeedup(*ok, 100), 0.9);      // held at the ends
+  EXPECT_DOUBLE_EQ(perf_detail::Fp8AttentionSpeedup(*ok, 1e6), 1.5);
+  EXPECT_NE(std::find_if(ok->sources.begin(), ok->sources.end(),
+                         [](const std::string& l) { return l.find("attention_fp8_seq = 1024: 0.9, 4096: 1.1") == 0; }),
+            ok->sources.end());
+  // The single figure where no curve was measured; none at all: 1, and no rate.
+  Efficiency flat;
+  flat.attention_fp8 = 1.2;
+  EXPECT_DOUBLE_EQ(perf_detail::Fp8AttentionSpeedup(flat, 512), 1.2);
+  EXPECT_FALSE(perf_detail::HasFp8AttentionRate(Efficiency{}));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"seq = [1024, 4096], speedup = [1.0]", "'seq' has 2 entries and 'speedup' 1"},
+      {"seq = [4096, 1024], speedup = [1.0, 1.1]", "'seq' must increase strictly (1024 follows 4096)"},
+      {"seq = [4096], speedup = [1.0]", "a curve needs at least two points"},
+      {"seq = [1024, 4096], speedup = [1.0, 5.0]", "speed-up 5 at 4096 tokens is outside 0.3..3"},
+      {"seq = [1024, -4096], speedup = [1.0, 1.1]", "'seq' holds -4096, and every entry must be a positive number"},
+      {"seq = [1024, 4096], speedup = [1.0, \"fast\"]", "'speedup' must be an array of numbers"},
+      {"seq = [1024, 4096], speedups = [1.0, 1.1]", "unknown key 'speedups' (valid: seq, speedup, source, note, date)"},
+      {"seq = [1024, 4096]", "has no 'speedup'"},
+  };
+  for (const auto& [body, want] : bad) {
+    auto e = ParseEfficiencyToml(std::string(head) + "attention_fp8_seq = { " + body + ", source = \"x\" }\n", "e.toml",
+                                 "gb300");
+    ASSERT_FALSE(e.ok()) << body;
+    EXPECT_NE(e.status().message().find("e.toml: key 'gpu.gb300.attention_fp8_seq'"), std::string::npos)
+        << e.status().message();
+    EXPECT_NE(e.status().message().find(want), std::string::npos) << e.status().message();
+  }
+  auto unsourced = ParseEfficiencyToml(std::string(head) + "attention_fp8_seq = { seq = [1, 2], speedup = [1, 1] }\n",
+                                       "e.toml", "gb300");
+  ASSERT_FALSE(unsourced.ok());
+  EXPECT_NE(unsourced.status().message().find("has no 'source'"), std::string::npos) << unsourced.status().message();
 }
 
 // A GPU's entry replaces the default's value and its source line: `sources` lists the values in use, once each.

@@ -749,7 +749,7 @@ TEST_F(Planner, ServeCommandsQuoteAModelPathAsOneWord) {
     while (start < out->size()) {
       const size_t end = std::min(out->find('\n', start), out->size());
       const std::string line = out->substr(start, end - start);
-      if (line.find("rm -rf") != std::string::npos) EXPECT_EQ(line.rfind("# ", 0), 0u) << line;
+      if (line.find("rm -rf") != std::string::npos) { EXPECT_EQ(line.rfind("# ", 0), 0u) << line; }
       start = end + 1;
     }
     EXPECT_NE(out->find("it's?$(rm -rf ~).json"), std::string::npos) << *out;
