@@ -2399,15 +2399,15 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
       optimistic_on(evidence::kB300DenseTraining,
                     "dense-model training runs on B300 (MLPerf Training v6.0 partners' LLaMA-3.1 8B in NVFP4 on 8 and 64 "
                     "GPUs)",
-                    ", too fast on all of them, where GB300's runs of the same configuration are within 7%; B300's FP4 "
-                    "rate is B200's measured fraction of B300's peak and its FP8 rate a best-shape benchmark, neither "
-                    "measured at training shapes");
+                    ", too fast on all of them, where GB300's runs of the same configuration are within 8%; B300's FP4 "
+                    "rate is GB300's sustained one over the two GPUs' measured ratio and its FP8 rate a best-shape "
+                    "benchmark, neither measured at training shapes");
     else
       checked_on(evidence::kBlackwellUltraDenseTraining,
                  "dense-model training runs on GB300 (Megatron-Bridge 25.11-26.06 and MLPerf Training v5.1 and v6.0, "
                  "NVIDIA's and its partners': LLaMA 3 8B, 70B, 3.1 405B and LLaMA-2 70B LoRA, FP8, MXFP8 and NVFP4)",
                  fmt::format(", slow on {} and fast on {}; the FP8 GEMM rate here is Azure's sustained measurement on "
-                             "GB300, the 16-bit one B300's benchmark (the same die), attention an assumption",
+                             "GB300, the 16-bit one a TensorRT-LLM GEMM sweep on GB300, attention an assumption",
                              evidence::kBlackwellUltraDenseTraining.cases - evidence::kBlackwellUltraDenseTrainingFast,
                              evidence::kBlackwellUltraDenseTrainingFast));
   }

@@ -980,7 +980,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto on_b300 = EstimateTraining(m8, C(b300), c, E(b300));
   ASSERT_TRUE(on_b300.ok()) << on_b300.status().message();
   EXPECT_TRUE(note_with(on_b300->notes, "uncertain: on 7 published dense-model training runs on B300"));
-  EXPECT_TRUE(note_with(on_b300->notes, "+9% to +14% off (mean +12%"));
+  EXPECT_TRUE(note_with(on_b300->notes, "+7% to +12% off (mean +10%"));
   EXPECT_TRUE(note_with(on_b300->notes, "expect the step to take longer"));
   EXPECT_FALSE(note_with(on_b300->notes, ultra_note));
   EXPECT_FALSE(note_with(on_b300->notes, blackwell_note));

@@ -135,9 +135,10 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // parallelism (cp_comm_type 'a2a', read in their configs); 10.94% with 21 LoRA runs' FP8 attention, 10.98% with 10
   // more (NVIDIA's v5.1/v6.0 8B NVFP4 and v6.0 DeepSeek-V3 runs), 11.11% with 14 partner 8B runs and the FP8 casts.
   // 11.12% with the forty-third session's FP8 attention by sequence length, 11.19% with its measured BF16 GEMM rates
-  // of GB200, GB300 and B300 (aiconfigurator's TensorRT-LLM 1.3 sweep), which had none and now run faster.
+  // of GB200, GB300 and B300 (aiconfigurator's TensorRT-LLM 1.3 sweep), which had none and now run faster; 11.15%
+  // with B300's NVFP4 rate from the same sweep's B300-to-GB300 ratio.
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.1122, 1.10}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
+      {"training", {0.1118, 1.10}}, {"ttft", {0.151, 0.638}}, {"throughput", {0.134, 1.486}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.160, 0.239}},
       {"max_throughput", {0.208, 3.002}}, {"speculative", {0.254, 0.646}}, {"attention", {0.460, 3.105}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
@@ -212,8 +213,8 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // within 1.3%; 7.814% with 14 partner 8B runs' FP8 attention (a per-row reading of their configs) and the FP8 casts
   // of Q, K, V and the output gradient that cuDNN's benchmark leaves out. 7.904% with the forty-third session's
   // measured BF16 GEMM rates of GB200, GB300 and B300 (faster than the estimates they replace: GB200's 16-bit runs
-  // further too fast).
-  EXPECT_LE(mean_measured, 0.0794);
+  // further too fast); 7.849% with B300's NVFP4 rate from that sweep's B300-to-GB300 ratio.
+  EXPECT_LE(mean_measured, 0.0788);
   // The 7% target held (6.92%) until the sixteenth session added the Llama 3 paper's two 405B runs on 8K and
   // 16K H100s, held out, which the model puts 19% too fast (7.25%), and the eighteenth the Megatron-LM README's nine
   // H100 runs (Megatron-Core r0.8.0, GPT 1.7B-462B), which it puts 14-35% too fast: 9.08%. The nineteenth session's
@@ -287,8 +288,8 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // 7.969%. 8.077% since the forty-second session's all-to-all context parallelism on 14 LoRA runs (a configuration
   // fact read in their yaml); 7.964% with those runs' FP8 attention, 8.041% with the 8B NVFP4 runs' as well, 8.224%
   // with 14 partner 8B runs' and the FP8 attention casts; 8.313% with the forty-third session's measured BF16 GEMM
-  // rates of GB200, GB300 and B300.
-  EXPECT_LE(mean_dense, 0.0835);  // 7.573% (7.565% before the thirty-ninth session's DP window and ZeRO-3 write)
+  // rates of GB200, GB300 and B300; 8.259% with B300's NVFP4 rate from that sweep's ratio.
+  EXPECT_LE(mean_dense, 0.0829);  // 7.573% (7.565% before the thirty-ninth session's DP window and ZeRO-3 write)
   // 46.3%: MLPerf v6.0's LLaMA-3.1 8B on 1,024 GB200s, a 0.072 s step, plus one point (34.2% before: v5.1's on 512
   // GB300s, a 0.085 s step; 33.2% on 512 GB200s).
   EXPECT_LE(worst_measured, 0.474);
