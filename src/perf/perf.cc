@@ -345,7 +345,8 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
       }
       e.attention_fp8_by_seq = fp8_seq->value;
       std::string pts;
-      for (const auto& [len, speedup] : fp8_seq->value) pts += fmt::format("{}{:.0f}: {:.3g}", pts.empty() ? "" : ", ", len, speedup);
+      for (const auto& [len, speedup] : fp8_seq->value)
+        pts += fmt::format("{}{:.0f}: {:.3g}", pts.empty() ? "" : ", ", len, speedup);
       perf_detail::RecordSource(e.sources, "attention_fp8_seq",
                                 fmt::format("attention_fp8_seq = {}: {}{}", pts, fp8_seq->source, Note(*fp8_seq)));
     }
@@ -371,6 +372,19 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
   if (const toml::table* d = doc["default"].as_table()) SUANLI_RETURN_IF_ERROR(apply(*d, "default"));
   if (const toml::table* g = doc["gpu"].as_table()) {
     if (const toml::table* mine = (*g)[gpu_id].as_table()) SUANLI_RETURN_IF_ERROR(apply(*mine, "gpu." + std::string(gpu_id)));
+  }
+  // Where a curve is measured it sets the FP8 attention speed-up and the single figure is its 8K reading: a table that
+  // changes one without the other would have the figure silently ignored.
+  if (!e.attention_fp8_by_seq.empty() && e.attention_fp8 > 0) {
+    Efficiency curve_only;
+    curve_only.attention_fp8_by_seq = e.attention_fp8_by_seq;
+    const double at_8k = perf_detail::Fp8AttentionSpeedup(curve_only, 8192);
+    if (std::fabs(at_8k - e.attention_fp8) > 0.005)
+      return ParseError(fmt::format(
+          "{}: for {}, attention_fp8 = {} disagrees with attention_fp8_seq, which reads {:.3f} at 8,192 tokens; the "
+          "curve sets the speed-up at every length and attention_fp8 is its 8K figure, so change both or leave "
+          "attention_fp8 out",
+          file, gpu_id, e.attention_fp8, at_8k));
   }
   if (const toml::table* da = doc["decode_attention"].as_table()) {
     detail::TableReader r(*da, file, "decode_attention", &sources);
@@ -1511,7 +1525,6 @@ Status CheckCpComm(const ModelSpec& m, const Parallelism& par, CpComm cp_comm) {
   }
   return Status::Ok();
 }
-
 
 // What `perf train` models beyond pretraining: LoRA fine-tuning (Mode::kLora) and packed sequences; the settings
 // that do not combine with them are errors that say so.

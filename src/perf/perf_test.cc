@@ -3363,6 +3363,18 @@ TEST(EfficiencyData, Fp8AttentionCurveIsReadLogLinearlyAndCheckedWhenLoaded) {
                                        "e.toml", "gb300");
   ASSERT_FALSE(unsourced.ok());
   EXPECT_NE(unsourced.status().message().find("has no 'source'"), std::string::npos) << unsourced.status().message();
+  // The single figure beside a curve is its 8K reading: one changed without the other is an error, not ignored.
+  const std::string curve = "attention_fp8_seq = { seq = [4096, 8192], speedup = [1.2, 1.3], source = \"x\" }\n";
+  auto agree = ParseEfficiencyToml(std::string(head) + curve + "attention_fp8 = { value = 1.3, source = \"x\" }\n",
+                                   "e.toml", "gb300");
+  ASSERT_TRUE(agree.ok()) << agree.status().message();
+  auto differ = ParseEfficiencyToml(std::string(head) + curve + "attention_fp8 = { value = 1.5, source = \"x\" }\n",
+                                    "e.toml", "gb300");
+  ASSERT_FALSE(differ.ok());
+  EXPECT_NE(differ.status().message().find("attention_fp8 = 1.5 disagrees with attention_fp8_seq, which reads 1.300 at "
+                                           "8,192 tokens"),
+            std::string::npos)
+      << differ.status().message();
 }
 
 // A GPU's entry replaces the default's value and its source line: `sources` lists the values in use, once each.
