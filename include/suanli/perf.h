@@ -1003,8 +1003,8 @@ inline constexpr const char* kTrainingGpus[] = {"a100-sxm-80gb", "b200",     "b3
 inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
 inline constexpr ErrorBand kTrainingError{"training", 360, 0.0764, 0.1515, 0.7296, kTrainingGpus, 206, 0.0203};
-inline constexpr ErrorBand kDecodeError{"decode", 40, 0.0636, 0.1212, 0.3528, kDecodeGpus, 19, 0.0080};
-inline constexpr ErrorBand kTtftDenseError{"ttft", 60, 0.1135, 0.2445, 0.3887, kServingGpus, 47, 0.0808};
+inline constexpr ErrorBand kDecodeError{"decode", 42, 0.0650, 0.1212, 0.3528, kDecodeGpus, 21, 0.0120};
+inline constexpr ErrorBand kTtftDenseError{"ttft", 62, 0.1106, 0.2445, 0.3887, kServingGpus, 48, 0.0787};
 inline constexpr ErrorBand kThroughputDenseError{"throughput", 109, 0.0666, 0.1464, 0.2523, kServingGpus, 76, 0.0448};
 // Continuous batching at full load (InferConfig::batch_max): TensorRT-LLM 1.0's trtllm-bench maximum throughput.
 inline constexpr const char* kMaxThroughputGpus[] = {"b200", "gb200", "h100-sxm", "h200-sxm"};
