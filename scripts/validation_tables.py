@@ -53,8 +53,9 @@ for c in rep["cases"]:
         src = f"{src} {gpu}".strip()
     elif src == "Azure":  # GEMM micro-benchmarks: per GPU and precision
         src = f"Azure cuBLASLt {words[2]} {words[3]}"
-    elif src == "Megatron-Bridge":  # dense LLaMA-3 and MoE Qwen3 runs: the 25.11 container, the 26.x ones, a model card
-        era = {"25.11": "25.11", "model": "model card"}.get(words[1], "26.04.01-26.08")
+    elif src == "Megatron-Bridge":  # dense LLaMA-3 and MoE Qwen3 runs: the 25.11 container, the 26.x ones, a model card,
+        # the CUDA-graph guide's comparison
+        era = {"25.11": "25.11", "model": "model card", "CUDA-graph": "CUDA-graph guide"}.get(words[1], "26.04.01-26.08")
         src = f"{src} {era} {'MoE' if c.get('moe') else 'dense'}"
     elif c["group"] == "speculative":  # "vLLM EAGLE-3 ...", "TRT-LLM MTP ...": engine and draft method
         src = " ".join(words[:2])
