@@ -1045,7 +1045,8 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(qwen.ok()) << qwen.status().message();
   EXPECT_EQ(qwen->error.cases, 0);
   EXPECT_EQ(ddp->error.cases, evidence::kTrainingError.cases);
-  EXPECT_TRUE(note_with(qwen->notes, "uncertain: MoE training is checked against 64 held-out Megatron-Core runs"));
+  EXPECT_TRUE(note_with(qwen->notes, fmt::format("uncertain: MoE training is checked against {} held-out Megatron-Core runs",
+                                               evidence::kMoeTrainingHoldout.cases).c_str()));
   EXPECT_TRUE(note_with(qwen->notes, "8 runs of the older Megatron-Bridge 25.11 stack"));
   EXPECT_TRUE(note_with(qwen->notes, "and 2 runs of NeMo AutoModel's PyTorch FSDP2 stack (-55% to -38%"));
   EXPECT_TRUE(note_with(qwen->notes, "calibrated: each MoE layer takes 1.80x the time its operators add up to, its "
