@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "scratch_dir.h"
+
 namespace suanli {
 namespace {
 
@@ -257,15 +259,11 @@ TEST_F(Catalog, InterconnectsUseBytesPerSecond) {
 namespace suanli {
 namespace {
 
-std::string TempDir(const char* name) {
-  std::string dir = ::testing::TempDir() + "/suanli_" + name + "_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir + "/gpus");
-  return dir;
-}
 
 TEST(UserCatalog, UserFileOverridesBuiltInAndAddsNew) {
-  const std::string dir = TempDir("override");
+  const testing::ScratchDir scratch("override");
+  const std::string& dir = scratch.path();
+  std::filesystem::create_directories(dir + "/gpus");
   std::string text = kMinimalGpu;
   std::ofstream(dir + "/gpus/new.toml") << text;
   text.replace(text.find("test-gpu"), 8, "h100-sxm");
@@ -280,7 +278,9 @@ TEST(UserCatalog, UserFileOverridesBuiltInAndAddsNew) {
 }
 
 TEST(UserCatalog, BadUserFileNamesTheFile) {
-  const std::string dir = TempDir("bad");
+  const testing::ScratchDir scratch("bad");
+  const std::string& dir = scratch.path();
+  std::filesystem::create_directories(dir + "/gpus");
   std::ofstream(dir + "/gpus/broken.toml") << "id = \"x\"\n[memory\n";
   CatalogOptions o;
   o.user_dirs.push_back(dir);

@@ -9,15 +9,17 @@
 #include <fstream>
 #include <thread>
 
+#include "scratch_dir.h"
 #include "suanli/store.h"
 
 namespace suanli {
 namespace {
 
+// One directory for the process's databases, removed at exit (the forked writers leave by _exit or SIGKILL, so
+// only this process removes it).
 std::string TempDb(const std::string& name) {
-  const auto dir = std::filesystem::path(testing::TempDir()) / ("suanli_store_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const auto p = dir / name;
+  static const testing::ScratchDir dir("store");
+  const auto p = std::filesystem::path(dir.path()) / name;
   std::filesystem::remove(p);
   std::filesystem::remove(p.string() + "-journal");
   return p.string();
