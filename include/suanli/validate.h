@@ -14,7 +14,7 @@
 namespace suanli {
 
 struct ValidationCase {
-  std::string group;    // training | decode | ttft | throughput | latency | gemm, or a user file's own
+  std::string group;    // training | decode | ttft | throughput | latency | gemm | attention | collective, or a user file's own
   std::string role;     // calibration | holdout
   std::string name;
   std::string gpu;      // catalog id of the case's GPU

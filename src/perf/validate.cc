@@ -30,7 +30,7 @@ const std::map<std::string, Targets> kTargets = {
 // The keys a case may have, and their TOML types. A misspelt key would otherwise be ignored and the case
 // evaluated with a default: a silently wrong row.
 enum class KeyType { kString, kInteger, kNumber, kBool };
-enum class CaseKind { kTrain, kInfer, kGemm, kAttention };
+enum class CaseKind { kTrain, kInfer, kGemm, kAttention, kCollective };
 const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
   static const std::map<std::string, KeyType> base = {
       {"group", KeyType::kString},  {"role", KeyType::kString},      {"name", KeyType::kString},
@@ -143,10 +143,20 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"pass", KeyType::kString}});
     return m;
   }();
+  static const std::map<std::string, KeyType> collective_keys = [] {
+    auto m = base;
+    m.insert({{"op", KeyType::kString},
+              {"gpus", KeyType::kInteger},
+              {"bytes", KeyType::kInteger},
+              {"gpus_per_node", KeyType::kInteger},
+              {"nvls", KeyType::kBool}});
+    return m;
+  }();
   switch (kind) {
     case CaseKind::kTrain: return train_keys;
     case CaseKind::kInfer: return infer_keys;
     case CaseKind::kAttention: return attention_keys;
+    case CaseKind::kCollective: return collective_keys;
     case CaseKind::kGemm: break;
   }
   return gemm_keys;
@@ -737,11 +747,54 @@ Result<double> EvalAttention(const toml::table& t, const HardwareCatalog& hw, co
   return flops / fa.time_s / 1e12;  // the backward's FLOPs and time are both kFlashBackwardFactor times: one rate
 }
 
+// One collective micro-benchmark (nccl-tests: the time of one collective of `bytes`, nccl-tests' size, over `gpus`
+// ranks of one node) against the time the training and serving estimates give it: NcclCollective for all-reduce,
+// all-gather and reduce-scatter, GroupAllToAllTime for all-to-all (docs/methodology.md §7).
+Result<double> EvalCollective(const toml::table& t, const HardwareCatalog& hw, const EfficiencyTable* table,
+                              std::string* detail, double* bound) {
+  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
+  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
+  SUANLI_ASSIGN_OR_RETURN(const int gpus_per_node, IntKey(t, "gpus_per_node", 8));
+  SUANLI_ASSIGN_OR_RETURN(const int n, IntKey(t, "gpus", 0));
+  if (n < 2 || n > gpus_per_node)
+    return ParseError(fmt::format("'gpus' = {} must be from 2 to 'gpus_per_node' ({}): the cases are one node's", n,
+                                  gpus_per_node));
+  const auto b = t["bytes"].value<int64_t>();
+  if (!b || *b < 1 || *b > (int64_t(1) << 40)) return ParseError("'bytes' must be an integer from 1 to 2^40");
+  const double bytes = double(*b);
+  SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, gpus_per_node, "ib-ndr"));
+  cl.nvls = t["nvls"].value_or(true);
+  const std::string op = t["op"].value_or(std::string());
+  double time_s = 0;
+  if (op == "all_to_all") {
+    time_s = GroupAllToAllTime(cl, eff, bytes, n, 1);
+    *detail = fmt::format("{:.1f} us, all-to-all over {}", time_s * 1e6, cl.intra_name);
+  } else {
+    NcclOp nop;
+    if (op == "all_reduce") nop = NcclOp::kAllReduce;
+    else if (op == "all_gather") nop = NcclOp::kAllGather;
+    else if (op == "reduce_scatter") nop = NcclOp::kReduceScatter;
+    else
+      return ParseError(fmt::format("op '{}' is not one of all_reduce, all_gather, reduce_scatter, all_to_all{}", op,
+                                    DidYouMean(op, std::vector<std::string>{"all_reduce", "all_gather", "reduce_scatter", "all_to_all"})));
+    const CollectiveCall call = DescribeCollective(cl, eff, nop, bytes, n, 1, "", "");
+    time_s = call.time_s;
+    *detail = fmt::format("{:.1f} us, {} {}, busbw {:.1f} GB/s over {}", time_s * 1e6, call.algorithm, call.protocol,
+                          call.busbw_bytes_per_s / 1e9, cl.intra_name);
+  }
+  if (t["metric"].value_or(std::string()) != "time_s")
+    return ParseError("unknown collective metric '" + t["metric"].value_or(std::string()) + "' (valid: time_s)");
+  // Every rank sends (or receives) at least (n - 1) / n of the buffer over its link, at the datasheet rate.
+  *bound = double(n - 1) / n * bytes / cl.intra_bw_per_dir;
+  if (!(time_s > 0) || !std::isfinite(time_s)) return Internal(fmt::format("no time for {} over {} ranks", op, n));
+  return time_s;
+}
+
 }  // namespace
 
 namespace {
 bool IsTimeMetric(const std::string& metric) {
-  return metric == "step_time_s" || metric == "ttft_s" || metric == "e2e_latency_s";
+  return metric == "step_time_s" || metric == "ttft_s" || metric == "e2e_latency_s" || metric == "time_s";
 }
 }  // namespace
 
@@ -770,11 +823,12 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
     return base.empty() ? rel : (std::filesystem::path(base) / rel).string();
   };
   ValidationReport rep;
-  for (const char* kind : {"train", "infer", "gemm", "attention"}) {
-    const CaseKind ck = std::string(kind) == "train"   ? CaseKind::kTrain
-                        : std::string(kind) == "infer" ? CaseKind::kInfer
-                        : std::string(kind) == "gemm"  ? CaseKind::kGemm
-                                                       : CaseKind::kAttention;
+  for (const char* kind : {"train", "infer", "gemm", "attention", "collective"}) {
+    const CaseKind ck = std::string(kind) == "train"       ? CaseKind::kTrain
+                        : std::string(kind) == "infer"     ? CaseKind::kInfer
+                        : std::string(kind) == "gemm"      ? CaseKind::kGemm
+                        : std::string(kind) == "attention" ? CaseKind::kAttention
+                                                           : CaseKind::kCollective;
     const toml::array* arr = doc[kind].as_array();
     if (!arr) continue;
     for (const auto& node : *arr) {
@@ -799,7 +853,8 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
                : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits,
                                                     &vc.bound, &vc.ttft_s, &vc.tpot_s)
                : ck == CaseKind::kGemm  ? EvalGemm(*t, hw, efficiency, &vc.detail, &vc.bound)
-                                        : EvalAttention(*t, hw, efficiency, &vc.detail, &vc.bound);
+               : ck == CaseKind::kAttention ? EvalAttention(*t, hw, efficiency, &vc.detail, &vc.bound)
+                                            : EvalCollective(*t, hw, efficiency, &vc.detail, &vc.bound);
       if (!v.ok()) {
         vc.failure = v.status().message();
       } else {
