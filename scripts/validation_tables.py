@@ -57,6 +57,8 @@ for c in rep["cases"]:
         # the CUDA-graph guide's comparison
         era = {"25.11": "25.11", "model": "model card", "CUDA-graph": "CUDA-graph guide"}.get(words[1], "26.04.01-26.08")
         src = f"{src} {era} {'MoE' if c.get('moe') else 'dense'}"
+    elif c["group"] == "collective":  # "aiconfigurator NCCL 2.29.2 H100 all-gather 8 GPUs 64 MiB": per GPU and operation
+        src = f"nccl-tests {words[3]} {words[4]}"
     elif c["group"] == "speculative":  # "vLLM EAGLE-3 ...", "TRT-LLM MTP ...": engine and draft method
         src = " ".join(words[:2])
     elif src == "TRT-LLM" and c["group"] == "max_throughput":  # "TRT-LLM 1.0 Llama 3.1 8B H100 TP1 FP8 ...": per GPU

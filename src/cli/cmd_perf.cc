@@ -29,7 +29,7 @@ struct PerfFlags {
   bool no_nvls = false, embedding_loss_in_split = false, tp_only_amax_red = false, no_fp8_weight_cache = false;
   bool no_nvfp4_rht = false, fp8_attention = false;
   double dp_bucket_mb = 0;  // 0: Megatron-Core's bucket rule
-  bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false, swiglu_fp8 = false;
+  bool eager = false, sequence_parallel = false, explain = false, no_dp_overlap = false, tp_overlap = false, no_tp_grad_overlap = false, ep_overlap = false, fp32_grads = false, dropout = false, swiglu_fp8 = false;
   std::string train_mode = "train";
   std::string master_dtype, moments_dtype, optimizer;
   int lora_rank = 16;
@@ -171,6 +171,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                     "Megatron-Core DDP's max(40M, 1M x DP) parameters")
       ->check(BucketMb());
   train->add_flag("--tp-overlap", f->tp_overlap, "Overlap tensor-parallel communication with GEMMs");
+  train->add_flag("--no-tp-grad-overlap", f->no_tp_grad_overlap,
+                  "Backward TP collectives exposed: do not run a column-parallel linear's input-gradient reduce-scatter "
+                  "(all-reduce) and input re-gather under its gradient GEMMs, as Megatron-LM since 2022 and Transformer "
+                  "Engine do (2021 Megatron-LM; --eager implies it)");
   train->add_flag("--ep-overlap", f->ep_overlap,
                   "Overlap the MoE all-to-all with another micro-batch's compute (Megatron-Core "
                   "--overlap-moe-expert-parallel-comm --delay-wgrad-compute)");
@@ -351,6 +355,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       cfg.dp_overlap = !f->no_dp_overlap;
       cfg.dp_bucket_bytes = f->dp_bucket_mb * kMiB;
       cfg.tp_overlap = f->tp_overlap;
+      cfg.tp_grad_overlap = !f->no_tp_grad_overlap;
       cfg.ep_overlap = f->ep_overlap;
       if (!f->moe_dispatcher.empty()) {
         auto d = ParseMoeDispatcher(f->moe_dispatcher);
@@ -639,8 +644,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                      "backward equivalents per step on the critical stage):\n";
         PrintOps(r->ops, RidgePointFor(**gpu, *eff, cfg.dtype), r->step_time_s);
         if (!r->collectives.empty()) {
-          std::cout << "\ncollectives (one of each; the algorithm and protocol NCCL's tuning model picks, docs/methodology.md "
-                       "section 7):\n";
+          std::cout << "\ncollectives (one of each; inside one NVLink domain nccl-tests' measured times (\"measured\"), "
+                       "elsewhere the algorithm and protocol NCCL's tuning model picks; docs/methodology.md section 7):\n";
           Table ct({"collective", "size", "GPUs", "nodes", "NCCL", "time", "algbw", "busbw", "runs"});
           for (const auto& c : r->collectives)
             ct.Row({c.what, FormatBytes(c.bytes), std::to_string(c.ranks), std::to_string(c.nodes),

@@ -1,5 +1,5 @@
-list(APPEND SUANLI_CORE_SOURCES src/perf/perf.cc src/perf/infer.cc)
-list(APPEND SUANLI_DATA_FILES data/efficiency.toml)
+list(APPEND SUANLI_CORE_SOURCES src/perf/perf.cc src/perf/infer.cc src/perf/nccl_curves.cc)
+list(APPEND SUANLI_DATA_FILES data/efficiency.toml data/nccl_curves.toml)
 list(APPEND SUANLI_TEST_SOURCES src/perf/perf_test.cc src/perf/perf_properties_test.cc)
 list(APPEND SUANLI_CLI_SOURCES src/cli/cmd_perf.cc)
 list(APPEND SUANLI_CORE_SOURCES src/perf/validate.cc src/perf/calibrate.cc)

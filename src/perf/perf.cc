@@ -490,6 +490,7 @@ Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int g
     if (gpu.link_kind) {
       auto ic = hw.FindInterconnect(gpu.link_kind->value);
       if (ic.ok() && (*ic)->latency_s) c.intra_latency_s = (*ic)->latency_s->value;
+      c.nccl_curve = NcclCurveFor(gpu.link_kind->value);
     }
   } else {
     // No GPU link (or more GPUs than a bridge joins): peer traffic crosses PCIe.
@@ -546,6 +547,14 @@ double AllToAllTime(double bytes, int n, double busbw, double alpha) {
 double P2PTime(double bytes, double bw, double alpha) { return bytes <= 0 ? 0 : bytes / bw + alpha; }
 
 namespace {
+CurveOp CurveOpOf(NcclOp op) {
+  switch (op) {
+    case NcclOp::kAllReduce: return CurveOp::kAllReduce;
+    case NcclOp::kAllGather: return CurveOp::kAllGather;
+    case NcclOp::kReduceScatter: return CurveOp::kReduceScatter;
+  }
+  return CurveOp::kAllReduce;
+}
 int RanksPerNode(const Cluster& c, int n, int stride) {
   if (stride >= c.gpus_per_node) return 1;
   return std::max(1, std::min(n, c.gpus_per_node / std::max(1, stride)));
@@ -662,8 +671,13 @@ CollectiveCall DescribeCollective(const Cluster& c, const Efficiency& e, NcclOp 
   call.algorithm = ch.algorithm;
   call.protocol = ch.protocol;
   call.time_s = ch.time_s;
-  if (ch.time_s > 0 && std::isfinite(ch.time_s)) {
-    call.algbw_bytes_per_s = bytes / ch.time_s;
+  if (const double t = g.nodes == 1 ? MeasuredCollectiveTime(c, e, CurveOpOf(op), bytes, n) : -1; t > 0) {
+    call.algorithm = "measured";
+    call.protocol = op == NcclOp::kAllReduce && c.nvls && e.link_allreduce > 0 ? "nccl-tests" : "nccl-tests ring";
+    call.time_s = t;
+  }
+  if (call.time_s > 0 && std::isfinite(call.time_s)) {
+    call.algbw_bytes_per_s = bytes / call.time_s;
     const double factor = op == NcclOp::kAllReduce ? 2.0 * (n - 1) / n : double(n - 1) / n;
     call.busbw_bytes_per_s = call.algbw_bytes_per_s * factor;
   }
@@ -673,7 +687,11 @@ CollectiveCall DescribeCollective(const Cluster& c, const Efficiency& e, NcclOp 
 double GroupCollectiveTime(const Cluster& c, const Efficiency& e, NcclOp op, double bytes, int n, int stride) {
   if (n <= 1 || !(bytes > 0)) return 0;
   const auto kind = op == NcclOp::kAllReduce ? Collective::kAllReduce : Collective::kRing;
-  return NcclCollective(op, bytes, GroupNccl(c, e, n, stride, kind)).time_s;
+  const NcclGroup g = GroupNccl(c, e, n, stride, kind);
+  // Inside one NVLink domain with measured curves: nccl-tests' times (docs/methodology.md §7); elsewhere the cost model.
+  if (g.nodes == 1)
+    if (const double t = MeasuredCollectiveTime(c, e, CurveOpOf(op), bytes, n); t > 0) return t;
+  return NcclCollective(op, bytes, g).time_s;
 }
 
 ServingAllReduce ServingAllReduceTime(const Cluster& c, const Efficiency& e, double bytes, int n) {
@@ -689,7 +707,10 @@ double GroupAllToAllTime(const Cluster& c, const Efficiency& e, double bytes, in
   if (n <= 1 || bytes <= 0) return 0;
   const double intra = c.intra_bw_per_dir * e.link;
   const int k = RanksPerNode(c, n, stride);
-  if (n <= k) return AllToAllTime(bytes, n, intra, c.intra_latency_s);
+  if (n <= k) {
+    if (const double t = MeasuredCollectiveTime(c, e, CurveOp::kAllToAll, bytes, n); t > 0) return t;
+    return AllToAllTime(bytes, n, intra, c.intra_latency_s);
+  }
   const double off_node = bytes * double(n - k) / n / (c.inter_bw_per_gpu * e.network);
   const double on_node = bytes * double(k - 1) / n / intra;
   return std::max(off_node, on_node) + (n - 1) * c.inter_latency_s;
@@ -826,12 +847,21 @@ namespace {
 // W^T and dW = X^T dY, each at the forward's compute term (its tiles and waves) divided by `rate` (FP8's FP32
 // accumulation), over its own bytes: dX reads dY and W and writes 16-bit dX; dW reads X and dY and moves
 // `wgrad_out_bytes` per weight element (the gradient buffer). `frozen`: the data gradient alone.
+// The data gradient's and the weight gradient's times apart (the weight gradient 0 when frozen).
+std::pair<double, double> GradientGemms(const GemmTime& fwd, double M, double N, double K, double batch,
+                                        double elem_bytes, double rate, double wgrad_out_bytes, bool frozen,
+                                        const GpuSpec& gpu, const Efficiency& eff) {
+  const double t_c = fwd.compute_s / rate, bw = gpu.memory_bandwidth_bytes_per_s.value * eff.memory, a = elem_bytes;
+  const double dgrad = RooflineTime(t_c, (M * N * a + K * N * a + M * K * 2) * batch / bw) + eff.kernel_launch_s;
+  const double wgrad =
+      frozen ? 0.0
+             : RooflineTime(t_c, (M * K * a + M * N * a + K * N * wgrad_out_bytes) * batch / bw) + eff.kernel_launch_s;
+  return {dgrad, wgrad};
+}
 double GradientGemmsTime(const GemmTime& fwd, double M, double N, double K, double batch, double elem_bytes,
                          double rate, double wgrad_out_bytes, bool frozen, const GpuSpec& gpu, const Efficiency& eff) {
-  const double t_c = fwd.compute_s / rate, bw = gpu.memory_bandwidth_bytes_per_s.value * eff.memory, a = elem_bytes;
-  double t = RooflineTime(t_c, (M * N * a + K * N * a + M * K * 2) * batch / bw) + eff.kernel_launch_s;
-  if (!frozen) t += RooflineTime(t_c, (M * K * a + M * N * a + K * N * wgrad_out_bytes) * batch / bw) + eff.kernel_launch_s;
-  return t;
+  const auto [dgrad, wgrad] = GradientGemms(fwd, M, N, K, batch, elem_bytes, rate, wgrad_out_bytes, frozen, gpu, eff);
+  return dgrad + wgrad;
 }
 
 using perf_detail::LayerShape;
@@ -864,6 +894,9 @@ struct PassTimes {
   // they are frozen).
   double gemm_fwd = 0, gemm_bwd = 0;
   double moe_permute = 0;                     // MoE token permutation and unpermutation, one pass
+  // The backward's tensor-parallel collectives run under the column-parallel linears' gradient GEMMs, as far as they
+  // outlast or slow them (contention): part of the backward pass's time, outside an MoE layer's multiple.
+  double tp_bwd_overlapped = 0;
   double shared_fwd = 0, shared_bwd = 0;      // MoE layers: the shared experts' GEMMs, forward and gradients,
   double shared_recompute = 0;                // and their forward again where it is recomputed
   double eager_fwd = 0, eager_bwd = 0;        // eager PyTorch element-wise work beyond the fused kernels
@@ -892,6 +925,7 @@ struct LayerContext {
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   CpComm cp_comm = CpComm::kP2P;
   bool fp8_attention = false;  // TrainConfig::fp8_attention
+  bool tp_grad_overlap = true;  // TrainConfig::tp_grad_overlap, and not eager
   double attn_seq = 0;  // tokens attention works over (packed documents); 0 = seq
   // LoRA: frozen base linears (no weight gradient) and the adapters' (input, output) widths on this GPU.
   bool frozen = false;
@@ -928,17 +962,23 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   // Y (M x N) = X (M x K) W (K x N) and its two gradient GEMMs (GradientGemmsTime), the weight gradient's output the
   // gradient buffer (c.wgrad_out_bytes per element). `fp8_linear`: a linear Transformer Engine runs in FP8 (not the
   // router), whose gradient GEMMs accumulate in FP32 at c.grad_gemm_rate of the forward's rate.
+  std::pair<double, double> last_grad;  // the data and weight gradient GEMMs' times of the last linear `gemm` added
   auto gemm = [&](const char* name, double M, double N, double K, double batch = 1, bool fp8_linear = true) {
     const GemmTime g = EstimateGemm(M, N, K, batch, c.elem_bytes, c.peak, c.gemm_eff, *c.gpu, *c.eff);
     if (ops) ops->Add(name, "forward", g.flops, g.bytes, g.time_s, 1, g.bound);
     p.fwd += g.time_s;
     p.fwd_flops += g.flops;
     p.gemm_fwd += g.time_s;
-    p.gemm_bwd += GradientGemmsTime(g, M, N, K, batch, c.elem_bytes, fp8_linear ? c.grad_gemm_rate : 1.0,
-                                    c.wgrad_out_bytes, c.frozen, *c.gpu, *c.eff);
+    last_grad = GradientGemms(g, M, N, K, batch, c.elem_bytes, fp8_linear ? c.grad_gemm_rate : 1.0, c.wgrad_out_bytes,
+                              c.frozen, *c.gpu, *c.eff);
+    p.gemm_bwd += last_grad.first + last_grad.second;
     return g;
   };
   gemm("qkv projection", T, sh.attn_proj_params / h / t, h);
+  // The column-parallel linears' gradient GEMMs, the windows of their backward collectives (below): QKV's, and the
+  // dense MLP's up/gate projection's (none in an MoE layer).
+  const std::pair<double, double> qkv_grad = last_grad;
+  std::pair<double, double> mlp_up_grad{0, 0};
   // Attention core.
   double attn_time = 0, attn_flops = 0;
   const double heads_local = m.heads / t;
@@ -1066,6 +1106,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     }
   } else {
     add_to(mlp_part, gemm("mlp up/gate", T, (m.gated_mlp ? 2.0 : 1.0) * ffn_width / t, h));
+    mlp_up_grad = last_grad;
     add_to(mlp_part, gemm("mlp down", T, h, ffn_width / t));
   }
   // FP8 training (Transformer Engine): the 16-bit activation entering each FP8 GEMM (forward) and the
@@ -1150,6 +1191,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   // One block's TP collective ahead of its GEMM input (the SP all-gather, or the all-reduce without SP): what a
   // recomputed forward that saved the reduce-scatter outputs repeats.
   double tp_gather_pass = 0;
+  double tp_fwd_pass = 0;  // the layer's TP collectives of one forward pass
   // Tensor-parallel communication: 2 all-reduces per layer forward (or all-gather + reduce-scatter
   // with SP: the same bytes on a ring, without the in-switch reduction, each with its own latency), 2 in backward.
   if (c.tp > 1) {
@@ -1179,20 +1221,52 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
                            : 0.0;
       if (e.shared_ffn > 0) moe_side += one;
     }
-    p.tp_comm = (one + moe_side) * 2;
+    // Backward. Without the overlap (--no-tp-grad-overlap; eager stacks) each block repeats its forward collectives,
+    // exposed. Megatron-LM (since 2022) and Transformer Engine overlap a column-parallel linear's backward
+    // communication with its gradient GEMMs: the input-gradient reduce-scatter (all-reduce without SP) runs under the
+    // weight-gradient GEMM and, under SP, the re-gather of the input for that GEMM under the data-gradient GEMM
+    // (Megatron-Core tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication; TE's Linear), at
+    // the contention cost, within the two GEMMs' time. The row-parallel linear's output-gradient all-gather (SP) has
+    // no GEMM before it and stays exposed. Routed experts keep their exposed expert-TP collectives.
+    // Each window is its GEMM's own time, so a faster GEMM never lengthens the pass: what it stops hiding it saved.
+    // The exposed part is TP communication; the overlapped part's cost belongs to the backward pass (its GEMMs run
+    // longer, or wait at their end), so the data-parallel overlap window, which is the backward, keeps it.
+    const auto block_bwd = [&](std::pair<double, double> grad) {
+      if (!c.tp_grad_overlap) return one;
+      const double s = c.eff->overlap_slowdown;
+      if (!c.sp) {  // the all-reduce under the weight gradient
+        p.tp_bwd_overlapped += OverlapCost(grad.second, one, s);
+        return 0.0;
+      }
+      // The output gradient's all-gather (exposed), the input's re-gather under the data gradient, the input
+      // gradient's reduce-scatter under the weight gradient.
+      p.tp_bwd_overlapped += OverlapCost(grad.first, tp_gather_pass, s) + OverlapCost(grad.second, one - tp_gather_pass, s);
+      return tp_gather_pass;
+    };
+    tp_fwd_pass = one + moe_side;
+    p.tp_comm = tp_fwd_pass + block_bwd(qkv_grad) + (c.moe_layer && m.moe ? moe_side : block_bwd(mlp_up_grad));
     mlp_side_comm = moe_side;
     if (ops) {
       ops->Add(c.sp ? "TP all-gather + reduce-scatter (x2)" : "TP all-reduce (x2)", "forward", 0, 2 * bytes,
                one + moe_side, 1, Bound::kCommunication);
-      const char* runs = "2 per layer and micro-batch in the forward pass, 2 in the backward";
+      const char* plain = "2 per layer and micro-batch in the forward pass, 2 in the backward";
       if (c.sp) {
-        ops->collectives.push_back(DescribeCollective(*c.cluster, *c.eff, NcclOp::kAllGather, bytes * ag_share, c.tp,
-                                                      1, "TP all-gather (sequence parallel)", runs));
-        ops->collectives.push_back(DescribeCollective(*c.cluster, *c.eff, NcclOp::kReduceScatter, bytes, c.tp, 1,
-                                                      "TP reduce-scatter (sequence parallel)", runs));
+        ops->collectives.push_back(DescribeCollective(
+            *c.cluster, *c.eff, NcclOp::kAllGather, bytes * ag_share, c.tp, 1, "TP all-gather (sequence parallel)",
+            c.tp_grad_overlap ? "2 per layer and micro-batch in the forward pass; in the backward 2 exposed and 2 "
+                                "(the inputs' re-gathers) under the data-gradient GEMMs"
+                              : plain));
+        ops->collectives.push_back(DescribeCollective(
+            *c.cluster, *c.eff, NcclOp::kReduceScatter, bytes, c.tp, 1, "TP reduce-scatter (sequence parallel)",
+            c.tp_grad_overlap ? "2 per layer and micro-batch in the forward pass; in the backward 2 under the "
+                                "weight-gradient GEMMs"
+                              : plain));
       } else {
-        ops->collectives.push_back(
-            DescribeCollective(*c.cluster, *c.eff, NcclOp::kAllReduce, bytes, c.tp, 1, "TP all-reduce", runs));
+        ops->collectives.push_back(DescribeCollective(
+            *c.cluster, *c.eff, NcclOp::kAllReduce, bytes, c.tp, 1, "TP all-reduce",
+            c.tp_grad_overlap ? "2 per layer and micro-batch in the forward pass; in the backward 2 under the "
+                                "weight-gradient GEMMs"
+                              : plain));
       }
     }
   }
@@ -1224,7 +1298,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   const double attn_bwd = flash ? attn_time * kFlashBackwardFactor : 2 * attn_time;
   // LoRA: the frozen linears need the data gradient only, not the weight gradient.
   const double gemm_passes = c.frozen ? 1 : 2;
-  p.bwd = p.gemm_bwd + attn_bwd + 2 * ew_time + p.fp8_cast_bwd + p.eager_bwd + p.moe_permute;
+  p.bwd = p.gemm_bwd + attn_bwd + 2 * ew_time + p.fp8_cast_bwd + p.eager_bwd + p.moe_permute + p.tp_bwd_overlapped;
   // The forward GEMMs' rows count their gradients as gemm_passes forward-equivalents; this row carries the rest, per
   // gradient pass (signed: a gradient GEMM can move fewer bytes than its forward).
   const double grad_gemm_extra = (p.gemm_bwd - gemm_passes * p.gemm_fwd) / gemm_passes;
@@ -1275,7 +1349,7 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
     p.recompute = p.fwd * c.rc_share;
     p.shared_recompute = p.shared_fwd * c.rc_share;
     p.recompute_flops = p.fwd_flops * c.rc_share;
-    p.tp_comm *= 1 + 0.5 * c.rc_share;  // the recomputed forward repeats its all-reduces
+    p.tp_comm += tp_fwd_pass * c.rc_share;  // the recomputed forward repeats its collectives
     p.cp_comm += cp_a2a_pass * c.rc_share;  // and its Ulysses all-to-alls (the K/V ring's exposure is not redone)
   } else if (rc == Recompute::kOp) {
     // torchtitan's per-op policy reruns every op whose output it did not save: the even-numbered matrix multiplies
@@ -1784,6 +1858,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
                   cfg.eager, cfg.fp8_recipe, rc_share, cfg.moe_dispatcher, cfg.cp_comm, cfg.fp8_attention};
   lc.attn_seq = cfg.packed_doc_tokens > 0 ? double(cfg.packed_doc_tokens) : 0.0;
   lc.recompute_modules = cfg.fit.recompute_modules;
+  lc.tp_grad_overlap = cfg.tp_grad_overlap && !cfg.eager;
   if (cfg.dtype == Precision::kFp8) lc.grad_gemm_rate = eff.gemm_fp8_precise;
   lc.nvfp4_rht = cfg.dtype == Precision::kFp4 && cfg.nvfp4_rht;
   lc.wgrad_out_bytes = perf_detail::WeightGradOutputBytes(cfg.eager, cfg.fit.fp32_grads ? 4 : 2,
@@ -1812,7 +1887,7 @@ Result<TrainResult> EstimateTraining(const ModelSpec& m, const Cluster& cl, cons
     // The shared experts' GEMMs are ordinary dense GEMMs beside the routed machinery and are not multiplied.
     const double before = moe.fwd + moe.bwd + moe.recompute;
     moe.fwd = (moe.fwd - moe.shared_fwd) * moe_overhead + moe.shared_fwd;
-    moe.bwd = (moe.bwd - moe.shared_bwd) * moe_overhead + moe.shared_bwd;
+    moe.bwd = (moe.bwd - moe.shared_bwd - moe.tp_bwd_overlapped) * moe_overhead + moe.shared_bwd + moe.tp_bwd_overlapped;
     moe.recompute = (moe.recompute - moe.shared_recompute) * moe_overhead + moe.shared_recompute;
     const double after = moe.fwd + moe.bwd + moe.recompute;
     moe_overhead_share = after > 0 ? (after - before) / after : 0;

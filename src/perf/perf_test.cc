@@ -937,8 +937,8 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   // A fused 16-bit stack on H100 carries the held-out H100 runs' figures; eager, FP8 and other GPUs do not.
   const char* h100_note = "uncertain: on 43 published 16-bit runs of fused stacks on H100 (NVIDIA's NeMo recipes for "
                           "LLaMA 3.1, GPT-3 and Nemotron-4, Megatron-Core r0.8.0 GPT 1.7B-462B, the Llama 3 paper's "
-                          "405B, NeMo AutoModel's compiled FSDP2 LLaMA 3.1 70B) this model was -14% to +22% off (mean "
-                          "+7%; "
+                          "405B, NeMo AutoModel's compiled FSDP2 LLaMA 3.1 70B) this model was -16% to +21% off (mean "
+                          "+5%; "
                           "positive: too fast)";
   EXPECT_TRUE(note_with(fused->notes, h100_note));
   EXPECT_FALSE(note_with(fsdp->notes, "fused stacks on H100"));
@@ -963,7 +963,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto on_b200 = EstimateTraining(m8, C(b200), c, E(b200));
   ASSERT_TRUE(on_b200.ok()) << on_b200.status().message();
   EXPECT_TRUE(note_with(on_b200->notes, blackwell_note));
-  EXPECT_TRUE(note_with(on_b200->notes, "-13% to +46% off (mean +9%"));
+  EXPECT_TRUE(note_with(on_b200->notes, "-15% to +38% off (mean +7%"));
   EXPECT_FALSE(note_with(on_b200->notes, "fused stacks on H100"));
   EXPECT_FALSE(note_with(ddp->notes, blackwell_note));
   // GB300 (Blackwell Ultra): its own held-out runs, not the B200/GB200 note (on which the model is too fast).
@@ -972,7 +972,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto on_gb300 = EstimateTraining(m8, C(gb300), c, E(gb300));
   ASSERT_TRUE(on_gb300.ok()) << on_gb300.status().message();
   EXPECT_TRUE(note_with(on_gb300->notes, ultra_note));
-  EXPECT_TRUE(note_with(on_gb300->notes, "-37% to +34% off (mean -1%"));
+  EXPECT_TRUE(note_with(on_gb300->notes, "-40% to +31% off (mean -2%"));
   EXPECT_FALSE(note_with(on_gb300->notes, blackwell_note));
   EXPECT_FALSE(note_with(on_b200->notes, ultra_note));
   // B300: its own runs (all too fast), neither the GB300 note nor the B200/GB200 one.
@@ -995,7 +995,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   ASSERT_TRUE(short_step.ok()) << short_step.status().message();
   ASSERT_LT(short_step->step_time_s, evidence::kShortStepSeconds);
   EXPECT_TRUE(note_with(short_step->notes, short_note));
-  EXPECT_TRUE(note_with(short_step->notes, "-37% to +46% off (mean +4%"));
+  EXPECT_TRUE(note_with(short_step->notes, "-40% to +38% off (mean +2%"));
   // AMD Instinct: two MI300X runs say how far off the model is there even with that GPU's measured rates; the note
   // names them on every Instinct GPU (MI325X takes MI300X's fractions), and on no NVIDIA GPU.
   const char* amd_note = "published dense-model training runs on MI300X";
@@ -1053,7 +1053,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
                                      "shared experts' GEMMs excepted (CUDA graphs none; 1.80x without a full-iteration "
                                      "graph, 1.30x with one), a multiple "
                                      "fitted on 9 Megatron-LM recipe runs (-24% to +12% off after the fit; a run "
-                                     "left out of the fit is 17% off on average, 29% at worst)"));
+                                     "left out of the fit is 17% off on average, 28% at worst)"));
   moe.cuda_graphs = CudaGraphs::kFull;
   auto graphed = EstimateTraining(M("qwen3-30b-a3b"), C(h100), moe, E(h100));
   ASSERT_TRUE(graphed.ok());
@@ -1244,9 +1244,149 @@ TEST_F(Perf, TheNetworkSummaryIsWhatTheCollectivesUse) {
   EXPECT_DOUBLE_EQ(p.nic_bytes_per_s * 8, 200e9);
 }
 
+// data/nccl_curves.toml: one curve per NVLink generation, its reference the bus bandwidths data/efficiency.toml gives
+// the GPU it was measured on, every time non-decreasing in the message size; NVLink 3 takes NVLink 4's.
+TEST_F(Perf, NcclCurvesAreTheMeasuredGpusOwnTimes) {
+  const auto& curves = BundledNcclCurves();
+  ASSERT_EQ(curves.size(), 2u);
+  for (const NcclCurve& c : curves) {
+    const GpuSpec& g = G(c.gpu);
+    const Efficiency e = E(g);
+    EXPECT_EQ(g.link_kind->value, c.link);
+    EXPECT_NEAR(c.reference_busbw, g.link_bandwidth_per_direction_bytes_per_s->value * e.link, 1e8) << c.gpu;
+    EXPECT_NEAR(c.reference_nvls_busbw, g.link_bandwidth_per_direction_bytes_per_s->value * e.link_allreduce, 1e8)
+        << c.gpu;
+    ASSERT_EQ(c.sizes.size(), 21u);
+    for (const auto& op : c.time_s)
+      for (const auto& t : op) {
+        ASSERT_EQ(t.size(), c.sizes.size());
+        EXPECT_TRUE(std::is_sorted(t.begin(), t.end())) << c.gpu;
+      }
+  }
+  EXPECT_EQ(NcclCurveFor("nvlink4")->gpu, "h100-sxm");
+  EXPECT_EQ(NcclCurveFor("nvlink3"), NcclCurveFor("nvlink4"));
+  EXPECT_EQ(NcclCurveFor("nvlink5")->gpu, "b200");
+  EXPECT_EQ(NcclCurveFor("nvlink2"), nullptr);
+  EXPECT_EQ(NcclCurveFor("nvlink-bridge"), nullptr);
+}
+
+// Inside one NVLink domain a collective takes nccl-tests' time: on the GPU the curve was measured on, the measured
+// time at a measured size (H100, 8 GPUs, all-gather of 64 MiB: 208.14 us); on another GPU of the link the same
+// fraction of its own bus bandwidth (H200: the same link and efficiency, so the same time; A100: NVLink 3's 300 GB/s
+// at its own efficiency). Between sizes linear, below the smallest flat, beyond the largest along the line through
+// the two largest; between 4 and 8 ranks linear in the fraction. PCIe and groups across nodes keep NCCL's cost model.
+TEST_F(Perf, MeasuredCollectivesInterpolateNcclTests) {
+  const GpuSpec& h = G("h100-sxm");
+  const Efficiency e = E(h);
+  const Cluster c = C(h);
+  const double mib64 = 64.0 * 1024 * 1024;
+  EXPECT_NEAR(MeasuredCollectiveTime(c, e, CurveOp::kAllGather, mib64, 8), 208.14e-6, 1e-10);
+  EXPECT_NEAR(GroupCollectiveTime(c, e, NcclOp::kAllGather, mib64, 8, 1), 208.14e-6, 1e-10);
+  EXPECT_NEAR(MeasuredCollectiveTime(C(G("h200-sxm")), E(G("h200-sxm")), CurveOp::kAllGather, mib64, 8), 208.14e-6,
+              1e-10);
+  const GpuSpec& a = G("a100-sxm-80gb");
+  const Efficiency ea = E(a);
+  EXPECT_NEAR(MeasuredCollectiveTime(C(a), ea, CurveOp::kAllGather, mib64, 8),
+              208.14e-6 * (450e9 * e.link) / (300e9 * ea.link), 1e-10);
+  // Halfway (in bytes) between 32 and 64 MiB: halfway between 125.46 and 208.14 us.
+  EXPECT_NEAR(MeasuredCollectiveTime(c, e, CurveOp::kAllGather, 48.0 * 1024 * 1024, 8), (125.46 + 208.14) / 2 * 1e-6,
+              1e-10);
+  // Below 512 B the 512 B time (10.14 us); at 1 GiB the line through 256 and 512 MiB (728.79, 1401.5 us).
+  EXPECT_NEAR(MeasuredCollectiveTime(c, e, CurveOp::kAllGather, 8, 8), 10.14e-6, 1e-10);
+  EXPECT_NEAR(MeasuredCollectiveTime(c, e, CurveOp::kAllGather, 1024.0 * 1024 * 1024, 8),
+              (1401.5 + 2 * (1401.5 - 728.79)) * 1e-6, 1e-10);
+  // 6 ranks: the bus-bandwidth fraction halfway between 4 and 8 ranks', at 6 ranks' (n-1)/n.
+  const NcclCurve& curve = *NcclCurveFor("nvlink4");
+  const double rel6 = (NcclCurveRel(curve, CurveOp::kAllGather, mib64, 4) + NcclCurveRel(curve, CurveOp::kAllGather, mib64, 8)) / 2;
+  EXPECT_NEAR(MeasuredCollectiveTime(c, e, CurveOp::kAllGather, mib64, 6), mib64 * 5 / 6 / (450e9 * e.link * rel6), 1e-12);
+  // All-reduce: the in-switch reduction's measured times; as a ring (--no-nvls) 8 ranks add the two asymptotic
+  // bandwidth terms' difference, 2 and 4 ranks (rings already) do not change.
+  Cluster ring = c;
+  ring.nvls = false;
+  const double nv8 = MeasuredCollectiveTime(c, e, CurveOp::kAllReduce, mib64, 8);
+  EXPECT_NEAR(nv8, 324.53e-6, 1e-10);
+  EXPECT_NEAR(MeasuredCollectiveTime(ring, e, CurveOp::kAllReduce, mib64, 8),
+              nv8 + mib64 * 2 * 7 / 8 * (1 / (450e9 * e.link) - 1 / (450e9 * e.link_allreduce)), 1e-10);
+  EXPECT_DOUBLE_EQ(MeasuredCollectiveTime(ring, e, CurveOp::kAllReduce, mib64, 2),
+                   MeasuredCollectiveTime(c, e, CurveOp::kAllReduce, mib64, 2));
+  // A100 has no in-switch reduction: its all-reduces are rings.
+  EXPECT_GT(MeasuredCollectiveTime(C(a), ea, CurveOp::kAllReduce, mib64, 8),
+            324.53e-6 * (450e9 * e.link) / (300e9 * ea.link));
+  // No curve: PCIe (L40S), and groups across nodes.
+  EXPECT_LT(MeasuredCollectiveTime(C(G("l40s")), E(G("l40s")), CurveOp::kAllGather, mib64, 8), 0);
+  const NcclGroup two_nodes = GroupNccl(c, e, 16, 1, Collective::kRing);
+  EXPECT_EQ(two_nodes.nodes, 2);
+  EXPECT_DOUBLE_EQ(GroupCollectiveTime(c, e, NcclOp::kAllGather, mib64, 16, 1),
+                   NcclCollective(NcclOp::kAllGather, mib64, two_nodes).time_s);
+}
+
+// A curves file is checked: each time list as long as the sizes, sizes increasing, the in-switch reference at least
+// the ring's, every key known.
+TEST(NcclCurvesFile, BadFilesAreErrorsNamingTheKey) {
+  const std::string times = "[1, 2, 3]";
+  const auto op = [&](const char* name) {
+    return fmt::format("[curve.{}]\nn2 = {}\nn4 = {}\nn8 = {}\n", name, times, times, times);
+  };
+  const std::string good = "sizes = [512, 1024, 2048]\n[sources]\nx = \"a source\"\n[[curve]]\nlink = \"nvlink4\"\n"
+                           "gpu = \"h100-sxm\"\nreference_busbw = \"369.9 GB/s\"\nreference_nvls_busbw = \"478.8 GB/s\"\n"
+                           "source = \"x\"\n" +
+                           op("all_reduce") + op("all_gather") + op("reduce_scatter") + op("all_to_all");
+  auto ok = ParseNcclCurves(good, "c.toml");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_DOUBLE_EQ(ok->front().time_s[1][2][2], 3e-6);
+  const auto error = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    auto r = ParseNcclCurves(text, "c.toml");
+    return r.ok() ? std::string() : std::string(r.status().message());
+  };
+  EXPECT_NE(error("n8 = [1, 2, 3]", "n8 = [1, 2]").find("needs 3 times"), std::string::npos);
+  EXPECT_NE(error("[512, 1024, 2048]", "[512, 2048, 1024]").find("increasing order"), std::string::npos);
+  EXPECT_NE(error("\"478.8 GB/s\"", "\"300 GB/s\"").find("must be at least reference_busbw"), std::string::npos);
+  EXPECT_NE(error("source = \"x\"", "source = \"y\"").find("'y' is not in [sources]"), std::string::npos);
+  EXPECT_NE(error("gpu = \"h100-sxm\"", "gpus = \"h100-sxm\"").find("gpu"), std::string::npos)
+      << error("gpu = \"h100-sxm\"", "gpus = \"h100-sxm\"");
+  EXPECT_NE(error("link = \"nvlink4\"\n", "link = \"nvlink4\"\nlinks = 1\n").find("key 'curve[0].links': unknown key (did you mean 'link'?)"), std::string::npos)
+      << error("link = \"nvlink4\"\n", "link = \"nvlink4\"\nlinks = 1\n");
+  EXPECT_NE(error("[curve.all_to_all]", "[curve.alltoall]").find("all_to_all"), std::string::npos);
+  EXPECT_NE(error("n2 = [1, 2, 3]", "n2 = [1, -2, 3]").find("positive number of microseconds"), std::string::npos);
+}
+
+// Megatron-LM (since 2022) and Transformer Engine run a column-parallel linear's backward collectives under its
+// gradient GEMMs: with SP the input-gradient reduce-scatters leave the exposed communication (the output-gradient
+// all-gathers stay), and the backward pass pays at most what they would have cost; eager stacks and
+// --no-tp-grad-overlap expose them. LLaMA-2 7B on 8 H100s, TP 8 with SP, one node, no data parallelism.
+TEST_F(Perf, TpGradOverlapHidesTheColumnParallelBackwardCollectives) {
+  const ModelSpec m = M("llama-2-7b");
+  const GpuSpec& g = G("h100-sxm");
+  const auto run = [&](bool overlap, bool eager = false) {
+    TrainConfig c = Train(8, 8, 1, 8, 4096);
+    c.fit.par.sequence_parallel = true;
+    c.fit.recompute = Recompute::kNone;
+    c.tp_grad_overlap = overlap;
+    c.eager = eager;
+    auto r = EstimateTraining(m, C(g), c, E(g));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return *r;
+  };
+  const TrainResult on = run(true), off = run(false);
+  const double rs = GroupCollectiveTime(C(g), E(g), NcclOp::kReduceScatter, 4096.0 * 4096 * 2, 8, 1);
+  const double ag = GroupCollectiveTime(C(g), E(g), NcclOp::kAllGather, 4096.0 * 4096 * 2, 8, 1);
+  const double blocks = double(on.num_micro_batches) * 32 * 2;  // attention's and the MLP's, every layer
+  EXPECT_NEAR(off.breakdown_s.communication_exposed - on.breakdown_s.communication_exposed, blocks * rs,
+              1e-6 * off.step_time_s);
+  const double added = on.breakdown_s.compute - off.breakdown_s.compute;
+  EXPECT_GT(added, 0);                          // contention at least
+  EXPECT_LE(added, blocks * (ag + rs) + 1e-9);  // never more than the two collectives themselves
+  EXPECT_LT(on.step_time_s, off.step_time_s);
+  EXPECT_DOUBLE_EQ(run(true, true).step_time_s, run(false, true).step_time_s);  // eager: never overlapped
+}
+
 // `--explain`'s collectives table reports each collective in nccl-tests' terms, consistently with the time the model
 // charges: time = GroupCollectiveTime, algbw = size / time, busbw = algbw x (n-1)/n (all-gather, reduce-scatter) or
-// x 2(n-1)/n (all-reduce), and a large ring all-gather inside an H100 node approaches the link's 370 GB/s bus bandwidth.
+// x 2(n-1)/n (all-reduce). Inside an H100 node the times are nccl-tests' own (data/nccl_curves.toml): a 1 GB all-gather
+// on 8 GPUs runs beyond the largest size measured (512 MiB), along the line through the two largest, at about 0.9 of
+// the link's 370 GB/s bus bandwidth; without the curves (PCIe, across nodes) NCCL's cost model picks an algorithm.
 TEST_F(Perf, CollectivesAreReportedInNcclTestsTerms) {
   const GpuSpec& h = G("h100-sxm");
   const Efficiency e = E(h);
@@ -1255,13 +1395,18 @@ TEST_F(Perf, CollectivesAreReportedInNcclTestsTerms) {
   EXPECT_DOUBLE_EQ(ag.time_s, GroupCollectiveTime(c, e, NcclOp::kAllGather, 1e9, 8, 1));
   EXPECT_DOUBLE_EQ(ag.algbw_bytes_per_s, 1e9 / ag.time_s);
   EXPECT_NEAR(ag.busbw_bytes_per_s, ag.algbw_bytes_per_s * 7 / 8, 1);
-  EXPECT_GT(ag.busbw_bytes_per_s, 0.95 * 450e9 * 0.822);
+  EXPECT_GT(ag.busbw_bytes_per_s, 0.85 * 450e9 * 0.822);
   EXPECT_LE(ag.busbw_bytes_per_s, 450e9 * 0.822);
   EXPECT_EQ(ag.nodes, 1);
-  EXPECT_EQ(ag.algorithm, "ring");
+  EXPECT_EQ(ag.algorithm, "measured");
+  EXPECT_EQ(ag.protocol, "nccl-tests ring");
   const CollectiveCall ar = DescribeCollective(c, e, NcclOp::kAllReduce, 1e9, 8, 1, "ar", "once");
   EXPECT_NEAR(ar.busbw_bytes_per_s, ar.algbw_bytes_per_s * 2 * 7 / 8, 1);
-  EXPECT_EQ(ar.algorithm, "nvls");  // H100's in-switch reduction
+  EXPECT_EQ(ar.protocol, "nccl-tests");  // NCCL's default on H100: the in-switch reduction
+  EXPECT_GT(ar.busbw_bytes_per_s, 450e9 * 0.822);
+  Cluster pcie = C(G("l40s"));
+  const CollectiveCall lp = DescribeCollective(pcie, E(G("l40s")), NcclOp::kAllGather, 1e9, 8, 1, "ag", "once");
+  EXPECT_EQ(lp.algorithm, "ring");
   // A data-parallel group of 16, one rank per node: 16 nodes, at the NIC's bus bandwidth.
   const CollectiveCall dp = DescribeCollective(c, e, NcclOp::kReduceScatter, 1e9, 16, 8, "dp", "once");
   EXPECT_EQ(dp.nodes, 16);
@@ -1491,7 +1636,7 @@ TEST_F(Perf, UlyssesContextParallelExchangesQkvAndOutputExposed) {
   const auto noted = [](const TrainResult& r) {
     return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
       return n.find("on 14 published runs with context parallelism by all-to-all") != std::string::npos &&
-             n.find("-38% to +19% off (mean -11%") != std::string::npos;
+             n.find("-40% to +17% off (mean -13%") != std::string::npos;
     });
   };
   EXPECT_TRUE(noted(*a2a));
@@ -1714,8 +1859,10 @@ TEST_F(Perf, FlexDispatchSendsATokenOncePerGpuAndOncePerNode) {
   const Cluster c = C(G("h100-sxm"), "ib-ndr");
   const Efficiency e = E(G("h100-sxm"));
   const double token_bytes = 64e6;
-  // 8 experts on 8 GPUs of one node, top-2: each token goes to 2 of them, as the all-to-all's 2 copies.
-  EXPECT_NEAR(FlexDispatchTime(c, e, token_bytes, 8, 2, 8, 1), GroupAllToAllTime(c, e, 2 * token_bytes, 8, 1), 1e-12);
+  // 8 experts on 8 GPUs of one node, top-2: each token goes to 2 of them, as the all-to-all's 2 copies, at the link's
+  // bus bandwidth (DeepEP's and HybridEP's own kernels, not NCCL's: the measured NCCL curves do not apply).
+  EXPECT_NEAR(FlexDispatchTime(c, e, token_bytes, 8, 2, 8, 1),
+              AllToAllTime(2 * token_bytes, 8, 450e9 * e.link, c.intra_latency_s), 1e-12);
   // 128 experts, top-8, 16 GPUs on two nodes: over NVLink a copy to each of the other 14 GPUs off the receiving
   // index that holds an expert; over the NIC one copy when the other node holds one.
   const double p_gpu = ExpertGroupHitProbability(128, 8, 16), p_node = ExpertGroupHitProbability(128, 8, 2);
@@ -1835,8 +1982,9 @@ TEST_F(Perf, AllToAllAcrossNodesIsBoundByEachGpusNic) {
   const Cluster c = C(G("h100-sxm"), "ib-ndr");
   const Efficiency e = E(G("h100-sxm"));
   const double bytes = 128e6;
-  // Inside one node: the ring formula at the link rate.
-  EXPECT_DOUBLE_EQ(GroupAllToAllTime(c, e, bytes, 8, 1), AllToAllTime(bytes, 8, 450e9 * e.link, c.intra_latency_s));
+  // Inside one node: nccl-tests' all-to-all (data/nccl_curves.toml), slower than the ring formula at the link rate.
+  EXPECT_DOUBLE_EQ(GroupAllToAllTime(c, e, bytes, 8, 1), MeasuredCollectiveTime(c, e, CurveOp::kAllToAll, bytes, 8));
+  EXPECT_GT(GroupAllToAllTime(c, e, bytes, 8, 1), AllToAllTime(bytes, 8, 450e9 * e.link, c.intra_latency_s));
   // 16 ranks on two nodes: half of each rank's bytes leave the node through its own 400 Gb/s NIC (50 GB/s),
   // the node's other NICs carry their own ranks' halves.
   EXPECT_NEAR(GroupAllToAllTime(c, e, bytes, 16, 1), bytes * 0.5 / (50e9 * e.network) + 15 * c.inter_latency_s, 1e-9);
@@ -2622,7 +2770,7 @@ TEST_F(Perf, Nvfp4TrainingRunsTheLayerGemmsInFp4) {
   auto has_note = [](const TrainResult& r) {
     return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
       return n.find("NVFP4 training") != std::string::npos && n.find("checked against 37 runs") != std::string::npos &&
-             n.find("-5% to +16% off (mean +7%") != std::string::npos;
+             n.find("-7% to +12% off (mean +5%") != std::string::npos;
     });
   };
   EXPECT_TRUE(has_note(*fp4));
@@ -2794,7 +2942,7 @@ TEST_F(Perf, BlockRecomputeCostsItsShareOfAForward) {
   EXPECT_LT(r24.step_time_s, full.step_time_s);
   EXPECT_NEAR(at(32).step_time_s, full.step_time_s, 1e-12);
   EXPECT_EQ(r8.recompute_layers, 8);
-  EXPECT_LT(r8.hfu, full.hfu);
+  EXPECT_LT(r8.hfu * r8.step_time_s, full.hfu * full.step_time_s);  // fewer hardware FLOPs
   const OpCost* q8 = FindOp(r8.ops, "qkv projection");
   ASSERT_NE(q8, nullptr);
   EXPECT_NEAR(q8->count, r8.num_micro_batches * 32 * (3 + 8.0 / 32), 1e-9);
@@ -3989,6 +4137,7 @@ TEST_F(Perf, TpOverlapHidesItsShareOfTheCollectives) {
     c.fit.par.sequence_parallel = true;
     c.fit.recompute = Recompute::kFull;
     c.tp_overlap = overlap;
+    c.tp_grad_overlap = false;  // every pass's collectives exposed but what --tp-overlap hides
     Efficiency e = E(g);
     e.tp_overlap_hidden = share;
     auto r = EstimateTraining(m, C(g), c, e);
@@ -4039,6 +4188,7 @@ TEST_F(Perf, TpOverlapShareReproducesTorchtitansAsyncTpSpeedups) {
       c.fit.par.sequence_parallel = true;
       c.fit.recompute = r.rc;
       c.tp_overlap = overlap;
+      c.tp_grad_overlap = false;  // torchtitan's DTensor TP runs its backward collectives exposed, unlike Megatron
       if (r.fp8) {
         c.dtype = Precision::kFp8;
         c.fp8_recipe = Fp8Recipe::kCurrent;

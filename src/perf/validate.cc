@@ -68,6 +68,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"fp8_recipe", KeyType::kString},
               {"tp_only_amax_red", KeyType::kBool},
               {"tp_overlap", KeyType::kBool},
+              {"tp_grad_overlap", KeyType::kBool},
               {"ep_overlap", KeyType::kBool},
               {"moe_dispatcher", KeyType::kString},
               {"cp_comm", KeyType::kString},
@@ -309,6 +310,7 @@ std::vector<std::string> CaseCommand(const toml::table& t, CaseKind kind, const 
     if (auto n = t["dp_bucket_params"].value<double>())  // parameters -> MB of gradients at their width (EvalTrain)
       add("--dp-bucket-mb", num(*n * (t["fp32_grads"].value_or(false) ? 4.0 : 2.0) / kMiB));
     flag_if("tp_overlap", true, "--tp-overlap");
+    flag_if("tp_grad_overlap", false, "--no-tp-grad-overlap");
     flag_if("ep_overlap", true, "--ep-overlap");
     opt("moe_dispatcher", "--moe-dispatcher");
     opt("cp_comm", "--cp-comm");
@@ -428,6 +430,7 @@ Result<double> EvalTrain(const toml::table& t, const HardwareCatalog& hw, const 
     c.dp_bucket_bytes = *n * width;
   }
   c.tp_overlap = t["tp_overlap"].value_or(false);
+  c.tp_grad_overlap = t["tp_grad_overlap"].value_or(true);
   c.ep_overlap = t["ep_overlap"].value_or(false);
   if (auto d = t["moe_dispatcher"].value<std::string>()) {
     auto v = ParseMoeDispatcher(*d);

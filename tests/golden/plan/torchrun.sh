@@ -1,4 +1,4 @@
-# predicted: step 53.308 s, 78681 tokens/s (1229 per GPU), MFU 59.8%, 85.2 GB per GPU, 147.1 days to train (225947 GPU-hours)
+# predicted: step 54.382 s, 77127 tokens/s (1205 per GPU), MFU 58.6%, 85.2 GB per GPU, 150.1 days to train (230501 GPU-hours)
 # add your data and tokenizer arguments; the estimate used llama-3.1-70b's vocabulary of 128256
 torchrun --nnodes=8 --nproc-per-node=8 --node-rank="${NODE_RANK:-0}" \
   --master-addr="${MASTER_ADDR:-localhost}" --master-port="${MASTER_PORT:-29500}" \
