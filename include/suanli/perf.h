@@ -200,7 +200,8 @@ struct NcclCurve {
   std::array<std::array<std::vector<double>, 3>, 4> time_s;  // [op][2, 4, 8 ranks][size], non-decreasing in size
 };
 Result<std::vector<NcclCurve>> ParseNcclCurves(std::string_view text, std::string_view file);
-const std::vector<NcclCurve>& BundledNcclCurves();
+// The bundled data/nccl_curves.toml, parsed once; an error if it does not parse (MakeCluster returns it).
+const Result<std::vector<NcclCurve>>& BundledNcclCurves();
 const NcclCurve* NcclCurveFor(std::string_view link_kind);  // the bundled curve for a link kind, or nullptr
 // Measured bus bandwidth over `reference_busbw` at `bytes` (nccl-tests' size) over `n` ranks: linear in size between
 // the measured sizes (flat time below the smallest, the line through the two largest beyond), linear in n between

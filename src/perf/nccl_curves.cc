@@ -97,18 +97,19 @@ Result<std::vector<NcclCurve>> ParseNcclCurves(std::string_view text, std::strin
   return out;
 }
 
-const std::vector<NcclCurve>& BundledNcclCurves() {
-  static const std::vector<NcclCurve> curves = [] {
+const Result<std::vector<NcclCurve>>& BundledNcclCurves() {
+  static const Result<std::vector<NcclCurve>> curves = []() -> Result<std::vector<NcclCurve>> {
     const auto* f = detail::FindEmbeddedFile("data/nccl_curves.toml");
-    if (!f) return std::vector<NcclCurve>();
-    auto r = ParseNcclCurves(f->content, "embedded:data/nccl_curves.toml");
-    return r.ok() ? *r : std::vector<NcclCurve>();  // a bad bundled file fails its test, not the estimates
+    if (!f) return Internal("data/nccl_curves.toml is not embedded");
+    return ParseNcclCurves(f->content, "embedded:data/nccl_curves.toml");
   }();
   return curves;
 }
 
 const NcclCurve* NcclCurveFor(std::string_view link_kind) {
-  const auto& all = BundledNcclCurves();
+  const auto& bundled = BundledNcclCurves();
+  if (!bundled.ok()) return nullptr;
+  const auto& all = *bundled;
   for (const auto& c : all)
     if (c.link == link_kind) return &c;
   for (const auto& c : all)

@@ -490,6 +490,7 @@ Result<Cluster> MakeCluster(const HardwareCatalog& hw, const GpuSpec& gpu, int g
     if (gpu.link_kind) {
       auto ic = hw.FindInterconnect(gpu.link_kind->value);
       if (ic.ok() && (*ic)->latency_s) c.intra_latency_s = (*ic)->latency_s->value;
+      SUANLI_RETURN_IF_ERROR(BundledNcclCurves().status());  // a broken bundled file is an error, not the cost model
       c.nccl_curve = NcclCurveFor(gpu.link_kind->value);
     }
   } else {
@@ -846,8 +847,8 @@ namespace {
 // The two gradient GEMMs of Y (M x N) = X (M x K) W (K x N), given its forward `fwd` (docs/methodology.md §8): dX = dY
 // W^T and dW = X^T dY, each at the forward's compute term (its tiles and waves) divided by `rate` (FP8's FP32
 // accumulation), over its own bytes: dX reads dY and W and writes 16-bit dX; dW reads X and dY and moves
-// `wgrad_out_bytes` per weight element (the gradient buffer). `frozen`: the data gradient alone.
-// The data gradient's and the weight gradient's times apart (the weight gradient 0 when frozen).
+// `wgrad_out_bytes` per weight element (the gradient buffer). `frozen`: the data gradient alone. GradientGemms gives
+// the two apart (data gradient, weight gradient: 0 when frozen), GradientGemmsTime their sum.
 std::pair<double, double> GradientGemms(const GemmTime& fwd, double M, double N, double K, double batch,
                                         double elem_bytes, double rate, double wgrad_out_bytes, bool frozen,
                                         const GpuSpec& gpu, const Efficiency& eff) {
@@ -1193,7 +1194,8 @@ PassTimes Layer(const LayerContext& c, Recompute rc, OpList* ops) {
   double tp_gather_pass = 0;
   double tp_fwd_pass = 0;  // the layer's TP collectives of one forward pass
   // Tensor-parallel communication: 2 all-reduces per layer forward (or all-gather + reduce-scatter
-  // with SP: the same bytes on a ring, without the in-switch reduction, each with its own latency), 2 in backward.
+  // with SP: the same bytes on a ring, without the in-switch reduction, each with its own latency); the backward's
+  // below.
   if (c.tp > 1) {
     const double bytes = T * h * 2;
     // Under FP8 the sequence-parallel all-gathers move the GEMM inputs already cast to FP8, one byte per element

@@ -1247,7 +1247,8 @@ TEST_F(Perf, TheNetworkSummaryIsWhatTheCollectivesUse) {
 // data/nccl_curves.toml: one curve per NVLink generation, its reference the bus bandwidths data/efficiency.toml gives
 // the GPU it was measured on, every time non-decreasing in the message size; NVLink 3 takes NVLink 4's.
 TEST_F(Perf, NcclCurvesAreTheMeasuredGpusOwnTimes) {
-  const auto& curves = BundledNcclCurves();
+  ASSERT_TRUE(BundledNcclCurves().ok()) << BundledNcclCurves().status().message();
+  const auto& curves = *BundledNcclCurves();
   ASSERT_EQ(curves.size(), 2u);
   for (const NcclCurve& c : curves) {
     const GpuSpec& g = G(c.gpu);

@@ -778,8 +778,9 @@ Result<double> EvalCollective(const toml::table& t, const HardwareCatalog& hw, c
     else if (op == "all_gather") nop = NcclOp::kAllGather;
     else if (op == "reduce_scatter") nop = NcclOp::kReduceScatter;
     else
-      return ParseError(fmt::format("op '{}' is not one of all_reduce, all_gather, reduce_scatter, all_to_all{}", op,
-                                    DidYouMean(op, std::vector<std::string>{"all_reduce", "all_gather", "reduce_scatter", "all_to_all"})));
+      return ParseError(fmt::format(
+          "op '{}' is not one of all_reduce, all_gather, reduce_scatter, all_to_all{}", op,
+          DidYouMean(op, std::vector<std::string>{"all_reduce", "all_gather", "reduce_scatter", "all_to_all"})));
     const CollectiveCall call = DescribeCollective(cl, eff, nop, bytes, n, 1, "", "");
     time_s = call.time_s;
     *detail = fmt::format("{:.1f} us, {} {}, busbw {:.1f} GB/s over {}", time_s * 1e6, call.algorithm, call.protocol,

@@ -1268,11 +1268,7 @@ published = 0.0002
   // A published time below the least the link allows is flagged (3/4 x 64 MiB at 450 GB/s = 112 us).
   EXPECT_FALSE(EvaluatedCase(with("published = 0.0002", "published = 0.0001")).within_bound());
 
-  auto failure = [&](const std::string& from, const std::string& to) {
-    auto r = RunCases(with(from, to));
-    if (!r.ok()) return std::string(r.status().message());
-    return r->cases[0].failure;
-  };
+  const auto failure = [&](const std::string& from, const std::string& to) { return FailureWith(good, from, to); };
   EXPECT_NE(failure("op = \"all_gather\"", "op = \"allgather\"").find("did you mean 'all_gather'"),
             std::string::npos);
   EXPECT_NE(failure("gpus = 4", "gpus = 16").find("'gpus' = 16 must be from 2 to 'gpus_per_node' (8)"),
@@ -1280,7 +1276,9 @@ published = 0.0002
   EXPECT_NE(failure("gpus = 4", "gpus = 1").find("must be from 2"), std::string::npos);
   EXPECT_NE(failure("bytes = 67108864", "bytes = 0").find("'bytes' must be an integer from 1"), std::string::npos);
   EXPECT_NE(failure("metric = \"time_s\"", "metric = \"busbw\"").find("(valid: time_s)"), std::string::npos);
-  EXPECT_NE(failure("bytes = 67108864", "size = 67108864").find("unknown key 'size'"), std::string::npos);
+  const auto typo = RunCases(with("bytes = 67108864", "size = 67108864"));  // a key error stops the whole file
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("unknown key 'size'"), std::string::npos);
 }
 
 }  // namespace
