@@ -22,7 +22,7 @@ for m in models["models"]:
     print(f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | {pa/1e9:.1f}B |" if pa else
           f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | - |")
 
-for group in ["training", "decode", "ttft", "throughput", "max_throughput", "latency", "speculative", "gemm", "attention", "collective"]:
+for group in ["training", "decode", "ttft", "throughput", "max_throughput", "latency", "speculative", "gemm", "attention", "collective", "moe"]:
     print(f"\n### {group}\n")
     print("| role | case | metric | published | predicted | error |")
     print("|---|---|---|---|---|---|")
@@ -59,6 +59,9 @@ for c in rep["cases"]:
         src = f"{src} {era} {'MoE' if c.get('moe') else 'dense'}"
     elif c["group"] == "collective":  # "aiconfigurator NCCL 2.29.2 H100 all-gather 8 GPUs 64 MiB": per GPU and operation
         src = f"nccl-tests {words[3]} {words[4]}"
+    elif c["group"] == "moe":  # "aiconfigurator TRT-LLM 1.3.0rc20 MoE H100 SXM fp8 Mixtral 8x7B EP1 1 tokens": per GPU and dtype
+        gpu = " ".join(words[4:6]) if words[5] == "SXM" else words[4]
+        src = f"TRT-LLM 1.3 MoE {gpu} {words[6] if words[5] == 'SXM' else words[5]}"
     elif c["group"] == "speculative":  # "vLLM EAGLE-3 ...", "TRT-LLM MTP ...": engine and draft method
         src = " ".join(words[:2])
     elif src == "TRT-LLM" and c["group"] == "max_throughput":  # "TRT-LLM 1.0 Llama 3.1 8B H100 TP1 FP8 ...": per GPU

@@ -25,7 +25,7 @@ struct PerfFlags {
   int64_t micro_batch = 0, global_batch = 0, seq = 4096;
   std::string recompute, recompute_modules, pp_layout, dtype = "bf16", fp8_recipe, inter_node, attention = "flash", convention = "6n",
       moe_dispatcher, cuda_graphs, cross_entropy = "fused", cp_comm;
-  std::string decode_attention = "grouped", host_memory, efficiency;
+  std::string decode_attention = "grouped", moe_impl = "fused", host_memory, efficiency;
   bool no_nvls = false, embedding_loss_in_split = false, tp_only_amax_red = false, no_fp8_weight_cache = false;
   bool no_nvfp4_rht = false, fp8_attention = false;
   double dp_bucket_mb = 0;  // 0: Megatron-Core's bucket rule
@@ -244,6 +244,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                     "(sglang.launch_server), with its parallel sizes, context, batch limit and formats");
   AddSpeculationOptions(infer, &f->spec);
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
+  infer->add_option("--moe-impl", f->moe_impl, kMoeImplHelp)->capture_default_str();
   infer->add_option("--request-overhead-ms", f->request_overhead_ms,
                     "Serving engine's host time per request, added to the TTFT (the model has none)")
       ->capture_default_str();
@@ -696,6 +697,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     auto da = ParseDecodeAttention(f->decode_attention);
     if (!da.ok()) return PrintError(da.status());
     cfg.decode_attention = *da;
+    auto mi = ParseMoeImpl(f->moe_impl);
+    if (!mi.ok()) return PrintError(mi.status());
+    cfg.moe_impl = *mi;
     if (auto st = ApplyServingBatch(f->batch, f->max_batch, &cfg); !st.ok()) return PrintError(st);
     cfg.fit.par.tp = f->tp;
     cfg.fit.par.pp = f->pp;
@@ -741,6 +745,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       j["replicated_embeddings"] = cfg.fit.replicated_embeddings;
       j["sliding_window_tokens"] = model->sliding_window;  // 0: full attention (none, or --no-sliding-window)
       j["decode_attention"] = DecodeAttentionName(cfg.decode_attention);
+      if (model->moe) j["moe_impl"] = MoeImplName(cfg.moe_impl);
       j["batch"] = r->batch;
       if (cfg.batch_max) j["batch_limited_by"] = r->batch_limit;
       j["fits"] = r->fits;

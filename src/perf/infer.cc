@@ -57,13 +57,15 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   const perf_detail::LayerShape sh = perf_detail::Shape(m);
   // GEMM inputs: 1 B in FP8; in NVFP4 the activations are quantised like the weights (4 bits and a scale per 16).
   const double act_bytes = prec == Precision::kFp8 ? 1.0 : prec == Precision::kFp4 ? wbytes : 2.0;
-  auto gemm = [&](const char* name, double M, double N, double K, double batch_n, double layer_frac) {
-    const GemmTime g = EstimateGemm(M, N, K, batch_n, act_bytes, peak, gemm_eff, gpu, eff, wbytes);
+  auto add = [&](const char* name, const GemmTime& g, double layer_frac) {
     p.ops.push_back(OpCost{name, decode ? "decode" : "prefill", g.flops, g.bytes, g.time_s, layer_frac, g.bound});
     p.time += g.time_s * layer_frac;
     p.flops += g.flops * layer_frac;
     p.bytes += g.bytes * layer_frac;
     (g.bound == Bound::kCompute ? p.compute_time : p.memory_time) += g.time_s * layer_frac;
+  };
+  auto gemm = [&](const char* name, double M, double N, double K, double batch_n, double layer_frac) {
+    add(name, EstimateGemm(M, N, K, batch_n, act_bytes, peak, gemm_eff, gpu, eff, wbytes), layer_frac);
   };
   gemm("qkv projection", T, sh.attn_proj_params / h / t, h, 1, 1);
   gemm("output projection", T, h, sh.out_proj_in / t, 1, 1);
@@ -77,13 +79,24 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   // holds E / EP whole-width / ETP experts; at EP 1 every rank holds all E experts at 1/TP width.
   const int ep = cfg.fit.par.ep, etp = cfg.fit.par.expert_tp();
   perf_detail::ExpertLoad load{};
+  perf_detail::RoutedExpertsTime routed{};
   if (m.moe) {
     const auto& e = *m.moe;
     load = perf_detail::BusiestExpertRank(T, e.num_experts, e.experts_per_token, ep, cfg.moe_imbalance);
     p.expert_imbalance = load.imbalance;
     gemm("router", T, e.num_experts, h, 1, moe_frac);
-    gemm("experts up/gate", load.tokens_per_expert, mats * double(e.expert_ffn) / etp, h, load.touched, moe_frac);
-    gemm("experts down", load.tokens_per_expert, h, double(e.expert_ffn) / etp, load.touched, moe_frac);
+    routed = perf_detail::RoutedExperts(load, T, h, double(e.expert_ffn), etp, m.gated_mlp, act_bytes, wbytes, peak,
+                                        gemm_eff, gpu, eff);
+    add("experts up/gate", routed.up, moe_frac);
+    add("experts down", routed.down, moe_frac);
+    // A fused MoE operator's own kernels around the GEMMs; indexed experts (gpt-fast) have none.
+    if (cfg.moe_impl == MoeImpl::kFused) {
+      p.ops.push_back(OpCost{"MoE routing, row expansion and gather", decode ? "decode" : "prefill", 0,
+                             routed.permute_bytes, routed.permute_s, moe_frac,
+                             routed.permute_s > 2 * eff.moe_serving_fixed_s ? Bound::kMemory : Bound::kLatency});
+      p.time += routed.permute_s * moe_frac;
+      p.bytes += routed.permute_bytes * moe_frac;
+    }
     if (e.shared_ffn > 0) {
       gemm("shared expert up/gate", T, mats * double(e.shared_ffn) / t, h, 1, moe_frac);
       gemm("shared expert down", T, h, double(e.shared_ffn) / t, 1, moe_frac);
@@ -146,7 +159,7 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   if (m.gated_mlp) {
     act_elems = T * double(m.ffn) / t * (1 - moe_frac);
     if (m.moe)
-      act_elems += (load.assignments * double(m.moe->expert_ffn) / etp + T * double(m.moe->shared_ffn) / t) * moe_frac;
+      act_elems += (routed.activation_elements + T * double(m.moe->shared_ffn) / t) * moe_frac;
   }
   const double ew_bytes = T * (m.norms_per_layer * 4 * h + 12 * h) + 6.0 * act_elems;
   const double ew_stream = ew_bytes / bw, ew_launch = 6 * eff.kernel_launch_s;

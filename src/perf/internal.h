@@ -307,4 +307,33 @@ inline Fp8CastCost Fp8CastExtra(Fp8Recipe r, double plain_fwd_elems, double in_e
   return c;
 }
 
+// Serving's routed experts on one rank for a given load (docs/methodology.md §9): `load.touched` experts, each an
+// up/gate GEMM (tokens_per_expert rows, (gated ? 2 : 1) x expert_ffn / etp columns, `hidden` deep) and a down GEMM
+// (tokens_per_expert x hidden, expert_ffn / etp deep); for a gated MLP the activation's element-wise pass over the
+// rank's token-expert pairs at the dense MLP's 6 B per element (read gate and up, write the product); and the fused
+// operator's own kernels around them: the row expansion gathers each pair's 16-bit token row and writes it at the
+// GEMM's input width, the finalising gather reads each pair's 16-bit output row and writes the rank's `tokens` rows,
+// plus Efficiency::moe_serving_fixed_s for routing, expert maps and those kernels' fixed time. The inference estimate
+// and the `moe` validation group both price the block with this.
+struct RoutedExpertsTime {
+  GemmTime up, down;
+  double activation_elements = 0;
+  double permute_bytes = 0;  // the expansion's and the finalising gather's bytes
+  double permute_s = 0;      // their time: the bytes at the achievable bandwidth plus the fixed time
+};
+inline RoutedExpertsTime RoutedExperts(const ExpertLoad& load, double tokens, double hidden, double expert_ffn,
+                                       int etp, bool gated, double act_bytes, double weight_bytes, double peak,
+                                       double gemm_eff, const GpuSpec& gpu, const Efficiency& eff) {
+  RoutedExpertsTime r;
+  r.permute_bytes = load.assignments * hidden * (2 + act_bytes + 2) + tokens * hidden * 2;
+  r.permute_s = r.permute_bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory) + eff.moe_serving_fixed_s;
+  const double width = expert_ffn / std::max(1, etp);
+  r.up = EstimateGemm(load.tokens_per_expert, (gated ? 2.0 : 1.0) * width, hidden, load.touched, act_bytes, peak,
+                      gemm_eff, gpu, eff, weight_bytes);
+  r.down = EstimateGemm(load.tokens_per_expert, hidden, width, load.touched, act_bytes, peak, gemm_eff, gpu, eff,
+                        weight_bytes);
+  r.activation_elements = gated ? load.assignments * width : 0.0;
+  return r;
+}
+
 }  // namespace suanli::perf_detail

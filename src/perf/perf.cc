@@ -267,6 +267,16 @@ const char* DecodeAttentionName(DecodeAttention a) {
   return a == DecodeAttention::kPerHead ? "per-head" : "grouped";
 }
 
+Result<MoeImpl> ParseMoeImpl(std::string_view name) {
+  if (name == "fused") return MoeImpl::kFused;
+  if (name == "indexed") return MoeImpl::kIndexed;
+  return InvalidArgument(fmt::format("unknown MoE implementation '{}': use fused (a fused MoE operator: vLLM, SGLang, "
+                                     "TensorRT-LLM) or indexed (expert weights indexed per token: gpt-fast){}",
+                                     name, DidYouMean(name, std::vector<std::string>{"fused", "indexed"})));
+}
+
+const char* MoeImplName(MoeImpl i) { return i == MoeImpl::kIndexed ? "indexed" : "fused"; }
+
 Result<double> InstructionIssueRate(const GpuSpec& gpu) {
   if (gpu.vendor != "nvidia" || !gpu.compute_capability)
     return InvalidArgument(fmt::format(
@@ -408,6 +418,18 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
       e.eager_fsdp_host_per_layer_s = v->value;
       perf_detail::RecordSource(e.sources, "eager_fsdp.host_per_layer",
                                 fmt::format("eager_fsdp.host_per_layer = {:.3g} s: {}{}", v->value, v->source, Note(*v)));
+    }
+    SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
+  }
+  if (const toml::table* ms = doc["moe_serving"].as_table()) {
+    detail::TableReader r(*ms, file, "moe_serving", &sources);
+    SUANLI_ASSIGN_OR_RETURN(auto v, r.OptQuantity("fixed", Dimension::kSeconds));
+    if (v) {
+      if (v->value < 0 || v->value > 1e-3)
+        return ParseError(fmt::format("{}: {} s is outside 0..1 ms", r.Where("fixed"), v->value));
+      e.moe_serving_fixed_s = v->value;
+      perf_detail::RecordSource(e.sources, "moe_serving.fixed",
+                                fmt::format("moe_serving.fixed = {:.3g} s: {}{}", v->value, v->source, Note(*v)));
     }
     SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   }

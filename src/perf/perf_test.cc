@@ -3415,6 +3415,19 @@ TEST(EfficiencyData, EagerFsdpHostCostIsATimeWithinBounds) {
   EXPECT_NE(typo.status().message().find("host_per_layr"), std::string::npos) << typo.status().message();
 }
 
+TEST(EfficiencyData, MoeServingFixedTimeIsATimeWithinBounds) {
+  const char* head = "[sources]\nx = \"a source\"\n[moe_serving]\n";
+  auto ok = ParseEfficiencyToml(std::string(head) + "fixed = { value = \"20 us\", source = \"x\" }\n", "e.toml", "h100-sxm");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_DOUBLE_EQ(ok->moe_serving_fixed_s, 20e-6);
+  auto big = ParseEfficiencyToml(std::string(head) + "fixed = { value = \"2 ms\", source = \"x\" }\n", "e.toml", "h100-sxm");
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("outside 0..1 ms"), std::string::npos) << big.status().message();
+  auto typo = ParseEfficiencyToml(std::string(head) + "fix = { value = \"20 us\", source = \"x\" }\n", "e.toml", "h100-sxm");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("fix"), std::string::npos) << typo.status().message();
+}
+
 TEST(EfficiencyData, OneShotAllReduceTakesTimesAndALinkFraction) {
   const char* head = "[sources]\nx = \"a source\"\n[oneshot_allreduce]\n";
   auto ok = ParseEfficiencyToml(std::string(head) + "latency = { value = \"2 us\", source = \"x\" }\n"
@@ -3926,6 +3939,48 @@ TEST_F(Perf, BusiestExpertRankMatchesMonteCarloRouting) {
     EXPECT_NEAR(l.touched, touched, 0.10 * touched) << what;
     EXPECT_NEAR(l.assignments, pairs, 0.10 * pairs) << what;
   }
+}
+
+// A fused MoE operator (the default, --moe-impl fused) costs its routing and gathers besides the expert GEMMs: per MoE
+// layer and pass the fixed time of data/efficiency.toml [moe_serving] plus the expansion's and the finalising gather's
+// bytes at the achievable bandwidth. gpt-fast's indexed experts (--moe-impl indexed) have neither, and every other
+// operator is the same.
+TEST_F(Perf, FusedMoeOperatorChargesItsRoutingAndGathers) {
+  const ModelSpec m = M("mixtral-8x7b");
+  const GpuSpec& g = G("h100-sxm");
+  InferConfig c;
+  c.fit.batch = 4;
+  c.fit.par.tp = 2;
+  c.input_len = 128;
+  c.output_len = 128;
+  auto fused = EstimateInference(m, C(g), c, E(g));
+  c.moe_impl = MoeImpl::kIndexed;
+  auto indexed = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(fused.ok() && indexed.ok());
+  const Efficiency eff = E(g);
+  ASSERT_GT(eff.moe_serving_fixed_s, 0);
+  const char* name = "MoE routing, row expansion and gather";
+  EXPECT_EQ(FindOp(indexed->decode_ops, name), nullptr);
+  const OpCost* dec = FindOp(fused->decode_ops, name);
+  const OpCost* pre = FindOp(fused->prefill_ops, name);
+  ASSERT_TRUE(dec && pre);
+  // A decode step: 4 tokens, each on 2 experts at TP 2 (experts split by width, so all 8 pairs on every rank), 16-bit
+  // rows gathered in, written at 2 B, the outputs gathered back into 4 rows.
+  const double h = m.hidden;
+  const double bytes = 8 * h * (2 + 2 + 2) + 4 * h * 2;
+  EXPECT_NEAR(dec->bytes, bytes, 1e-6 * bytes);
+  const double bw = g.memory_bandwidth_bytes_per_s.value * eff.memory;
+  EXPECT_NEAR(dec->time_s, bytes / bw + eff.moe_serving_fixed_s, 1e-12);
+  EXPECT_EQ(dec->count, m.layers);
+  EXPECT_NEAR(fused->tpot_s - indexed->tpot_s, m.layers * dec->time_s, 1e-9);
+  EXPECT_NEAR(fused->ttft_s - indexed->ttft_s, m.layers * pre->time_s, 1e-9);
+  // Dense models have no such operator.
+  InferConfig d;
+  auto dense = EstimateInference(M("llama-3.1-8b"), C(g), d, E(g));
+  ASSERT_TRUE(dense.ok());
+  EXPECT_EQ(FindOp(dense->decode_ops, name), nullptr);
+  EXPECT_FALSE(ParseMoeImpl("fuse").ok());
+  EXPECT_NE(ParseMoeImpl("fuse").status().message().find("did you mean 'fused'"), std::string::npos);
 }
 
 // Batch-1 decode of Mixtral on 8 GPUs: under TP 8 each GPU reads 1/8 of the 2 chosen experts (0.25 of an expert);

@@ -30,7 +30,7 @@ const std::map<std::string, Targets> kTargets = {
 // The keys a case may have, and their TOML types. A misspelt key would otherwise be ignored and the case
 // evaluated with a default: a silently wrong row.
 enum class KeyType { kString, kInteger, kNumber, kBool };
-enum class CaseKind { kTrain, kInfer, kGemm, kAttention, kCollective };
+enum class CaseKind { kTrain, kInfer, kGemm, kAttention, kCollective, kMoe };
 const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
   static const std::map<std::string, KeyType> base = {
       {"group", KeyType::kString},  {"role", KeyType::kString},      {"name", KeyType::kString},
@@ -111,6 +111,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"input_len", KeyType::kInteger},
               {"output_len", KeyType::kInteger},
               {"decode_attention", KeyType::kString},
+              {"moe_impl", KeyType::kString},
               {"ep", KeyType::kInteger},
               {"etp", KeyType::kInteger},
               {"moe_imbalance", KeyType::kNumber},
@@ -153,8 +154,21 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"nvls", KeyType::kBool}});
     return m;
   }();
+  static const std::map<std::string, KeyType> moe_keys = [] {
+    auto m = base;
+    m.insert({{"dtype", KeyType::kString},
+              {"tokens", KeyType::kInteger},
+              {"hidden", KeyType::kInteger},
+              {"expert_ffn", KeyType::kInteger},
+              {"pairs", KeyType::kInteger},
+              {"experts_touched", KeyType::kInteger},
+              {"etp", KeyType::kInteger},
+              {"gated", KeyType::kBool}});
+    return m;
+  }();
   switch (kind) {
     case CaseKind::kTrain: return train_keys;
+    case CaseKind::kMoe: return moe_keys;
     case CaseKind::kInfer: return infer_keys;
     case CaseKind::kAttention: return attention_keys;
     case CaseKind::kCollective: return collective_keys;
@@ -337,6 +351,7 @@ std::vector<std::string> CaseCommand(const toml::table& t, CaseKind kind, const 
     add("--output-len", integer("output_len", 128));
     flag_if("sliding_window", false, "--no-sliding-window");
     opt("decode_attention", "--decode-attention");
+    opt("moe_impl", "--moe-impl");
     opt("request_overhead_ms", "--request-overhead-ms");
     opt("step_overhead_ms", "--step-overhead-ms");
     opt("speculative_tokens", "--speculative-tokens");
@@ -591,6 +606,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   c.output_len = t["output_len"].value_or(int64_t{128});
   SUANLI_ASSIGN_OR_RETURN(c.decode_attention,
                           ParseDecodeAttention(t["decode_attention"].value_or(std::string("grouped"))));
+  SUANLI_ASSIGN_OR_RETURN(c.moe_impl, ParseMoeImpl(t["moe_impl"].value_or(std::string("fused"))));
   // Expert parallelism inside the TP group; EstimateInference checks the layout and the imbalance's range.
   SUANLI_ASSIGN_OR_RETURN(c.fit.par.ep, IntKey(t, "ep", 1));
   SUANLI_ASSIGN_OR_RETURN(c.fit.par.etp, IntKey(t, "etp", 0));
@@ -794,6 +810,68 @@ Result<double> EvalCollective(const toml::table& t, const HardwareCatalog& hw, c
   return time_s;
 }
 
+// One MoE block micro-benchmark (a serving engine's fused MoE operator on one rank: routing, the routed experts' GEMMs
+// and activation and the row gathers around them; the router GEMM and any communication outside it) against what the
+// inference estimate charges the routed experts for the same load, RoutedExperts (docs/methodology.md §9). The case
+// states that load as the benchmark's routing made it: `pairs` token-expert pairs on the measured rank over
+// `experts_touched` of its experts.
+Result<double> EvalMoe(const toml::table& t, const HardwareCatalog& hw, const EfficiencyTable* table,
+                       std::string* detail, double* bound) {
+  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
+  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
+  const std::string dtype = t["dtype"].value_or(std::string("bf16"));
+  Precision p;
+  if (dtype == "fp8") p = Precision::kFp8;
+  else if (dtype == "fp4") p = Precision::kFp4;
+  else if (dtype == "bf16" || dtype == "fp16") p = Precision::kBf16;
+  else return ParseError(fmt::format("dtype '{}' must be fp16, bf16, fp8 or fp4", dtype));
+  const double peak = perf_detail::PeakFor(*gpu, p);
+  if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu->id, dtype));
+  double v[5];
+  const char* names[5] = {"tokens", "hidden", "expert_ffn", "pairs", "experts_touched"};
+  for (int i = 0; i < 5; ++i) {
+    const auto x = t[names[i]].value<int64_t>();
+    if (!x || *x < 1 || *x > (int64_t(1) << 24))
+      return ParseError(fmt::format("'{}' must be an integer from 1 to 16777216", names[i]));
+    v[i] = double(*x);
+  }
+  const double tokens = v[0], hidden = v[1], ffn = v[2], pairs = v[3], touched = v[4];
+  // Each token picks an expert at most once, and a touched expert has at least one pair.
+  if (pairs > tokens * touched || touched > pairs)
+    return ParseError(fmt::format("'pairs' ({}) must lie between 'experts_touched' ({}) and 'tokens' x "
+                                  "'experts_touched' ({})",
+                                  pairs, touched, tokens * touched));
+  SUANLI_ASSIGN_OR_RETURN(const int etp, IntKey(t, "etp", 1));
+  if (etp < 1 || std::fmod(ffn, etp) != 0)
+    return ParseError(fmt::format("'etp' = {} must be a positive divisor of 'expert_ffn' ({})", etp, ffn));
+  const bool gated = t["gated"].value_or(true);
+  // Operand sizes as the inference estimate takes them: FP8 1 B, NVFP4 its bits per element with scales, else 16-bit.
+  const double elem = p == Precision::kFp4   ? ParseWeightFormat("nvfp4")->bits_per_weight / 8
+                      : p == Precision::kFp8 ? 1
+                                             : 2;
+  const perf_detail::ExpertLoad load{touched, pairs, std::max(1.0, pairs / touched), 1.0};
+  const perf_detail::RoutedExpertsTime r = perf_detail::RoutedExperts(
+      load, tokens, hidden, ffn, etp, gated, elem, elem, peak, perf_detail::GemmEfficiencyFor(eff, p), *gpu, eff);
+  const double bw = gpu->memory_bandwidth_bytes_per_s.value;
+  const double act_s = 6.0 * r.activation_elements / (bw * eff.memory);
+  const double time_s = r.up.time_s + r.down.time_s + act_s + r.permute_s;
+  *detail = fmt::format("up/gate {:.1f} us ({}) + down {:.1f} us ({}) + activation {:.1f} us + routing and "
+                        "gathers {:.1f} us",
+                        r.up.time_s * 1e6, BoundName(r.up.bound), r.down.time_s * 1e6, BoundName(r.down.bound),
+                        act_s * 1e6, r.permute_s * 1e6);
+  if (t["metric"].value_or(std::string()) != "time_s")
+    return ParseError("unknown MoE metric '" + t["metric"].value_or(std::string()) + "' (valid: time_s)");
+  // The least work: the touched experts' weights read once at the datasheet bandwidth, or their FLOPs at the peak. A
+  // benchmark that repeats one operator keeps weights that fit in L2 there (L40S's 96 MiB hold Qwen3 30B-A3B's eight
+  // BF16 experts), so then only the FLOPs bound it; a serving step, whose layers' weights follow one another, does not.
+  const double mats = gated ? 3.0 : 2.0, width = ffn / etp;
+  const double weight_bytes = touched * mats * hidden * width * elem;
+  const bool l2_resident = gpu->l2_bytes && weight_bytes <= gpu->l2_bytes->value;
+  *bound = std::max(l2_resident ? 0.0 : weight_bytes / bw, 2 * pairs * mats * hidden * width / peak);
+  if (!(time_s > 0) || !std::isfinite(time_s)) return Internal("no time for the MoE block");
+  return time_s;
+}
+
 }  // namespace
 
 namespace {
@@ -827,12 +905,13 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
     return base.empty() ? rel : (std::filesystem::path(base) / rel).string();
   };
   ValidationReport rep;
-  for (const char* kind : {"train", "infer", "gemm", "attention", "collective"}) {
-    const CaseKind ck = std::string(kind) == "train"       ? CaseKind::kTrain
-                        : std::string(kind) == "infer"     ? CaseKind::kInfer
-                        : std::string(kind) == "gemm"      ? CaseKind::kGemm
-                        : std::string(kind) == "attention" ? CaseKind::kAttention
-                                                           : CaseKind::kCollective;
+  for (const char* kind : {"train", "infer", "gemm", "attention", "collective", "moe"}) {
+    const CaseKind ck = std::string(kind) == "train"        ? CaseKind::kTrain
+                        : std::string(kind) == "infer"      ? CaseKind::kInfer
+                        : std::string(kind) == "gemm"       ? CaseKind::kGemm
+                        : std::string(kind) == "attention"  ? CaseKind::kAttention
+                        : std::string(kind) == "collective" ? CaseKind::kCollective
+                                                            : CaseKind::kMoe;
     const toml::array* arr = doc[kind].as_array();
     if (!arr) continue;
     for (const auto& node : *arr) {
@@ -857,8 +936,9 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
                : ck == CaseKind::kInfer ? EvalInfer(*t, hw, models, read, efficiency, &vc.detail, &vc.moe, &vc.fits,
                                                     &vc.bound, &vc.ttft_s, &vc.tpot_s)
                : ck == CaseKind::kGemm  ? EvalGemm(*t, hw, efficiency, &vc.detail, &vc.bound)
-               : ck == CaseKind::kAttention ? EvalAttention(*t, hw, efficiency, &vc.detail, &vc.bound)
-                                            : EvalCollective(*t, hw, efficiency, &vc.detail, &vc.bound);
+               : ck == CaseKind::kAttention  ? EvalAttention(*t, hw, efficiency, &vc.detail, &vc.bound)
+               : ck == CaseKind::kCollective ? EvalCollective(*t, hw, efficiency, &vc.detail, &vc.bound)
+                                             : EvalMoe(*t, hw, efficiency, &vc.detail, &vc.bound);
       if (!v.ok()) {
         vc.failure = v.status().message();
       } else {

@@ -1281,6 +1281,69 @@ published = 0.0002
   EXPECT_NE(typo.status().message().find("unknown key 'size'"), std::string::npos);
 }
 
+// An MoE case ([[moe]]) prices the stated load on one rank as the inference estimate prices routed experts
+// (perf_detail::RoutedExperts): the two grouped GEMMs, the gated activation's 6 B per element, the row expansion and
+// finalising gather's bytes at the achievable bandwidth, and the fused operator's fixed time from data/efficiency.toml.
+TEST(PerfValidation, MoeCasesPriceTheRoutedExperts) {
+  const std::string good = R"([[moe]]
+name = "m"
+gpu = "h100-sxm"
+dtype = "fp8"
+tokens = 128
+hidden = 4096
+expert_ffn = 14336
+pairs = 256
+experts_touched = 8
+metric = "time_s"
+published = 0.0005
+)";
+  const ValidationCase c = EvaluatedCase(good);
+  EXPECT_EQ(c.group, "moe");
+  const GpuSpec& g = **Hw().FindGpu("h100-sxm");
+  const Efficiency eff = *LoadEfficiency("h100-sxm");
+  EXPECT_NEAR(eff.moe_serving_fixed_s, 15e-6, 1e-12);  // data/efficiency.toml [moe_serving]
+  const double peak = *g.PeakFlops(Precision::kFp8), rate = eff.gemm_fp8;  // H100 has its own FP8 rate
+  // 8 experts of 32 rows: up/gate 32 x 28672 x 4096, down 32 x 4096 x 14336, FP8 operands.
+  const GemmTime up = EstimateGemm(32, 2 * 14336, 4096, 8, 1, peak, rate, g, eff, 1);
+  const GemmTime down = EstimateGemm(32, 4096, 14336, 8, 1, peak, rate, g, eff, 1);
+  const double bw = g.memory_bandwidth_bytes_per_s.value * eff.memory;
+  // Expansion: each pair's 16-bit row read, written at 1 B; gather: each pair's 16-bit output read, 128 rows written.
+  const double permute_bytes = 256.0 * 4096 * (2 + 1 + 2) + 128.0 * 4096 * 2;
+  const double want = up.time_s + down.time_s + 6.0 * 256 * 14336 / bw + permute_bytes / bw + 15e-6;
+  EXPECT_NEAR(c.predicted, want, 1e-12);
+  EXPECT_NE(c.detail.find("routing and gathers"), std::string::npos);
+  // The bound: the 8 touched experts' FP8 weights (1.41 GB) at the datasheet 3.35 TB/s.
+  EXPECT_NEAR(c.bound, 8.0 * 3 * 4096 * 14336 / g.memory_bandwidth_bytes_per_s.value, 1e-12);
+  EXPECT_TRUE(c.within_bound());
+
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  // Expert TP halves each expert's width; a non-gated MLP has one up GEMM and no activation pass.
+  EXPECT_LT(EvaluatedCase(with("experts_touched = 8", "experts_touched = 8\netp = 2")).predicted, c.predicted);
+  EXPECT_LT(EvaluatedCase(with("experts_touched = 8", "experts_touched = 8\ngated = false")).predicted, c.predicted);
+  // Weights that fit in L2 (one FP8 expert of Qwen3 30B-A3B's shape, 4.7 MB of H100's 50 MiB) stay there in a
+  // benchmark that repeats the operator: only the FLOPs bound the time.
+  const ValidationCase small =
+      EvaluatedCase(with("tokens = 128\nhidden = 4096\nexpert_ffn = 14336\npairs = 256\nexperts_touched = 8",
+                         "tokens = 1\nhidden = 2048\nexpert_ffn = 768\npairs = 1\nexperts_touched = 1"));
+  EXPECT_NEAR(small.bound, 2.0 * 3 * 2048 * 768 / peak, 1e-15);
+
+  const auto failure = [&](const std::string& from, const std::string& to) { return FailureWith(good, from, to); };
+  EXPECT_NE(failure("pairs = 256", "pairs = 4").find("'pairs' (4) must lie between 'experts_touched' (8)"),
+            std::string::npos);
+  EXPECT_NE(failure("pairs = 256", "pairs = 2000").find("'tokens' x 'experts_touched' (1024)"), std::string::npos);
+  EXPECT_NE(failure("experts_touched = 8", "experts_touched = 8\netp = 3").find("positive divisor"),
+            std::string::npos);
+  EXPECT_NE(failure("dtype = \"fp8\"", "dtype = \"int8\"").find("must be fp16, bf16, fp8 or fp4"), std::string::npos);
+  EXPECT_NE(failure("metric = \"time_s\"", "metric = \"tflops\"").find("(valid: time_s)"), std::string::npos);
+  const auto typo = RunCases(with("pairs = 256", "pair = 256"));
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("did you mean 'pairs'"), std::string::npos);
+}
+
 }  // namespace
 // The DeepSeek-R1 batch-1 figure the MLA + MoE caveat prints: TensorRT-LLM's 111 tokens/s without MTP on 8 B200s
 // against this model's step for the MTP rows' configuration (NVFP4, TP 8, BF16 KV cache, 1,024 in / 2,048 out).
