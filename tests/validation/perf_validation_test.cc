@@ -150,7 +150,7 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
       {"training", {0.1118, 1.10}}, {"ttft", {0.143, 0.601}}, {"throughput", {0.113, 1.322}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.158, 0.239}},
       {"max_throughput", {0.183, 3.002}}, {"speculative", {0.263, 0.646}}, {"attention", {0.460, 3.105}},
-      {"collective", {0.138, 0.929}}, {"moe", {0.205, 2.789}}};
+      {"collective", {0.138, 0.929}}, {"moe", {0.225, 2.903}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
