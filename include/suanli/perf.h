@@ -786,6 +786,12 @@ inline constexpr struct {
   double published_tokens_per_s;
   double time_ratio;
 } kDeepSeekBatch1Decode{111, 1.43};
+// TensorRT-LLM 1.3's fused MoE operator timed alone (group `moe`, held out, without L40S, whose benchmark reads small
+// experts from its L2): H200, B200, B300, GB200 and GB300, whole experts at EP 1 and 8 and split experts at TP 8, in
+// BF16 and FP8, and the four Blackwell GPUs' NVFP4 operator. Signed on speed (> 0: the operator took longer than
+// priced): (measured - predicted) / measured.
+inline constexpr ValidationEvidence kMoeOperator{360, 0.054, -0.465, 0.745};
+inline constexpr ValidationEvidence kMoeOperatorNvfp4{168, 0.325, -0.038, 0.665};
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
 inline constexpr ValidationEvidence kMoeServingTtft{8, -0.049, -0.591, 0.538};
 inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.176, -0.473, 1.312};

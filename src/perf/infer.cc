@@ -670,10 +670,16 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   if (m.moe) {
     const auto& t = evidence::kMoeServingTtft;
     const auto& x = evidence::kMoeServingThroughput;
+    const bool fp4 = cfg.compute == Precision::kFp4;
+    const auto& op = fp4 ? evidence::kMoeOperatorNvfp4 : evidence::kMoeOperator;
     r.notes.push_back(fmt::format(
-        "uncertain: MoE serving speed depends on the stack's expert kernels; against TensorRT-LLM v0.9 Mixtral "
-        "runs the predicted TTFT was {:+.0f}% to {:+.0f}% off the measured one and the predicted throughput "
-        "{:+.0f}% to {:+.0f}% (docs/validation.md section 5)",
+        "uncertain: MoE serving speed depends on the stack's expert kernels. TensorRT-LLM 1.3's fused MoE operator, "
+        "timed alone on H200 and Blackwell GPUs ({} held-out runs{}; `suanli validate --group moe`): the model's "
+        "time was {:.0f}% short of the measured one on average ({:+.0f}% to {:+.0f}% off); against TensorRT-LLM v0.9 "
+        "Mixtral runs the predicted "
+        "TTFT was {:+.0f}% to {:+.0f}% off the measured one and the predicted throughput {:+.0f}% to {:+.0f}% "
+        "(docs/validation.md section 5)",
+        op.cases, fp4 ? " of its NVFP4 operator" : " in BF16 and FP8", 100 * op.mean, -100 * op.hi, -100 * op.lo,
         100 * t.lo, 100 * t.hi, 100 * x.lo, 100 * x.hi));
   }
   if (m.moe && m.mla && cfg.fit.batch <= 8 && !cfg.batch_max)

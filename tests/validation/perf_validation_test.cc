@@ -397,6 +397,13 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         "Mixtral TTFT");
   check(evidence::kMoeServingThroughput,
         [&](const ValidationCase& c) { return c.group == "throughput" && has(c.name, "mixtral"); }, "Mixtral throughput");
+  auto moe_operator = [&](const ValidationCase& c) {
+    return c.group == "moe" && c.role == "holdout" && c.gpu != "l40s";
+  };
+  check(evidence::kMoeOperator, [&](const ValidationCase& c) { return moe_operator(c) && !has(c.name, " fp4 "); },
+        "TensorRT-LLM 1.3 fused MoE operator, BF16 and FP8", true);
+  check(evidence::kMoeOperatorNvfp4, [&](const ValidationCase& c) { return moe_operator(c) && has(c.name, " fp4 "); },
+        "TensorRT-LLM 1.3 fused MoE operator, NVFP4", true);
   auto hopper = [&](const ValidationCase& c) { return has(c.name, "h100-sxm") || has(c.name, "h200-sxm"); };
   check(evidence::kBlackwellNvfp4MaxThroughput,
         [&](const ValidationCase& c) {
