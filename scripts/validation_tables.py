@@ -59,9 +59,11 @@ for c in rep["cases"]:
         src = f"{src} {era} {'MoE' if c.get('moe') else 'dense'}"
     elif c["group"] == "collective":  # "aiconfigurator NCCL 2.29.2 H100 all-gather 8 GPUs 64 MiB": per GPU and operation
         src = f"nccl-tests {words[3]} {words[4]}"
-    elif c["group"] == "moe":  # "aiconfigurator TRT-LLM 1.3.0rc20 MoE H100 SXM fp8 Mixtral 8x7B EP1 1 tokens": per GPU and dtype
+    elif c["group"] == "moe":  # "aiconfigurator TRT-LLM 1.3.0rc20 MoE H100 SXM fp8 Mixtral 8x7B EP1 1 tokens": per engine,
+        # GPU, dtype, and whole (EP) or split (TP) experts
         gpu = " ".join(words[4:6]) if words[5] == "SXM" else words[4]
-        src = f"TRT-LLM 1.3 MoE {gpu} {words[6] if words[5] == 'SXM' else words[5]}"
+        layout = "split experts" if " TP8 " in c["name"] else "whole experts"
+        src = f"{words[1]} {words[2]} MoE {gpu} {words[6] if words[5] == 'SXM' else words[5]}, {layout}"
     elif c["group"] == "speculative":  # "vLLM EAGLE-3 ...", "TRT-LLM MTP ...": engine and draft method
         src = " ".join(words[:2])
     elif src == "TRT-LLM" and c["group"] == "max_throughput":  # "TRT-LLM 1.0 Llama 3.1 8B H100 TP1 FP8 ...": per GPU

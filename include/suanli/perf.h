@@ -792,6 +792,10 @@ inline constexpr struct {
 // priced): (measured - predicted) / measured.
 inline constexpr ValidationEvidence kMoeOperator{360, 0.054, -0.465, 0.745};
 inline constexpr ValidationEvidence kMoeOperatorNvfp4{168, 0.325, -0.038, 0.665};
+// The same for vLLM 0.24's and SGLang 0.5.14's MoE on the four Blackwell GPUs (their main paths there: FlashInfer's
+// TensorRT-LLM-gen and CUTLASS kernels; BF16, FP8 and NVFP4, whole experts): faster than priced on average, the
+// fused operator's fixed time (fitted on TensorRT-LLM's CUTLASS operator) being most of the difference.
+inline constexpr ValidationEvidence kMoeOperatorFlashinferBlackwell{180, -0.179, -1.273, 0.621};
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
 inline constexpr ValidationEvidence kMoeServingTtft{8, -0.049, -0.591, 0.538};
 inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.176, -0.473, 1.312};

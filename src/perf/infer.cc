@@ -681,6 +681,15 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         "(docs/validation.md section 5)",
         op.cases, fp4 ? " of its NVFP4 operator" : " in BF16 and FP8", 100 * op.mean, -100 * op.hi, -100 * op.lo,
         100 * t.lo, 100 * t.hi, 100 * x.lo, 100 * x.hi));
+    if (cfg.moe_impl == MoeImpl::kFused && cl.gpu->architecture == "blackwell") {
+      const auto& fi = evidence::kMoeOperatorFlashinferBlackwell;
+      r.notes.push_back(fmt::format(
+          "uncertain: on Blackwell, vLLM 0.24's and SGLang 0.5.14's MoE kernels (FlashInfer's TensorRT-LLM-gen and "
+          "CUTLASS paths) ran faster than this model prices a fused MoE operator: its time was {:.0f}% long on "
+          "average over {} held-out runs ({:+.0f}% to {:+.0f}% off), most of it the {:.0f} us per MoE layer and pass "
+          "fitted on TensorRT-LLM's CUTLASS operator (docs/validation.md section 5)",
+          -100 * fi.mean, fi.cases, -100 * fi.hi, -100 * fi.lo, 1e6 * eff.moe_serving_fixed_s));
+    }
   }
   if (m.moe && m.mla && cfg.fit.batch <= 8 && !cfg.batch_max)
     r.notes.push_back(fmt::format(
