@@ -41,6 +41,8 @@ FITS = [
     ("eager_fsdp.host_per_layer", "host_per_layer", lambda v: f'"{v} ms"', grid(0.0, 10.0, 0.5),
      lambda c: c["group"] == "training" and c["role"] == "calibration" and c["name"].startswith("llm-foundry")
      and c["gpu"].startswith("a100")),
+    ("moe_serving.fixed", "fixed", lambda v: f'"{v} us"', grid(0.0, 30.0, 1.0),
+     lambda c: c["group"] == "moe" and c["role"] == "calibration"),
 ]
 
 
