@@ -161,7 +161,8 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
     if (m.moe)
       act_elems += (routed.activation_elements + T * double(m.moe->shared_ffn) / t) * moe_frac;
   }
-  const double ew_bytes = T * (m.norms_per_layer * 4 * h + 12 * h) + 6.0 * act_elems;
+  const double ew_bytes =
+      T * (m.norms_per_layer * 4 * h + 12 * h) + perf_detail::kGatedActivationBytesPerElement * act_elems;
   const double ew_stream = ew_bytes / bw, ew_launch = 6 * eff.kernel_launch_s;
   const double ew_time = ew_stream + ew_launch;
   // Bound by whichever part is larger: streaming the bytes (a long prefill) or the kernels' fixed cost (decode).
@@ -401,6 +402,9 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     return InvalidArgument(fmt::format(
         "--moe-imbalance {} is outside 1..64 (the busiest GPU's token-expert pairs / the mean; 1 = uniform routing)",
         cfg.moe_imbalance));
+  if (cfg.moe_impl != MoeImpl::kFused && !m.moe)
+    return InvalidArgument(fmt::format("--moe-impl {} needs an MoE model; {} has no experts",
+                                       MoeImplName(cfg.moe_impl), m.id));
   if (cfg.moe_imbalance != 1.0 && !(m.moe && par.ep > 1))
     return InvalidArgument(fmt::format(
         "--moe-imbalance {} needs expert parallelism (--ep > 1 on a MoE model; {} has {}): without it every GPU "

@@ -315,6 +315,8 @@ inline Fp8CastCost Fp8CastExtra(Fp8Recipe r, double plain_fwd_elems, double in_e
 // GEMM's input width, the finalising gather reads each pair's 16-bit output row and writes the rank's `tokens` rows,
 // plus Efficiency::moe_serving_fixed_s for routing, expert maps and those kernels' fixed time. The inference estimate
 // and the `moe` validation group both price the block with this.
+// A gated MLP's activation pass per element of its width: read gate and up, write the product (16-bit).
+inline constexpr double kGatedActivationBytesPerElement = 6;
 struct RoutedExpertsTime {
   GemmTime up, down;
   double activation_elements = 0;

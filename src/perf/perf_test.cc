@@ -3979,6 +3979,12 @@ TEST_F(Perf, FusedMoeOperatorChargesItsRoutingAndGathers) {
   auto dense = EstimateInference(M("llama-3.1-8b"), C(g), d, E(g));
   ASSERT_TRUE(dense.ok());
   EXPECT_EQ(FindOp(dense->decode_ops, name), nullptr);
+  // Indexed experts on a model without experts is a mistake, not a no-op.
+  d.moe_impl = MoeImpl::kIndexed;
+  auto dense_indexed = EstimateInference(M("llama-3.1-8b"), C(g), d, E(g));
+  ASSERT_FALSE(dense_indexed.ok());
+  EXPECT_NE(dense_indexed.status().message().find("--moe-impl indexed needs an MoE model"), std::string::npos)
+      << dense_indexed.status().message();
   EXPECT_FALSE(ParseMoeImpl("fuse").ok());
   EXPECT_NE(ParseMoeImpl("fuse").status().message().find("did you mean 'fused'"), std::string::npos);
 }

@@ -671,19 +671,28 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
                     "e2e_latency_s, speculative_speedup)");
 }
 
+// A kernel case's `dtype` (fp16, bf16, fp8, fp4) as the precision its GEMMs run at, and the bytes of one operand
+// element as the estimates take them: FP4 at NVFP4's bits per element with its scales (kFormats), FP8 1 B, else 2.
+Result<Precision> CaseGemmPrecision(const toml::table& t) {
+  const std::string dtype = t["dtype"].value_or(std::string("bf16"));
+  if (dtype == "fp8") return Precision::kFp8;
+  if (dtype == "fp4") return Precision::kFp4;
+  if (dtype == "bf16") return Precision::kBf16;
+  if (dtype == "fp16") return Precision::kFp16;
+  return ParseError(fmt::format("dtype '{}' must be fp16, bf16, fp8 or fp4", dtype));
+}
+double OperandBytes(Precision p) {
+  return p == Precision::kFp4 ? ParseWeightFormat("nvfp4")->bits_per_weight / 8 : p == Precision::kFp8 ? 1 : 2;
+}
+
 // One GEMM micro-benchmark (a published TFLOP/s at a stated M x N x K) against EstimateGemm, the shape model
 // every operator of the training and serving estimates goes through (docs/methodology.md §6.2).
 Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, const EfficiencyTable* table,
                         std::string* detail, double* bound) {
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
+  SUANLI_ASSIGN_OR_RETURN(const Precision p, CaseGemmPrecision(t));
   const std::string dtype = t["dtype"].value_or(std::string("bf16"));
-  Precision p;
-  if (dtype == "fp8") p = Precision::kFp8;
-  else if (dtype == "fp4") p = Precision::kFp4;
-  else if (dtype == "bf16") p = Precision::kBf16;
-  else if (dtype == "fp16") p = Precision::kFp16;
-  else return ParseError(fmt::format("dtype '{}' must be fp16, bf16, fp8 or fp4", dtype));
   const double peak = gpu->PeakFlops(p).value_or(0);
   if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu->id, dtype));
   const double gemm_eff = perf_detail::GemmEfficiencyFor(eff, p);
@@ -694,10 +703,7 @@ Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, const E
     if (!v || *v < 1) return ParseError(fmt::format("'{}' must be a positive integer", names[i]));
     dims[i] = double(*v);
   }
-  // Element sizes: FP4 operands at NVFP4's bits per element, scales included (kFormats).
-  const double elem = p == Precision::kFp4   ? ParseWeightFormat("nvfp4")->bits_per_weight / 8
-                      : p == Precision::kFp8 ? 1
-                                             : 2;
+  const double elem = OperandBytes(p);
   const GemmTime g = EstimateGemm(dims[0], dims[1], dims[2], 1, elem, peak, gemm_eff, *gpu, eff);
   *detail = fmt::format("{:.1f} us, utilisation {:.3f}, {}-bound", g.time_s * 1e6, g.utilisation, BoundName(g.bound));
   if (t["metric"].value_or(std::string()) != "tflops")
@@ -819,12 +825,9 @@ Result<double> EvalMoe(const toml::table& t, const HardwareCatalog& hw, const Ef
                        std::string* detail, double* bound) {
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
+  SUANLI_ASSIGN_OR_RETURN(Precision p, CaseGemmPrecision(t));
+  if (p == Precision::kFp16) p = Precision::kBf16;  // serving's 16-bit GEMMs (PeakFor falls back to FP16's peak)
   const std::string dtype = t["dtype"].value_or(std::string("bf16"));
-  Precision p;
-  if (dtype == "fp8") p = Precision::kFp8;
-  else if (dtype == "fp4") p = Precision::kFp4;
-  else if (dtype == "bf16" || dtype == "fp16") p = Precision::kBf16;
-  else return ParseError(fmt::format("dtype '{}' must be fp16, bf16, fp8 or fp4", dtype));
   const double peak = perf_detail::PeakFor(*gpu, p);
   if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu->id, dtype));
   double v[5];
@@ -845,15 +848,12 @@ Result<double> EvalMoe(const toml::table& t, const HardwareCatalog& hw, const Ef
   if (etp < 1 || std::fmod(ffn, etp) != 0)
     return ParseError(fmt::format("'etp' = {} must be a positive divisor of 'expert_ffn' ({})", etp, ffn));
   const bool gated = t["gated"].value_or(true);
-  // Operand sizes as the inference estimate takes them: FP8 1 B, NVFP4 its bits per element with scales, else 16-bit.
-  const double elem = p == Precision::kFp4   ? ParseWeightFormat("nvfp4")->bits_per_weight / 8
-                      : p == Precision::kFp8 ? 1
-                                             : 2;
+  const double elem = OperandBytes(p);  // as the inference estimate takes them
   const perf_detail::ExpertLoad load{touched, pairs, std::max(1.0, pairs / touched), 1.0};
   const perf_detail::RoutedExpertsTime r = perf_detail::RoutedExperts(
       load, tokens, hidden, ffn, etp, gated, elem, elem, peak, perf_detail::GemmEfficiencyFor(eff, p), *gpu, eff);
   const double bw = gpu->memory_bandwidth_bytes_per_s.value;
-  const double act_s = 6.0 * r.activation_elements / (bw * eff.memory);
+  const double act_s = perf_detail::kGatedActivationBytesPerElement * r.activation_elements / (bw * eff.memory);
   const double time_s = r.up.time_s + r.down.time_s + act_s + r.permute_s;
   *detail = fmt::format("up/gate {:.1f} us ({}) + down {:.1f} us ({}) + activation {:.1f} us + routing and "
                         "gathers {:.1f} us",
