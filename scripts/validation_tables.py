@@ -22,7 +22,7 @@ for m in models["models"]:
     print(f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | {pa/1e9:.1f}B |" if pa else
           f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | - |")
 
-for group in ["training", "decode", "ttft", "throughput", "max_throughput", "latency", "speculative", "gemm", "attention", "collective", "moe"]:
+for group in ["training", "decode", "ttft", "throughput", "max_throughput", "latency", "speculative", "gemm", "attention", "collective", "moe", "serving_attention"]:
     print(f"\n### {group}\n")
     print("| role | case | metric | published | predicted | error |")
     print("|---|---|---|---|---|---|")
@@ -64,6 +64,10 @@ for c in rep["cases"]:
         gpu = " ".join(words[4:6]) if words[5] == "SXM" else words[4]
         layout = "split experts" if " TP8 " in c["name"] else "whole experts"
         src = f"{words[1]} {words[2]} MoE {gpu} {words[6] if words[5] == 'SXM' else words[5]}, {layout}"
+    elif c["group"] == "serving_attention":  # "aiconfigurator vLLM 0.24.0 decode attention H100 SXM LLaMA-3.1 8B ...":
+        # per engine, phase and GPU
+        gpu = " ".join(words[5:7]) if words[6] == "SXM" else words[5]
+        src = f"{words[1]} {words[2]} {words[3]} attention {gpu}"
     elif c["group"] == "speculative":  # "vLLM EAGLE-3 ...", "TRT-LLM MTP ...": engine and draft method
         src = " ".join(words[:2])
     elif src == "TRT-LLM" and c["group"] == "max_throughput":  # "TRT-LLM 1.0 Llama 3.1 8B H100 TP1 FP8 ...": per GPU

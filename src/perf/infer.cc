@@ -116,37 +116,13 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
     p.time += dq_time;
   }
   // Attention: reads the KV cache of each sequence (decode) or computes causal attention (prefill).
-  const double q_dim = double(m.heads) * m.head_dim;
-  // FLOPs per attended key and query head: QK^T at the query's width and PV at the value's, 2 x (d_qk + d_v). MLA
-  // prefill runs the expanded heads (DeepSeek-V3: 192 and 128). MLA decode keeps 4 x d_qk: the engines run it absorbed
-  // (FlashMLA's count is 2 x (576 + 512) per key and head, 2.8x that), at a rate (its README: up to 580 TFLOP/s
-  // compute-bound on H800 SXM5) 1.8x the attention rate the model has on that die, and no measurement in the set
-  // prices that kernel; the two are left together (docs/validation.md section 5).
-  double per_key = 4.0 * m.head_dim;
-  if (m.mla && !decode)
-    per_key = 2.0 * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim + m.mla->v_head_dim);
-  const double attn_flops =
-      batch * new_tokens * perf_detail::MeanAttendedKeys(m, ctx, decode) * per_key * double(m.heads) / t;
-  // KV cache read per layer (sliding-window layers hold at most the window), plus Q and the output.
-  const double kv_per_layer = KvCacheBytes(m, cfg.fit.kv_bytes_per_elem, 1, static_cast<int64_t>(ctx), t) / m.layers;
-  const double attn_bytes = batch * kv_per_layer + T * q_dim / t * 4;
   {
-    const double peak16 = PeakFor(gpu, Precision::kBf16);
-    double tc = attn_flops / (peak16 * eff.attention);
-    const double tm = attn_bytes / bw;
-    const bool per_head = decode && cfg.decode_attention == DecodeAttention::kPerHead;
-    if (per_head) {
-      // One thread block per query head: the group's blocks share the KV read through L2, but each issues
-      // its own instructions for every cached K and V element (sliding-window layers see at most the window).
-      const double attended = perf_detail::MeanAttendedKeys(m, ctx, /*decode=*/true);
-      const double elements = batch * attended * q_dim / t * 2;
-      tc = elements * eff.per_head_decode_instructions / issue_rate;
-    }
-    const double time = std::max(tc, tm) + eff.kernel_launch_s;
-    p.ops.push_back(OpCost{"attention", decode ? "decode" : "prefill", attn_flops, attn_bytes, time, 1,
-                           tc >= tm ? (per_head ? Bound::kIssue : Bound::kCompute) : Bound::kMemory});
-    p.time += time;
-    (tc >= tm ? p.compute_time : p.memory_time) += std::max(tc, tm);
+    const perf_detail::ServingAttentionTime a = perf_detail::ServingAttention(
+        m, t, cfg.fit.kv_bytes_per_elem, batch, new_tokens, ctx, decode,
+        decode && cfg.decode_attention == DecodeAttention::kPerHead, issue_rate, gpu, eff);
+    p.ops.push_back(OpCost{"attention", decode ? "decode" : "prefill", a.flops, a.bytes, a.time_s, 1, a.bound});
+    p.time += a.time_s;
+    (a.compute_s >= a.memory_s ? p.compute_time : p.memory_time) += std::max(a.compute_s, a.memory_s);
   }
   // Element-wise kernels: norms and the two residual adds per token and, for gated MLPs, the activation on this
   // GPU's shard of the hidden width: read gate and up, write the product, 6 B per element as in training
@@ -668,6 +644,39 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
                   "window do; one that keeps every token (TensorRT-LLM 0.13's Mistral runs in docs/validation.md "
                   "section 5) fits fewer sequences: --no-sliding-window",
                   m.sliding_window, m.sliding_window_layers > 0 ? m.sliding_window_layers : m.layers, m.layers));
+  // Attention against TensorRT-LLM 1.3's operator timed alone (`suanli validate --group serving_attention`), where
+  // attention is a tenth of the prefill or of a decode step.
+  const auto attention_share = [](const Pass& p) {
+    double a = 0;
+    for (const OpCost& o : p.ops)
+      if (o.name == "attention") a += o.time_s * o.count;
+    return p.time > 0 ? a / p.time : 0.0;
+  };
+  if (!spec && cl.gpu->architecture == "hopper" && attention_share(prefill) >= 0.1) {
+    const auto& e = evidence::kServingPrefillAttentionHopper;
+    r.notes.push_back(fmt::format(
+        "uncertain: prefill attention is priced at FlashAttention 2's rate on this GPU ({:.0f}% of the prefill here); "
+        "against TensorRT-LLM 1.3's Hopper context kernel and vLLM 0.24's FlashAttention 3, timed alone at "
+        "8,192-token prompts, this model's time was {:.0f}% to {:.0f}% longer ({} held-out runs on H100 and H200, "
+        "BF16): with such a kernel expect a shorter TTFT, though whole TensorRT-LLM serving runs on Hopper are already "
+        "shorter in this model than measured (docs/validation.md section 5)",
+        100 * attention_share(prefill), -100 * e.hi, -100 * e.lo, e.cases));
+  }
+  if (!spec && cfg.decode_attention == DecodeAttention::kGrouped && attention_share(decode) >= 0.1) {
+    const int kv_per_gpu = std::max(1, (m.kv_heads + cfg.fit.par.tp - 1) / cfg.fit.par.tp);
+    if (double(cfg.fit.batch) * kv_per_gpu < 16 && mid_ctx >= 8192) {
+      const auto& e = evidence::kServingDecodeAttentionFewHeads;
+      r.notes.push_back(fmt::format(
+          "uncertain: decode attention is {:.0f}% of a step here, over {} sequence x KV-head pair{} per GPU: too few "
+          "blocks to draw the full bandwidth from a long cache. TensorRT-LLM 1.3's and vLLM 0.24's decode kernels, "
+          "timed alone with fewer than 16 pairs at 8,192 keys or more, took {:.0f}% longer than priced on average "
+          "({:+.0f}% to "
+          "{:+.0f}%, {} held-out runs), against {:+.0f}% with caches of more than 128 MiB (docs/validation.md "
+          "section 5)",
+          100 * attention_share(decode), cfg.fit.batch * kv_per_gpu, cfg.fit.batch * kv_per_gpu == 1 ? "" : "s",
+          100 * e.mean, 100 * e.lo, 100 * e.hi, e.cases, 100 * evidence::kServingDecodeAttention.mean));
+    }
+  }
   // Where held-out serving runs disagreed with the model (docs/validation.md section 5), say so.
   const bool hopper = cl.gpu->architecture == "hopper";
   const bool fp8 = cfg.compute == Precision::kFp8;

@@ -338,4 +338,44 @@ inline RoutedExpertsTime RoutedExperts(const ExpertLoad& load, double tokens, do
   return r;
 }
 
+// Serving's attention for one layer on one GPU of a TP group (docs/methodology.md §9): `batch` sequences of
+// `new_tokens` queries each attending to `ctx` keys (decode: one new token over its cache; prefill: causal over the
+// prompt; sliding-window layers see at most the window). FLOPs per attended key and query head: QK^T at the query's
+// width and PV at the value's, 2 x (d_qk + d_v); MLA prefill runs the expanded heads (DeepSeek-V3: 192 and 128), MLA
+// decode keeps 4 x d_qk (the engines run it absorbed, FlashMLA counting 2 x (576 + 512) per key and head, at a rate
+// its README puts at 1.8x the model's attention rate on that die; no measurement in the set prices that kernel, so
+// the two are left together, docs/validation.md section 5). Bytes: the KV cache once (`kv_bytes_per_elem` per
+// element), Q read and the output written in 16 bits. Time: the larger of the FLOPs at the 16-bit peak x
+// Efficiency::attention and the bytes at the achievable bandwidth, plus one kernel's fixed time. With
+// `per_head` (one thread block per query head, decode only) the compute term is the instructions each block issues
+// for every cached K and V element, at `issue_rate` thread-instructions per second. The inference estimate and the
+// `serving_attention` validation group both price attention with this.
+struct ServingAttentionTime {
+  double flops = 0, bytes = 0, time_s = 0;
+  double compute_s = 0, memory_s = 0;  // the two roofline terms, before the fixed time
+  Bound bound = Bound::kMemory;
+};
+inline ServingAttentionTime ServingAttention(const ModelSpec& m, int tp, double kv_bytes_per_elem, double batch,
+                                             double new_tokens, double ctx, bool decode, bool per_head,
+                                             double issue_rate, const GpuSpec& gpu, const Efficiency& eff) {
+  ServingAttentionTime a;
+  const double t = std::max(1, tp);
+  const double q_dim = double(m.heads) * m.head_dim;
+  double per_key = 4.0 * m.head_dim;
+  if (m.mla && !decode) per_key = 2.0 * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim + m.mla->v_head_dim);
+  const double keys = MeanAttendedKeys(m, ctx, decode);
+  a.flops = batch * new_tokens * keys * per_key * double(m.heads) / t;
+  // KV cache read per layer (sliding-window layers hold at most the window), plus Q and the output.
+  const double kv_per_layer =
+      KvCacheBytes(m, kv_bytes_per_elem, 1, static_cast<int64_t>(ctx), tp) / std::max(1, m.layers);
+  a.bytes = batch * kv_per_layer + batch * new_tokens * q_dim / t * 4;
+  a.compute_s = a.flops / (PeakFor(gpu, Precision::kBf16) * eff.attention);
+  a.memory_s = a.bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory);
+  const bool heads_issue = decode && per_head;
+  if (heads_issue) a.compute_s = batch * keys * q_dim / t * 2 * eff.per_head_decode_instructions / issue_rate;
+  a.time_s = std::max(a.compute_s, a.memory_s) + eff.kernel_launch_s;
+  a.bound = a.compute_s >= a.memory_s ? (heads_issue ? Bound::kIssue : Bound::kCompute) : Bound::kMemory;
+  return a;
+}
+
 }  // namespace suanli::perf_detail

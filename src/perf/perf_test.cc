@@ -1112,6 +1112,31 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   EXPECT_EQ(one->decode_error.cases, evidence::kDecodeError.cases);
   EXPECT_EQ(one->throughput_error.cases, 0);  // the throughput group's runs are static batches of 16 and more
   EXPECT_STREQ(fused->error.group, "training");
+  // Serving attention against TensorRT-LLM 1.3's kernels timed alone: a long prompt on Hopper quotes its context
+  // kernel (faster than the FA2 rate charged there), not on A100; a long cache over one KV head per GPU at batch 1
+  // quotes the decode kernel's shortfall with few sequence x KV-head pairs, not at batch 16 with 8 heads per GPU.
+  InferConfig long_prompt;
+  long_prompt.input_len = 8192;
+  long_prompt.output_len = 128;
+  auto h100_prompt = EstimateInference(M("llama-3.1-8b"), C(h100), long_prompt, E(h100));
+  ASSERT_TRUE(h100_prompt.ok());
+  EXPECT_TRUE(note_with(h100_prompt->notes, "Hopper context kernel and vLLM 0.24's FlashAttention 3"));
+  auto a100_prompt = EstimateInference(M("llama-3.1-8b"), C(a100), long_prompt, E(a100));
+  ASSERT_TRUE(a100_prompt.ok());
+  EXPECT_FALSE(note_with(a100_prompt->notes, "Hopper context kernel"));
+  InferConfig long_cache;
+  long_cache.fit.par.tp = 8;
+  long_cache.input_len = 100000;
+  long_cache.output_len = 128;
+  auto tp8 = EstimateInference(M("llama-3.1-70b"), C(h100), long_cache, E(h100));
+  ASSERT_TRUE(tp8.ok());
+  EXPECT_TRUE(note_with(tp8->notes, "over 1 sequence x KV-head pair per GPU"));
+  long_cache.fit.par.tp = 1;
+  long_cache.fit.batch = 16;
+  long_cache.input_len = 16384;
+  auto tp1 = EstimateInference(M("llama-3.1-8b"), C(h100), long_cache, E(h100));
+  ASSERT_TRUE(tp1.ok());
+  EXPECT_FALSE(note_with(tp1->notes, "sequence x KV-head pair"));
 }
 
 // Per-query-head decode kernels (TensorRT-LLM masked MHA, vLLM PagedAttention v1/v2): the KV read is shared

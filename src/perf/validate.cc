@@ -30,7 +30,7 @@ const std::map<std::string, Targets> kTargets = {
 // The keys a case may have, and their TOML types. A misspelt key would otherwise be ignored and the case
 // evaluated with a default: a silently wrong row.
 enum class KeyType { kString, kInteger, kNumber, kBool };
-enum class CaseKind { kTrain, kInfer, kGemm, kAttention, kCollective, kMoe };
+enum class CaseKind { kTrain, kInfer, kGemm, kAttention, kCollective, kMoe, kServingAttention };
 const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
   static const std::map<std::string, KeyType> base = {
       {"group", KeyType::kString},  {"role", KeyType::kString},      {"name", KeyType::kString},
@@ -166,8 +166,23 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"gated", KeyType::kBool}});
     return m;
   }();
+  static const std::map<std::string, KeyType> serving_attention_keys = [] {
+    auto m = base;
+    m.insert({{"phase", KeyType::kString},
+              {"batch", KeyType::kInteger},
+              {"context", KeyType::kInteger},
+              {"heads", KeyType::kInteger},
+              {"kv_heads", KeyType::kInteger},
+              {"head_dim", KeyType::kInteger},
+              {"window", KeyType::kInteger},
+              {"kv_dtype", KeyType::kString},
+              {"attn_dtype", KeyType::kString},
+              {"decode_attention", KeyType::kString}});
+    return m;
+  }();
   switch (kind) {
     case CaseKind::kTrain: return train_keys;
+    case CaseKind::kServingAttention: return serving_attention_keys;
     case CaseKind::kMoe: return moe_keys;
     case CaseKind::kInfer: return infer_keys;
     case CaseKind::kAttention: return attention_keys;
@@ -872,6 +887,73 @@ Result<double> EvalMoe(const toml::table& t, const HardwareCatalog& hw, const Ef
   return time_s;
 }
 
+
+// One serving attention kernel benchmark (an engine's attention operator for one layer on one GPU: `batch` sequences,
+// decode: one new token each over a cache of `context` tokens, prefill: a causal prompt of `context` tokens) against
+// ServingAttention, the time the inference estimate gives the layer's attention (docs/methodology.md §9). `heads`
+// and `kv_heads` are the GPU's (after tensor parallelism).
+Result<double> EvalServingAttention(const toml::table& t, const HardwareCatalog& hw, const EfficiencyTable* table,
+                                    std::string* detail, double* bound) {
+  SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
+  SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
+  const std::string phase = t["phase"].value_or(std::string());
+  if (phase != "decode" && phase != "prefill")
+    return ParseError(fmt::format("'phase' is '{}'; valid: decode, prefill", phase));
+  const bool decode = phase == "decode";
+  double v[5];
+  const char* names[5] = {"batch", "context", "heads", "kv_heads", "head_dim"};
+  for (int i = 0; i < 5; ++i) {
+    const auto x = t[names[i]].value<int64_t>();
+    if (!x || *x < 1 || *x > (int64_t(1) << 24))
+      return ParseError(fmt::format("'{}' must be an integer from 1 to 16777216", names[i]));
+    v[i] = double(*x);
+  }
+  const double batch = v[0], context = v[1];
+  if (std::fmod(v[2], v[3]) != 0)
+    return ParseError(fmt::format("'heads' ({}) must be a multiple of 'kv_heads' ({})", v[2], v[3]));
+  SUANLI_ASSIGN_OR_RETURN(const double kv_bytes, ParseKvDtype(t["kv_dtype"].value_or(std::string("bf16"))));
+  // The attention kernel's own precision (an FP8 prefill kernel where the engine runs one): the model prices attention
+  // at the 16-bit rate whatever it is, so it only sets the FLOP bound.
+  const std::string attn_dtype = t["attn_dtype"].value_or(std::string("bf16"));
+  if (attn_dtype != "bf16" && attn_dtype != "fp16" && attn_dtype != "fp8")
+    return ParseError(fmt::format("'attn_dtype' is '{}'; valid: bf16, fp16, fp8", attn_dtype));
+  SUANLI_ASSIGN_OR_RETURN(const DecodeAttention kernel,
+                          ParseDecodeAttention(t["decode_attention"].value_or(std::string("grouped"))));
+  const bool per_head = kernel == DecodeAttention::kPerHead;
+  if (per_head && !decode) return ParseError("'decode_attention' applies to phase = \"decode\" only");
+  double issue_rate = 0;
+  if (per_head) {
+    SUANLI_ASSIGN_OR_RETURN(issue_rate, InstructionIssueRate(*gpu));
+  }
+  // One layer of the stated shape (a sliding window, where given, on that layer).
+  ModelSpec shape;
+  shape.layers = 1;
+  shape.heads = static_cast<int>(v[2]);
+  shape.kv_heads = static_cast<int>(v[3]);
+  shape.head_dim = static_cast<int>(v[4]);
+  shape.hidden = shape.heads * shape.head_dim;
+  if (t.contains("window")) {
+    const auto x = t["window"].value<int64_t>();
+    if (!x || *x < 1 || *x > (int64_t(1) << 24)) return ParseError("'window' must be an integer from 1 to 16777216");
+    shape.sliding_window = static_cast<int>(*x);
+    shape.sliding_window_layers = 1;
+  }
+  const perf_detail::ServingAttentionTime a = perf_detail::ServingAttention(
+      shape, 1, kv_bytes, batch, decode ? 1.0 : context, context, decode, per_head, issue_rate, *gpu, eff);
+  *detail = fmt::format("{:.1f} us ({}-bound: compute {:.1f} us, memory {:.1f} us, fixed {:.1f} us)", a.time_s * 1e6,
+                        BoundName(a.bound), a.compute_s * 1e6, a.memory_s * 1e6, eff.kernel_launch_s * 1e6);
+  if (t["metric"].value_or(std::string()) != "time_s")
+    return ParseError("unknown serving attention metric '" + t["metric"].value_or(std::string()) +
+                      "' (valid: time_s)");
+  // The least time: the FLOPs at the kernel precision's dense peak, or the cache read once at the datasheet bandwidth,
+  // unless the cache fits in L2: a benchmark that replays one layer's kernel keeps it there.
+  const double peak = perf_detail::PeakFor(*gpu, attn_dtype == "fp8" ? Precision::kFp8 : Precision::kBf16);
+  const double cache = KvCacheBytes(shape, kv_bytes, static_cast<int64_t>(batch), static_cast<int64_t>(context), 1);
+  const bool l2_resident = gpu->l2_bytes && cache <= gpu->l2_bytes->value;
+  *bound = std::max(a.flops / peak, l2_resident ? 0.0 : cache / gpu->memory_bandwidth_bytes_per_s.value);
+  if (!(a.time_s > 0) || !std::isfinite(a.time_s)) return Internal("no time for the attention kernel");
+  return a.time_s;
+}
 }  // namespace
 
 namespace {
@@ -905,13 +987,15 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
     return base.empty() ? rel : (std::filesystem::path(base) / rel).string();
   };
   ValidationReport rep;
-  for (const char* kind : {"train", "infer", "gemm", "attention", "collective", "moe"}) {
-    const CaseKind ck = std::string(kind) == "train"        ? CaseKind::kTrain
-                        : std::string(kind) == "infer"      ? CaseKind::kInfer
-                        : std::string(kind) == "gemm"       ? CaseKind::kGemm
-                        : std::string(kind) == "attention"  ? CaseKind::kAttention
-                        : std::string(kind) == "collective" ? CaseKind::kCollective
-                                                            : CaseKind::kMoe;
+  for (const char* kind : {"train", "infer", "gemm", "attention", "collective", "moe", "serving_attention"}) {
+    const std::string k(kind);
+    const CaseKind ck = k == "train"        ? CaseKind::kTrain
+                        : k == "infer"      ? CaseKind::kInfer
+                        : k == "gemm"       ? CaseKind::kGemm
+                        : k == "attention"  ? CaseKind::kAttention
+                        : k == "collective" ? CaseKind::kCollective
+                        : k == "moe"        ? CaseKind::kMoe
+                                            : CaseKind::kServingAttention;
     const toml::array* arr = doc[kind].as_array();
     if (!arr) continue;
     for (const auto& node : *arr) {
@@ -938,7 +1022,8 @@ Result<ValidationReport> RunPerfValidation(std::string_view text, std::string_vi
                : ck == CaseKind::kGemm  ? EvalGemm(*t, hw, efficiency, &vc.detail, &vc.bound)
                : ck == CaseKind::kAttention  ? EvalAttention(*t, hw, efficiency, &vc.detail, &vc.bound)
                : ck == CaseKind::kCollective ? EvalCollective(*t, hw, efficiency, &vc.detail, &vc.bound)
-                                             : EvalMoe(*t, hw, efficiency, &vc.detail, &vc.bound);
+               : ck == CaseKind::kMoe        ? EvalMoe(*t, hw, efficiency, &vc.detail, &vc.bound)
+                                             : EvalServingAttention(*t, hw, efficiency, &vc.detail, &vc.bound);
       if (!v.ok()) {
         vc.failure = v.status().message();
       } else {
