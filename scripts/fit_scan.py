@@ -43,6 +43,8 @@ FITS = [
      and c["gpu"].startswith("a100")),
     ("moe_serving.fixed", "fixed", lambda v: f'"{v} us"', grid(0.0, 30.0, 1.0),
      lambda c: c["group"] == "moe" and c["role"] == "calibration"),
+    ("serving_attention.prefill_fixed", "prefill_fixed", lambda v: f'"{v} us"', grid(0.0, 20.0, 1.0),
+     lambda c: c["group"] == "serving_attention" and c["role"] == "calibration"),
 ]
 
 

@@ -89,6 +89,11 @@ struct Efficiency {
   // pass; their bytes are priced apart. Fitted on TensorRT-LLM 1.3's MoE operator sweep on H100, checked on six other
   // GPUs (docs/validation.md §4); data/efficiency.toml [moe_serving]. 0 = not charged.
   double moe_serving_fixed_s = 0;
+  // Serving's prefill attention operator: the fixed time of a context-phase attention kernel beyond one kernel floor
+  // (its sequence-offset setup and launch ramp), per layer and pass. Fitted on TensorRT-LLM 1.3's attention operator
+  // timed alone on H100, checked on six other GPUs, vLLM 0.24's kernels and the held-out TTFT runs
+  // (docs/validation.md §4); data/efficiency.toml [serving_attention]. 0 = not charged.
+  double serving_prefill_attention_fixed_s = 0;
   std::vector<std::string> sources;  // "field: citation" lines
 };
 
@@ -801,14 +806,14 @@ inline constexpr ValidationEvidence kMoeOperatorFlashinferBlackwell{180, -0.179,
 // L40S apart: caches over 128 MiB, beyond every listed GPU's L2 (the benchmark replays one layer, so a smaller cache
 // is read from L2); and fewer than 16 sequence x KV-head pairs on the GPU at 8,192 keys or more, whose long caches are
 // split over too few blocks to draw the full bandwidth (slower than priced although they sit in L2 there).
-inline constexpr ValidationEvidence kServingDecodeAttention{156, 0.055, -0.133, 0.442};
-inline constexpr ValidationEvidence kServingDecodeAttentionFewHeads{144, 0.419, 0.128, 0.734};
+inline constexpr ValidationEvidence kServingDecodeAttention{156, -0.005, -0.150, 0.402};
+inline constexpr ValidationEvidence kServingDecodeAttentionFewHeads{144, 0.151, -0.163, 0.544};
 // Prefill on H100 and H200 at 8,192-token prompts in BF16: the two engines' Hopper kernels (TensorRT-LLM's context
 // FMHA, vLLM's FlashAttention 3) against the FlashAttention-2 rate the model charges there (Efficiency::attention,
 // Azure's FA2 runs).
-inline constexpr ValidationEvidence kServingPrefillAttentionHopper{24, -0.656, -0.933, -0.226};
+inline constexpr ValidationEvidence kServingPrefillAttentionHopper{24, -0.670, -0.981, -0.266};
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
-inline constexpr ValidationEvidence kMoeServingTtft{8, -0.049, -0.591, 0.538};
+inline constexpr ValidationEvidence kMoeServingTtft{8, -0.039, -0.588, 0.551};
 inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.176, -0.473, 1.312};
 // Small-batch 16-bit and weight-only decode on H100/H200 in stacks other than TensorRT-LLM: torchao's batch-1
 // generate.py (torch.compile) on H100 and vLLM's batch-8 latency benchmark on H200, all held out. Signed on the
@@ -820,7 +825,7 @@ inline constexpr ValidationEvidence kHopperSmallBatchDecode{6, 0.133, 0.082, 0.1
 // measured end-to-end latency / predicted - 1 (> 0: the model was optimistic).
 inline constexpr ValidationEvidence kAmdInstinctServingLatency{12, 0.186, 0.008, 0.297};
 // TensorRT-LLM v0.9 on H100/H200, FP8: first-token latency at 128-token prompts (signed on the latency).
-inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.199, -0.315, -0.109};
+inline constexpr ValidationEvidence kHopperFp8ShortPromptTtft{10, -0.159, -0.296, -0.072};
 // TensorRT-LLM 1.0's maximum throughput (trtllm-bench, in-flight batching, every request queued at once) with NVFP4
 // weights and activations on B200 and GB200 (Llama 3.3 70B TP1, Llama 3.1 405B TP4; 40 held-out runs at the most
 // sequences that fit): signed on the rate (> 0: the model was faster than measured).
@@ -853,7 +858,7 @@ inline constexpr ValidationEvidence kMoeMaxThroughput013{123, 0.200, -0.079, 1.4
 // TensorRT-LLM v0.9 on one GPU, dense 6-7B models (LLaMA-2 7B, Mistral 7B, GPT-J 6B) at 128-token prompts on
 // A100, H100, H200 and L40S: measured minus predicted time to first token. About the same on GPUs whose
 // bandwidths differ 5.5x, so a cost per request the model does not have rather than a rate it gets wrong.
-inline constexpr LatencyShortfall kShortPromptTtftShortfall{12, 0.94e-3, -0.06e-3, 1.63e-3};
+inline constexpr LatencyShortfall kShortPromptTtftShortfall{12, 0.67e-3, -0.35e-3, 1.35e-3};
 // FP8 pretraining with Megatron-Core + Transformer Engine: NeMo 24.07 on H100 (7 calibration rows: LLaMA, GPT-3
 // 175B; 5 held out: GPT-3 5B, 20B, Nemotron-3 8B, 22B and Nemotron-4 340B), Megatron-Bridge 25.11 to 26.06 on H100, B200 and GB200 (12 held out:
 // LLaMA-3 8B, 70B, 405B) and NVIDIA's DGX Cloud recipes (dgxc-benchmarking, NeMo 24.05-25.04.01 on H100 and GB200:
@@ -1090,7 +1095,7 @@ inline constexpr const char* kDecodeGpus[] = {"a100-sxm-80gb", "h100-sxm"};
 inline constexpr const char* kServingGpus[] = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "l40s"};
 inline constexpr ErrorBand kTrainingError{"training", 360, 0.0740, 0.1434, 0.7296, kTrainingGpus, 191, 0.0104};
 inline constexpr ErrorBand kDecodeError{"decode", 42, 0.0650, 0.1212, 0.3528, kDecodeGpus, 21, 0.0120};
-inline constexpr ErrorBand kTtftDenseError{"ttft", 62, 0.1076, 0.2445, 0.3803, kServingGpus, 42, 0.0677};
+inline constexpr ErrorBand kTtftDenseError{"ttft", 62, 0.0985, 0.2205, 0.3763, kServingGpus, 39, 0.0523};
 inline constexpr ErrorBand kThroughputDenseError{"throughput", 119, 0.0616, 0.1468, 0.2545, kServingGpus, 84, 0.0385};
 // Continuous batching at full load (InferConfig::batch_max): TensorRT-LLM 1.0's trtllm-bench maximum throughput.
 inline constexpr const char* kMaxThroughputGpus[] = {"b200", "gb200", "h100-sxm", "h200-sxm"};

@@ -346,7 +346,8 @@ inline RoutedExpertsTime RoutedExperts(const ExpertLoad& load, double tokens, do
 // its README puts at 1.8x the model's attention rate on that die; no measurement in the set prices that kernel, so
 // the two are left together, docs/validation.md section 5). Bytes: the KV cache once (`kv_bytes_per_elem` per
 // element), Q read and the output written in 16 bits. Time: the larger of the FLOPs at the 16-bit peak x
-// Efficiency::attention and the bytes at the achievable bandwidth, plus one kernel's fixed time. With
+// Efficiency::attention and the bytes at the achievable bandwidth, plus one kernel's fixed time, and in prefill the
+// context kernel's own fixed time beyond it (Efficiency::serving_prefill_attention_fixed_s). With
 // `per_head` (one thread block per query head, decode only) the compute term is the instructions each block issues
 // for every cached K and V element, at `issue_rate` thread-instructions per second. The inference estimate and the
 // `serving_attention` validation group both price attention with this.
@@ -373,7 +374,8 @@ inline ServingAttentionTime ServingAttention(const ModelSpec& m, int tp, double 
   a.memory_s = a.bytes / (gpu.memory_bandwidth_bytes_per_s.value * eff.memory);
   const bool heads_issue = decode && per_head;
   if (heads_issue) a.compute_s = batch * keys * q_dim / t * 2 * eff.per_head_decode_instructions / issue_rate;
-  a.time_s = std::max(a.compute_s, a.memory_s) + eff.kernel_launch_s;
+  a.time_s = std::max(a.compute_s, a.memory_s) + eff.kernel_launch_s +
+             (decode ? 0.0 : eff.serving_prefill_attention_fixed_s);
   a.bound = a.compute_s >= a.memory_s ? (heads_issue ? Bound::kIssue : Bound::kCompute) : Bound::kMemory;
   return a;
 }

@@ -433,6 +433,19 @@ Result<Efficiency> ParseEfficiencyToml(std::string_view text, std::string_view f
     }
     SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   }
+  if (const toml::table* sa = doc["serving_attention"].as_table()) {
+    detail::TableReader r(*sa, file, "serving_attention", &sources);
+    SUANLI_ASSIGN_OR_RETURN(auto v, r.OptQuantity("prefill_fixed", Dimension::kSeconds));
+    if (v) {
+      if (v->value < 0 || v->value > 1e-3)
+        return ParseError(fmt::format("{}: {} s is outside 0..1 ms", r.Where("prefill_fixed"), v->value));
+      e.serving_prefill_attention_fixed_s = v->value;
+      perf_detail::RecordSource(
+          e.sources, "serving_attention.prefill_fixed",
+          fmt::format("serving_attention.prefill_fixed = {:.3g} s: {}{}", v->value, v->source, Note(*v)));
+    }
+    SUANLI_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
+  }
   if (const toml::table* oa = doc["oneshot_allreduce"].as_table()) {
     detail::TableReader r(*oa, file, "oneshot_allreduce", &sources);
     for (auto [key, out] : {std::pair{"latency", &e.oneshot_allreduce_latency_s},

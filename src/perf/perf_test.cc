@@ -3453,6 +3453,23 @@ TEST(EfficiencyData, MoeServingFixedTimeIsATimeWithinBounds) {
   EXPECT_NE(typo.status().message().find("fix"), std::string::npos) << typo.status().message();
 }
 
+TEST(EfficiencyData, ServingPrefillAttentionFixedTimeIsATimeWithinBounds) {
+  const char* head = "[sources]\nx = \"a source\"\n[serving_attention]\n";
+  auto ok = ParseEfficiencyToml(std::string(head) + "prefill_fixed = { value = \"7 us\", source = \"x\" }\n", "e.toml",
+                                "h100-sxm");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_DOUBLE_EQ(ok->serving_prefill_attention_fixed_s, 7e-6);
+  auto big = ParseEfficiencyToml(std::string(head) + "prefill_fixed = { value = \"2 ms\", source = \"x\" }\n",
+                                 "e.toml", "h100-sxm");
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("prefill_fixed"), std::string::npos) << big.status().message();
+  EXPECT_NE(big.status().message().find("outside 0..1 ms"), std::string::npos) << big.status().message();
+  auto typo = ParseEfficiencyToml(std::string(head) + "prefil_fixed = { value = \"7 us\", source = \"x\" }\n",
+                                  "e.toml", "h100-sxm");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("prefil_fixed"), std::string::npos) << typo.status().message();
+}
+
 TEST(EfficiencyData, OneShotAllReduceTakesTimesAndALinkFraction) {
   const char* head = "[sources]\nx = \"a source\"\n[oneshot_allreduce]\n";
   auto ok = ParseEfficiencyToml(std::string(head) + "latency = { value = \"2 us\", source = \"x\" }\n"

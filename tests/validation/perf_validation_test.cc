@@ -105,10 +105,12 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // B200, pytorch/ao's and cuBLAS's large shapes set `gemm`; MAMF's best shapes, 10-18% above the model by design of
   // the 0.945 factor on Ampere and Hopper and 26-27% on Blackwell, where the large shapes sit 0.82 of the best one,
   // set it elsewhere), which are ratcheted at 7.2% / 26.9% plus one point; nor has the `moe` group's H100 calibration
-  // (the fused MoE operator's fixed time was fitted there: 8.3% / 58.1%), ratcheted the same way.
+  // (the fused MoE operator's fixed time was fitted there: 8.3% / 58.1%), ratcheted the same way; nor has the
+  // `serving_attention` group's H100 TensorRT-LLM prefill rows (the context kernel's fixed time was fitted there:
+  // 36.7% / 110.8%, most of it the Hopper kernel's rate at long prompts, which the model does not take; §5).
   const std::map<std::string, Limits> targets = {
       {"training", {0.07, 0.322}}, {"decode", {0.10, 0.20}}, {"throughput", {0.082, 0.211}},
-      {"gemm", {0.082, 0.279}}, {"moe", {0.093, 0.591}}};
+      {"gemm", {0.082, 0.279}}, {"moe", {0.093, 0.591}}, {"serving_attention", {0.377, 1.118}}};
   // Holdout ratchets: the errors documented in docs/validation.md, plus at most one point (training: 10.91% mean since
   // the fortieth session's 13 held-out MLPerf Training v6.0 rows and ten NVFP4 rows, 10.39% before them;
   // 10.39% mean,
@@ -147,12 +149,14 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // L40S rows whose weights sit in its L2 in that benchmark. The same change moved max_throughput to 17.3%,
   // throughput to 10.3% / 131.2%, TTFT to 13.3% / 59.1% and latency to 14.8%, ratcheted there. serving_attention:
   // TensorRT-LLM 1.3's and vLLM 0.24's attention for one layer timed alone on seven GPUs, forty-seventh session, first
-  // predictions 37.4% / 201.5% (the model's physics unchanged by them; docs/validation.md section 5).
+  // predictions 37.4% / 201.5%; 24.1% / 217.7% over the 1,056 held out once the cases priced the operators' cache
+  // write and the model the context kernel's fixed time (fitted on the 36 H100 TensorRT-LLM prefill rows), which also
+  // took TTFT to 12.4% / 58.7% (docs/validation.md sections 4 and 5).
   const std::map<std::string, Limits> holdout = {
-      {"training", {0.1118, 1.10}}, {"ttft", {0.143, 0.601}}, {"throughput", {0.113, 1.322}},
+      {"training", {0.1118, 1.10}}, {"ttft", {0.135, 0.598}}, {"throughput", {0.113, 1.322}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.158, 0.239}},
       {"max_throughput", {0.183, 3.002}}, {"speculative", {0.263, 0.646}}, {"attention", {0.460, 3.105}},
-      {"collective", {0.138, 0.929}}, {"moe", {0.253, 3.086}}, {"serving_attention", {0.384, 2.025}}};
+      {"collective", {0.138, 0.929}}, {"moe", {0.253, 3.086}}, {"serving_attention", {0.251, 2.188}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
@@ -1391,7 +1395,9 @@ published = 0.0005
 // A serving attention case ([[serving_attention]]) prices one layer's attention as the inference estimate does
 // (perf_detail::ServingAttention): decode reads each sequence's cache once (one KV head of 128 per GPU here, BF16) and
 // Q and the output, at the achievable bandwidth, plus one kernel's fixed time; prefill is causal, s / 2 keys per
-// query at 4 x head_dim FLOPs per key and query head, at the 16-bit peak x attention.
+// query at 4 x head_dim FLOPs per key and query head, at the 16-bit peak x attention, plus the context kernel's fixed
+// time (data/efficiency.toml [serving_attention]). The case adds one more kernel floor: the engines' operators write
+// the cache in a kernel the estimate counts among its element-wise launches.
 TEST(PerfValidation, ServingAttentionCasesPriceOneLayer) {
   const std::string good = R"([[serving_attention]]
 name = "a"
@@ -1412,7 +1418,9 @@ published = 0.00004
   const double bw = g.memory_bandwidth_bytes_per_s.value;
   const double cache = 16.0 * 8192 * 1 * 128 * 2 * 2;  // K and V, 2 B each
   const double qo = 16.0 * 8 * 128 * 4;                 // Q read and the output written, 16-bit
-  EXPECT_NEAR(c.predicted, (cache + qo) / (bw * eff.memory) + eff.kernel_launch_s, 1e-12);
+  const double floor = eff.kernel_launch_s;
+  EXPECT_NEAR(c.predicted, (cache + qo) / (bw * eff.memory) + 2 * floor, 1e-12);
+  EXPECT_NE(c.detail.find("cache write 5.0 us"), std::string::npos) << c.detail;
   EXPECT_NE(c.detail.find("memory-bound"), std::string::npos);
   // 67 MB is beyond H100's 50 MiB L2: the cache read once at the datasheet bandwidth bounds it.
   EXPECT_NEAR(c.bound, cache / bw, 1e-15);
@@ -1424,14 +1432,17 @@ published = 0.00004
   };
   // An FP8 cache halves the bytes; a cache within L2 has only the FLOP bound (the benchmark replays one layer).
   const ValidationCase fp8 = EvaluatedCase(with("head_dim = 128", "head_dim = 128\nkv_dtype = \"fp8\""));
-  EXPECT_NEAR(fp8.predicted - eff.kernel_launch_s, (cache / 2 + qo) / (bw * eff.memory), 1e-12);
+  EXPECT_NEAR(fp8.predicted - 2 * floor, (cache / 2 + qo) / (bw * eff.memory), 1e-12);
   const ValidationCase small = EvaluatedCase(with("context = 8192", "context = 1024"));
   EXPECT_LT(small.bound, 1e-7);
   // Prefill: 8 sequences of 2,048 tokens, causal, at the 16-bit rate; an FP8 kernel only lowers the FLOP bound.
   const ValidationCase pre = EvaluatedCase(
       with("phase = \"decode\"\nbatch = 16\ncontext = 8192", "phase = \"prefill\"\nbatch = 8\ncontext = 2048"));
   const double flops = 8.0 * 2048 * 1024 * 4 * 128 * 8;
-  EXPECT_NEAR(pre.predicted, flops / (*g.PeakFlops(Precision::kBf16) * eff.attention) + eff.kernel_launch_s, 1e-12);
+  EXPECT_NEAR(eff.serving_prefill_attention_fixed_s, 9e-6, 1e-12);  // data/efficiency.toml [serving_attention]
+  EXPECT_NEAR(pre.predicted,
+              flops / (*g.PeakFlops(Precision::kBf16) * eff.attention) + 2 * floor + eff.serving_prefill_attention_fixed_s,
+              1e-12);
   EXPECT_NE(pre.detail.find("compute-bound"), std::string::npos);
   // The estimate's own attention row is the same function (a decode step of LLaMA-3.1 70B on eight GPUs).
   InferConfig ic;
@@ -1445,7 +1456,7 @@ published = 0.00004
   for (const OpCost& o : r->decode_ops) {
     if (o.name != "attention") continue;
     ++rows;
-    EXPECT_NEAR(o.time_s, c.predicted, 1e-12);  // one layer's, at the step's mean context input + output / 2
+    EXPECT_NEAR(o.time_s, c.predicted - floor, 1e-12);  // one layer's, at the step's mean context input + output / 2
   }
   EXPECT_EQ(rows, 1);
 
