@@ -1120,7 +1120,7 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   long_prompt.output_len = 128;
   auto h100_prompt = EstimateInference(M("llama-3.1-8b"), C(h100), long_prompt, E(h100));
   ASSERT_TRUE(h100_prompt.ok());
-  EXPECT_TRUE(note_with(h100_prompt->notes, "Hopper context kernel and vLLM 0.24's FlashAttention 3"));
+  EXPECT_TRUE(note_with(h100_prompt->notes, "Hopper context kernel and vLLM 0.24's and SGLang 0.5.14's"));
   auto a100_prompt = EstimateInference(M("llama-3.1-8b"), C(a100), long_prompt, E(a100));
   ASSERT_TRUE(a100_prompt.ok());
   EXPECT_FALSE(note_with(a100_prompt->notes, "Hopper context kernel"));
