@@ -657,10 +657,9 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     r.notes.push_back(fmt::format(
         "uncertain: prefill attention is priced at FlashAttention 2's rate on this GPU ({:.0f}% of the prefill here); "
         "against TensorRT-LLM 1.3's Hopper context kernel and vLLM 0.24's and SGLang 0.5.14's FlashAttention 3, timed "
-        "alone at "
-        "8,192-token prompts, this model's time was {:.0f}% to {:.0f}% longer ({} held-out runs on H100 and H200, "
-        "BF16): with such a kernel expect a shorter TTFT, though whole TensorRT-LLM serving runs on Hopper are already "
-        "shorter in this model than measured (docs/validation.md section 5)",
+        "alone at 8,192-token prompts, this model's time was {:.0f}% to {:.0f}% longer ({} held-out runs on H100 and "
+        "H200, BF16): with such a kernel expect a shorter TTFT, though whole TensorRT-LLM serving runs on Hopper are "
+        "already shorter in this model than measured (docs/validation.md section 5)",
         100 * attention_share(prefill), -100 * e.hi, -100 * e.lo, e.cases));
   }
   if (!spec && cfg.decode_attention == DecodeAttention::kGrouped && attention_share(decode) >= 0.1) {
@@ -670,11 +669,9 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
       r.notes.push_back(fmt::format(
           "uncertain: decode attention is {:.0f}% of a step here, over {} sequence x KV-head pair{} per GPU: too few "
           "blocks to draw the full bandwidth from a long cache. TensorRT-LLM 1.3's, vLLM 0.24's and SGLang 0.5.14's "
-          "decode kernels, "
-          "timed alone with fewer than 16 pairs at 8,192 keys or more, took {:.0f}% longer than priced on average "
-          "({:+.0f}% to "
-          "{:+.0f}%, {} held-out runs), against {:+.0f}% with caches of more than 128 MiB (docs/validation.md "
-          "section 5)",
+          "decode kernels, timed alone with fewer than 16 pairs at 8,192 keys or more, took {:.0f}% longer than priced "
+          "on average ({:+.0f}% to {:+.0f}%, {} held-out runs), against {:+.0f}% with caches of more than 128 MiB "
+          "(docs/validation.md section 5)",
           100 * attention_share(decode), cfg.fit.batch * kv_per_gpu, cfg.fit.batch * kv_per_gpu == 1 ? "" : "s",
           100 * e.mean, 100 * e.lo, 100 * e.hi, e.cases, 100 * evidence::kServingDecodeAttention.mean));
     }
