@@ -66,8 +66,10 @@ for c in rep["cases"]:
         src = f"{words[1]} {words[2]} MoE {gpu} {words[6] if words[5] == 'SXM' else words[5]}, {layout}"
     elif c["group"] == "serving_attention":  # "aiconfigurator vLLM 0.24.0 decode attention H100 SXM LLaMA-3.1 8B ...":
         # per engine, phase and GPU
-        gpu = " ".join(words[5:7]) if words[6] == "SXM" else words[5]
-        src = f"{words[1]} {words[2]} {words[3]} attention {gpu}"
+        mla = words[3] == "MLA"  # "... TRT-LLM 1.3.0rc20 MLA decode attention H100 SXM DeepSeek-V3 ..."
+        w = words[1:] if mla else words
+        gpu = " ".join(w[5:7]) if w[6] == "SXM" else w[5]
+        src = f"{words[1]} {words[2]} {'MLA ' if mla else ''}{w[3]} attention {gpu}"
     elif c["group"] == "speculative":  # "vLLM EAGLE-3 ...", "TRT-LLM MTP ...": engine and draft method
         src = " ".join(words[:2])
     elif src == "TRT-LLM" and c["group"] == "max_throughput":  # "TRT-LLM 1.0 Llama 3.1 8B H100 TP1 FP8 ...": per GPU

@@ -812,6 +812,11 @@ inline constexpr ValidationEvidence kServingDecodeAttentionFewHeads{216, 0.164, 
 // FMHA, vLLM's and SGLang's FlashAttention 3) against the FlashAttention-2 rate the model charges there (Efficiency::attention,
 // Azure's FA2 runs).
 inline constexpr ValidationEvidence kServingPrefillAttentionHopper{36, -0.701, -0.981, -0.266};
+// DeepSeek-V3's MLA decode in TensorRT-LLM 1.3 (FlashMLA on Hopper, TensorRT-LLM-gen on Blackwell; the layer's rope and
+// cache kernel included), timed alone on six GPUs at 16 and 128 heads per GPU (group `serving_attention`, held out),
+// signed on speed: the absorbed kernel does 2 x (576 + 512) FLOPs per key and head where the model counts 4 x 192 at
+// its attention rate, and it ran slower than that price on average.
+inline constexpr ValidationEvidence kServingMlaDecodeAttention{216, 0.252, -0.246, 0.585};
 // TensorRT-LLM v0.9 Mixtral 8x7B: time to first token and static-batch throughput (signed on speed).
 inline constexpr ValidationEvidence kMoeServingTtft{8, -0.039, -0.588, 0.551};
 inline constexpr ValidationEvidence kMoeServingThroughput{16, 0.176, -0.473, 1.312};

@@ -676,6 +676,15 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
           100 * e.mean, 100 * e.lo, 100 * e.hi, e.cases, 100 * evidence::kServingDecodeAttention.mean));
     }
   }
+  if (!spec && m.mla && attention_share(decode) >= 0.1) {
+    const auto& e = evidence::kServingMlaDecodeAttention;
+    r.notes.push_back(fmt::format(
+        "uncertain: MLA decode attention is {:.0f}% of a step here; the engines run it absorbed over the latent cache "
+        "(2 x (576 + 512) FLOPs per key and head, where the model counts 4 x 192 at its attention rate), and "
+        "TensorRT-LLM 1.3's kernels, timed alone on six GPUs, took {:.0f}% longer than priced on average ({:+.0f}% to "
+        "{:+.0f}%, {} held-out runs; docs/validation.md section 5)",
+        100 * attention_share(decode), 100 * e.mean, 100 * e.lo, 100 * e.hi, e.cases));
+  }
   // Where held-out serving runs disagreed with the model (docs/validation.md section 5), say so.
   const bool hopper = cl.gpu->architecture == "hopper";
   const bool fp8 = cfg.compute == Precision::kFp8;

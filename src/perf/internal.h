@@ -343,9 +343,9 @@ inline RoutedExpertsTime RoutedExperts(const ExpertLoad& load, double tokens, do
 // prompt; sliding-window layers see at most the window). FLOPs per attended key and query head: QK^T at the query's
 // width and PV at the value's, 2 x (d_qk + d_v); MLA prefill runs the expanded heads (DeepSeek-V3: 192 and 128), MLA
 // decode keeps 4 x d_qk (the engines run it absorbed, FlashMLA counting 2 x (576 + 512) per key and head, at a rate
-// its README puts at 1.8x the model's attention rate on that die; no measurement in the set prices that kernel, so
-// the two are left together, docs/validation.md section 5). Bytes: the KV cache once (`kv_bytes_per_elem` per
-// element), Q read and the output written in 16 bits. Time: the larger of the FLOPs at the 16-bit peak x
+// its README puts at 1.8x the model's attention rate on that die; TensorRT-LLM 1.3's MLA decode, timed alone, ran 25%
+// slower than this price on average, which the estimate quotes but does not take, docs/validation.md section 5).
+// Bytes: the KV cache once (`kv_bytes_per_elem` per element), Q read and the output written in 16 bits. Time: the larger of the FLOPs at the 16-bit peak x
 // Efficiency::attention and the bytes at the achievable bandwidth, plus one kernel's fixed time, and in prefill the
 // context kernel's own fixed time beyond it (Efficiency::serving_prefill_attention_fixed_s). With
 // `per_head` (one thread block per query head, decode only) the compute term is the instructions each block issues

@@ -1137,6 +1137,18 @@ TEST_F(Perf, KnownWeakSpotsCarryANoteWithTheValidationFigures) {
   auto tp1 = EstimateInference(M("llama-3.1-8b"), C(h100), long_cache, E(h100));
   ASSERT_TRUE(tp1.ok());
   EXPECT_FALSE(note_with(tp1->notes, "sequence x KV-head pair"));
+  // An MLA model quotes the measured absorbed MLA decode kernels where decode attention is a tenth of the step.
+  InferConfig mla;
+  mla.fit.weights = *ParseWeightFormat("fp8");
+  mla.compute = Precision::kFp8;
+  mla.fit.par.tp = 8;
+  mla.fit.batch = 64;
+  mla.input_len = 8192;
+  mla.output_len = 1024;
+  auto ds = EstimateInference(M("deepseek-v3"), C(G("b200")), mla, E(G("b200")));
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  EXPECT_TRUE(note_with(ds->notes, "MLA decode attention is"));
+  EXPECT_FALSE(note_with(tp1->notes, "MLA decode attention is"));
 }
 
 // Per-query-head decode kernels (TensorRT-LLM masked MHA, vLLM PagedAttention v1/v2): the KV read is shared

@@ -177,7 +177,11 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"window", KeyType::kInteger},
               {"kv_dtype", KeyType::kString},
               {"attn_dtype", KeyType::kString},
-              {"decode_attention", KeyType::kString}});
+              {"decode_attention", KeyType::kString},
+              {"kv_lora_rank", KeyType::kInteger},
+              {"qk_nope_head_dim", KeyType::kInteger},
+              {"qk_rope_head_dim", KeyType::kInteger},
+              {"v_head_dim", KeyType::kInteger}});
     return m;
   }();
   switch (kind) {
@@ -937,6 +941,34 @@ Result<double> EvalServingAttention(const toml::table& t, const HardwareCatalog&
     if (!x || *x < 1 || *x > (int64_t(1) << 24)) return ParseError("'window' must be an integer from 1 to 16777216");
     shape.sliding_window = static_cast<int>(*x);
     shape.sliding_window_layers = 1;
+  }
+  // Multi-head latent attention (DeepSeek-V2/V3): a latent cache of kv_lora_rank + qk_rope_head_dim per token,
+  // query and key heads of qk_nope_head_dim + qk_rope_head_dim (`head_dim`), values of v_head_dim.
+  const char* mla_keys[4] = {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"};
+  int mla_given = 0;
+  for (const char* k : mla_keys) mla_given += t.contains(k) ? 1 : 0;
+  if (mla_given > 0) {
+    if (mla_given < 4)
+      return ParseError("an MLA layer needs all of kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim");
+    int v_mla[4];
+    for (int i = 0; i < 4; ++i) {
+      const auto x = t[mla_keys[i]].value<int64_t>();
+      if (!x || *x < 1 || *x > 65536) return ParseError(fmt::format("'{}' must be an integer from 1 to 65536", mla_keys[i]));
+      v_mla[i] = static_cast<int>(*x);
+    }
+    if (shape.kv_heads != shape.heads)
+      return ParseError(fmt::format("an MLA layer has one key and value head per query head: 'kv_heads' ({}) must "
+                                    "equal 'heads' ({})",
+                                    shape.kv_heads, shape.heads));
+    if (shape.head_dim != v_mla[1] + v_mla[2])
+      return ParseError(fmt::format("'head_dim' ({}) must be qk_nope_head_dim + qk_rope_head_dim ({})",
+                                    shape.head_dim, v_mla[1] + v_mla[2]));
+    MlaSpec mla;
+    mla.kv_lora_rank = v_mla[0];
+    mla.qk_nope_head_dim = v_mla[1];
+    mla.qk_rope_head_dim = v_mla[2];
+    mla.v_head_dim = v_mla[3];
+    shape.mla = mla;
   }
   const perf_detail::ServingAttentionTime a = perf_detail::ServingAttention(
       shape, 1, kv_bytes, batch, decode ? 1.0 : context, context, decode, per_head, issue_rate, *gpu, eff);
