@@ -91,7 +91,7 @@ struct Efficiency {
   double moe_serving_fixed_s = 0;
   // Serving's prefill attention operator: the fixed time of a context-phase attention kernel beyond one kernel floor
   // (its sequence-offset setup and launch ramp), per layer and pass. Fitted on TensorRT-LLM 1.3's attention operator
-  // timed alone on H100, checked on six other GPUs, vLLM 0.24's kernels and the held-out TTFT runs
+  // timed alone on H100, checked on six other GPUs, vLLM 0.24's and SGLang 0.5.14's kernels and the held-out TTFT runs
   // (docs/validation.md §4); data/efficiency.toml [serving_attention]. 0 = not charged.
   double serving_prefill_attention_fixed_s = 0;
   std::vector<std::string> sources;  // "field: citation" lines
@@ -802,15 +802,16 @@ inline constexpr ValidationEvidence kMoeOperatorNvfp4{168, 0.325, -0.038, 0.665}
 // fused operator's fixed time (fitted on TensorRT-LLM's CUTLASS operator) being most of the difference.
 inline constexpr ValidationEvidence kMoeOperatorFlashinferBlackwell{180, -0.179, -1.273, 0.621};
 // Serving attention for one layer timed alone (group `serving_attention`, held out; forty-seventh session): TensorRT-LLM
-// 1.3's attention operator and vLLM 0.24's and SGLang 0.5.14's backends, signed on speed (> 0: the kernel took longer than priced). Decode,
-// L40S apart: caches over 128 MiB, beyond every listed GPU's L2 (the benchmark replays one layer, so a smaller cache
-// is read from L2); and fewer than 16 sequence x KV-head pairs on the GPU at 8,192 keys or more, whose long caches are
-// split over too few blocks to draw the full bandwidth (slower than priced although they sit in L2 there).
+// 1.3's attention operator and vLLM 0.24's and SGLang 0.5.14's backends, signed on speed (> 0: the kernel took longer
+// than priced). Decode, L40S apart: caches over 128 MiB, beyond every listed GPU's L2 (the benchmark replays one
+// layer, so a smaller cache is read from L2); and fewer than 16 sequence x KV-head pairs on the GPU at 8,192 keys or
+// more, whose long caches are split over too few blocks to draw the full bandwidth (slower than priced although they
+// sit in L2 there).
 inline constexpr ValidationEvidence kServingDecodeAttention{234, 0.010, -0.150, 0.452};
 inline constexpr ValidationEvidence kServingDecodeAttentionFewHeads{216, 0.164, -0.341, 0.549};
 // Prefill on H100 and H200 at 8,192-token prompts in BF16: the three engines' Hopper kernels (TensorRT-LLM's context
-// FMHA, vLLM's and SGLang's FlashAttention 3) against the FlashAttention-2 rate the model charges there (Efficiency::attention,
-// Azure's FA2 runs).
+// FMHA, vLLM's and SGLang's FlashAttention 3) against the FlashAttention-2 rate the model charges there
+// (Efficiency::attention, Azure's FA2 runs).
 inline constexpr ValidationEvidence kServingPrefillAttentionHopper{36, -0.701, -0.981, -0.266};
 // DeepSeek-V3's MLA decode in TensorRT-LLM 1.3 (FlashMLA on Hopper, TensorRT-LLM-gen on Blackwell; the layer's rope and
 // cache kernel included), timed alone on six GPUs at 16 and 128 heads per GPU (group `serving_attention`, held out),

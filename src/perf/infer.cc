@@ -644,8 +644,8 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
                   "window do; one that keeps every token (TensorRT-LLM 0.13's Mistral runs in docs/validation.md "
                   "section 5) fits fewer sequences: --no-sliding-window",
                   m.sliding_window, m.sliding_window_layers > 0 ? m.sliding_window_layers : m.layers, m.layers));
-  // Attention against TensorRT-LLM 1.3's operator timed alone (`suanli validate --group serving_attention`), where
-  // attention is a tenth of the prefill or of a decode step.
+  // Attention against the engines' kernels timed alone (TensorRT-LLM 1.3, vLLM 0.24, SGLang 0.5.14; `suanli validate
+  // --group serving_attention`), where attention is a tenth of the prefill or of a decode step.
   const auto attention_share = [](const Pass& p) {
     double a = 0;
     for (const OpCost& o : p.ops)

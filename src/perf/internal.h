@@ -345,9 +345,10 @@ inline RoutedExpertsTime RoutedExperts(const ExpertLoad& load, double tokens, do
 // decode keeps 4 x d_qk (the engines run it absorbed, FlashMLA counting 2 x (576 + 512) per key and head, at a rate
 // its README puts at 1.8x the model's attention rate on that die; TensorRT-LLM 1.3's MLA decode, timed alone, ran 25%
 // slower than this price on average, which the estimate quotes but does not take, docs/validation.md section 5).
-// Bytes: the KV cache once (`kv_bytes_per_elem` per element), Q read and the output written in 16 bits. Time: the larger of the FLOPs at the 16-bit peak x
-// Efficiency::attention and the bytes at the achievable bandwidth, plus one kernel's fixed time, and in prefill the
-// context kernel's own fixed time beyond it (Efficiency::serving_prefill_attention_fixed_s). With
+// Bytes: the KV cache once (`kv_bytes_per_elem` per element), Q read and the output written in 16 bits. Time: the
+// larger of the FLOPs at the 16-bit peak x Efficiency::attention and the bytes at the achievable bandwidth, plus one
+// kernel's fixed time, and in prefill the context kernel's own fixed time beyond it
+// (Efficiency::serving_prefill_attention_fixed_s). With
 // `per_head` (one thread block per query head, decode only) the compute term is the instructions each block issues
 // for every cached K and V element, at `issue_rate` thread-instructions per second. The inference estimate and the
 // `serving_attention` validation group both price attention with this.
