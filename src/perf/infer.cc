@@ -411,6 +411,12 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   } else if (cfg.compute != Precision::kBf16 && cfg.compute != Precision::kFp16) {
     return InvalidArgument("inference computes in bf16, fp16, fp8 or fp4 (NVFP4)");
   }
+  // Attention and the unquantised layers run at the 16-bit rate whatever the weights: a GPU file without a 16-bit peak
+  // (FP16 or BF16) cannot be priced, where it would otherwise give an infinite time.
+  if (perf_detail::PeakFor(*cl.gpu, Precision::kBf16) <= 0)
+    return InvalidArgument(fmt::format("{} has no 16-bit peak in its GPU file ([dense] bf16 or fp16): the serving "
+                                       "estimate prices attention and 16-bit GEMMs at it",
+                                       cl.gpu->id));
   if (cfg.batch_cap < 0)
     return InvalidArgument(fmt::format("--max-batch (the engine's batch limit) must be positive, got {}", cfg.batch_cap));
   if (cfg.batch_cap > 0 && !cfg.batch_max)

@@ -4479,5 +4479,43 @@ TEST_F(Perf, SlidingWindowBoundsTheKvCacheUnlessTheEngineIgnoresIt) {
   }));
 }
 
+// A GPU file with no 16-bit peak (here only FP64, as the catalog fuzzer wrote one) cannot be priced for serving:
+// attention and 16-bit GEMMs run at that peak. The estimate says so instead of returning an infinite time.
+TEST_F(Perf, AGpuWithoutASixteenBitPeakIsAnErrorForServing) {
+  const char* text = R"(id = "t4x"
+name = "no 16-bit peak"
+vendor = "nvidia"
+architecture = "turing"
+form_factor = "pcie"
+segment = "datacenter"
+sm_count = { value = 40, source = "x" }
+[sources]
+x = "a source"
+[dense]
+fp64 = { value = "0.25 TFLOPS", source = "x" }
+[memory]
+capacity = { value = "16 GiB", source = "x" }
+type = { value = "GDDR6", source = "x" }
+bandwidth = { value = "320 GB/s", source = "x" }
+[pcie]
+generation = { value = 3, source = "x" }
+lanes = { value = 16, source = "x" }
+[power]
+tdp = { value = "70 W", source = "x" }
+)";
+  auto g = ParseGpuToml(text, "t4x.toml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto cl = MakeCluster(*hw_, *g, 8, "ib-ndr");
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  Efficiency eff;  // the defaults: a GPU outside the catalog has no entry of its own
+  InferConfig ic;
+  ic.input_len = 128;
+  ic.output_len = 16;
+  auto r = EstimateInference(M("llama-3.2-1b"), *cl, ic, eff);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("t4x has no 16-bit peak"), std::string::npos) << r.status().message();
+}
+
 }  // namespace
 }  // namespace suanli
+
