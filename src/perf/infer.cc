@@ -674,10 +674,10 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
       const auto& e = evidence::kServingDecodeAttentionFewHeads;
       r.notes.push_back(fmt::format(
           "uncertain: decode attention is {:.0f}% of a step here, over {} sequence x KV-head pair{} per GPU: too few "
-          "blocks to draw the full bandwidth from a long cache. TensorRT-LLM 1.3's, vLLM 0.24's and SGLang 0.5.14's "
-          "decode kernels, timed alone with fewer than 16 pairs at 8,192 keys or more, took {:.0f}% longer than priced "
-          "on average ({:+.0f}% to {:+.0f}%, {} held-out runs), against {:+.0f}% with caches of more than 128 MiB "
-          "(docs/validation.md section 5)",
+          "blocks to draw the full bandwidth from a long cache. Against TensorRT-LLM 1.3's, vLLM 0.24's and SGLang "
+          "0.5.14's decode kernels, timed alone with fewer than 16 pairs at 8,192 keys or more, the model's time was "
+          "{:.0f}% short of the measured one on average ({:+.0f}% to {:+.0f}%, {} held-out runs), against {:+.0f}% with "
+          "caches of more than 128 MiB (docs/validation.md section 5)",
           100 * attention_share(decode), cfg.fit.batch * kv_per_gpu, cfg.fit.batch * kv_per_gpu == 1 ? "" : "s",
           100 * e.mean, 100 * e.lo, 100 * e.hi, e.cases, 100 * evidence::kServingDecodeAttention.mean));
     }
@@ -686,9 +686,9 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
     const auto& e = evidence::kServingMlaDecodeAttention;
     r.notes.push_back(fmt::format(
         "uncertain: MLA decode attention is {:.0f}% of a step here; the engines run it absorbed over the latent cache "
-        "(2 x (576 + 512) FLOPs per key and head, where the model counts 4 x 192 at its attention rate), and "
-        "TensorRT-LLM 1.3's kernels, timed alone on six GPUs, took {:.0f}% longer than priced on average ({:+.0f}% to "
-        "{:+.0f}%, {} held-out runs; docs/validation.md section 5)",
+        "(2 x (576 + 512) FLOPs per key and head, where the model counts 4 x 192 at its attention rate); against "
+        "TensorRT-LLM 1.3's kernels, timed alone on six GPUs, the model's time was {:.0f}% short of the measured one "
+        "on average ({:+.0f}% to {:+.0f}%, {} held-out runs; docs/validation.md section 5)",
         100 * attention_share(decode), 100 * e.mean, 100 * e.lo, 100 * e.hi, e.cases));
   }
   // Where held-out serving runs disagreed with the model (docs/validation.md section 5), say so.

@@ -4488,20 +4488,13 @@ vendor = "nvidia"
 architecture = "turing"
 form_factor = "pcie"
 segment = "datacenter"
-sm_count = { value = 40, source = "x" }
 [sources]
 x = "a source"
 [dense]
 fp64 = { value = "0.25 TFLOPS", source = "x" }
 [memory]
 capacity = { value = "16 GiB", source = "x" }
-type = { value = "GDDR6", source = "x" }
 bandwidth = { value = "320 GB/s", source = "x" }
-[pcie]
-generation = { value = 3, source = "x" }
-lanes = { value = 16, source = "x" }
-[power]
-tdp = { value = "70 W", source = "x" }
 )";
   auto g = ParseGpuToml(text, "t4x.toml");
   ASSERT_TRUE(g.ok()) << g.status().message();

@@ -731,6 +731,16 @@ Result<double> EvalGemm(const toml::table& t, const HardwareCatalog& hw, const E
   return g.flops / g.time_s / 1e12;
 }
 
+// A kernel case's optional `window`: a causal sliding window of that many keys on the case's one layer.
+Status SetCaseWindow(const toml::table& t, ModelSpec* shape) {
+  if (!t.contains("window")) return Status::Ok();
+  const auto x = t["window"].value<int64_t>();
+  if (!x || *x < 1 || *x > (int64_t(1) << 24)) return ParseError("'window' must be an integer from 1 to 16777216");
+  shape->sliding_window = static_cast<int>(*x);
+  shape->sliding_window_layers = 1;
+  return Status::Ok();
+}
+
 // One fused-attention kernel benchmark (a published TFLOP/s for a forward or backward pass of self-attention over
 // `batch` sequences of `seq` tokens) against FusedAttentionForward, the time the training model gives the kernel
 // (docs/methodology.md §6). FLOPs as the benchmarks count them: 4 x queries x attended keys x head_dim x heads
@@ -766,14 +776,10 @@ Result<double> EvalAttention(const toml::table& t, const HardwareCatalog& hw, co
   }
   // A causal sliding window: each query attends to at most the `window` keys before it (cuDNN's diagonal band).
   ModelSpec shape;
-  if (t.contains("window")) {
-    const auto x = t["window"].value<int64_t>();
-    if (!x || *x < 1 || *x > (int64_t(1) << 24)) return ParseError("'window' must be an integer from 1 to 16777216");
-    if (!causal) return ParseError("'window' needs causal = true (a sliding window is a causal band)");
-    shape.layers = 1;
-    shape.sliding_window = static_cast<int>(*x);
-    shape.sliding_window_layers = 1;
-  }
+  if (t.contains("window") && !causal)
+    return ParseError("'window' needs causal = true (a sliding window is a causal band)");
+  shape.layers = 1;
+  SUANLI_RETURN_IF_ERROR(SetCaseWindow(t, &shape));
   const double tokens = batch * seq;
   // Keys per query as the training model counts them (a causal pass sees seq / 2 on average, a full one seq, a window
   // at most its width), and per key 2 x (qk + v head dim) FLOPs per head, as the training model and cuDNN count them.
@@ -936,12 +942,7 @@ Result<double> EvalServingAttention(const toml::table& t, const HardwareCatalog&
   shape.kv_heads = static_cast<int>(v[3]);
   shape.head_dim = static_cast<int>(v[4]);
   shape.hidden = shape.heads * shape.head_dim;
-  if (t.contains("window")) {
-    const auto x = t["window"].value<int64_t>();
-    if (!x || *x < 1 || *x > (int64_t(1) << 24)) return ParseError("'window' must be an integer from 1 to 16777216");
-    shape.sliding_window = static_cast<int>(*x);
-    shape.sliding_window_layers = 1;
-  }
+  SUANLI_RETURN_IF_ERROR(SetCaseWindow(t, &shape));
   // Multi-head latent attention (DeepSeek-V2/V3): a latent cache of kv_lora_rank + qk_rope_head_dim per token,
   // query and key heads of qk_nope_head_dim + qk_rope_head_dim (`head_dim`), values of v_head_dim.
   const char* mla_keys[4] = {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"};
@@ -987,6 +988,7 @@ Result<double> EvalServingAttention(const toml::table& t, const HardwareCatalog&
   // The least time: the FLOPs at the kernel precision's dense peak, or the cache read once at the datasheet bandwidth,
   // unless the cache fits in L2: a benchmark that replays one layer's kernel keeps it there.
   const double peak = perf_detail::PeakFor(*gpu, attn_dtype == "fp8" ? Precision::kFp8 : Precision::kBf16);
+  if (peak <= 0) return InvalidArgument(fmt::format("{} has no {} peak in the catalog", gpu->id, attn_dtype));
   const double cache = KvCacheBytes(shape, kv_bytes, static_cast<int64_t>(batch), static_cast<int64_t>(context), 1);
   const bool l2_resident = gpu->l2_bytes && cache <= gpu->l2_bytes->value;
   *bound = std::max(a.flops / peak, l2_resident ? 0.0 : cache / gpu->memory_bandwidth_bytes_per_s.value);

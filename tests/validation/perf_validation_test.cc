@@ -1476,6 +1476,8 @@ published = 0.00004
                 .find("phase = \"decode\" only"),
             std::string::npos);
   EXPECT_NE(failure("metric = \"time_s\"", "metric = \"tflops\"").find("(valid: time_s)"), std::string::npos);
+  EXPECT_NE(failure("gpu = \"h100-sxm\"", "gpu = \"a100-sxm-80gb\"\nattn_dtype = \"fp8\"").find("has no fp8 peak"),
+            std::string::npos);  // an FP8 kernel on a GPU without FP8 tensor cores
   // An MLA layer: the 576-wide latent cache (kv_lora_rank + qk_rope_head_dim) once per token, whatever the heads.
   const std::string mla_keys = "kv_lora_rank = 512\nqk_nope_head_dim = 128\nqk_rope_head_dim = 64\nv_head_dim = 128";
   const ValidationCase mla = EvaluatedCase(
