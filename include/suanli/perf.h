@@ -749,6 +749,31 @@ struct InferResult {
 };
 Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& c, const InferConfig& cfg,
                                       const Efficiency& eff);
+// A closed-loop serving benchmark (AIPerf, genai-perf and `vllm bench serve` at --concurrency C): C clients, each
+// sending its next request (cfg.input_len in, cfg.output_len out) as soon as its last one ends, to an engine that
+// batches continuously (docs/methodology.md section 9.6). Each decode step carries the C sequences at the mean
+// context; each request's prefill runs in a step of its own length, and every decode step it lands in waits for it.
+// Over one request's output_len - 1 inter-token intervals the other C - 1 clients' prefills land k times, k their
+// share of the time they spend decoding, so the time per output token T solves
+//   T = D + (C - 1) x P x T / (P + (output_len - 1) x T)
+// with D the decode step at batch C and P one prompt's prefill at batch 1 (both EstimateInference's). The TTFT is
+// the prefill alone: queueing behind other clients' prefills and the decode rows a prefill step carries are left
+// out, so a benchmark's measured TTFT is at least this, more so as C grows.
+struct ClosedLoopResult {
+  int64_t concurrency = 0;
+  double prefill_s = 0;      // P: one prompt's prefill at batch 1 (+ the given request and step overheads)
+  double decode_step_s = 0;  // D: one decode step of C sequences at the mean context (+ the given step overhead)
+  double ttft_s = 0;         // P
+  double tpot_s = 0;         // T above: the mean inter-token interval one client sees
+  double requests_per_s = 0;             // C / (P + (output_len - 1) x T)
+  double output_tokens_per_s_per_gpu = 0;  // requests_per_s x output_len / (TP x PP)
+  bool fits = true;                      // the C sequences' KV caches at the whole context fit
+  double per_gpu_peak_bytes = 0;
+  InferResult decode;                    // the estimate at batch C (its operators, notes and bands)
+};
+// Refuses concurrency < 1, output_len < 2 (no inter-token interval), batch_max and speculative decoding.
+Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c, const InferConfig& cfg,
+                                            int64_t concurrency, const Efficiency& eff);
 // InferResult's physical bound for a configuration at its batch (cfg.fit.batch), without efficiencies or host costs.
 struct ServingLimit {
   double ttft_s = 0;               // the prefill of the batch: at least this long

@@ -805,4 +805,41 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
   return r;
 }
 
+// docs/methodology.md section 9.6; the equation is perf.h's, rearranged as a quadratic in T:
+// (O - 1) T^2 + (P (2 - C) - (O - 1) D) T - D P = 0, whose positive root is T (T = D at C = 1).
+Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& cl, const InferConfig& cfg,
+                                            int64_t concurrency, const Efficiency& eff) {
+  if (concurrency < 1)
+    return InvalidArgument(fmt::format("--concurrency {} is not a number of clients (at least 1)", concurrency));
+  if (cfg.output_len < 2)
+    return InvalidArgument(fmt::format("--concurrency needs --output-len of at least 2 (got {}): the time per output "
+                                       "token is the interval between a request's output tokens",
+                                       cfg.output_len));
+  if (cfg.batch_max) return InvalidArgument("--concurrency and --batch max both set the batch; give one");
+  if (cfg.spec.tokens > 0)
+    return InvalidArgument("--concurrency is not modelled with speculative decoding (its acceptance varies with load)");
+  InferConfig one = cfg;
+  one.fit.batch = 1;
+  SUANLI_ASSIGN_OR_RETURN(const InferResult prefill, EstimateInference(m, cl, one, eff));
+  InferConfig many = cfg;
+  many.fit.batch = concurrency;
+  SUANLI_ASSIGN_OR_RETURN(InferResult decode, EstimateInference(m, cl, many, eff));
+  ClosedLoopResult r;
+  r.concurrency = concurrency;
+  r.prefill_s = prefill.ttft_s;
+  r.decode_step_s = decode.tpot_s;
+  r.ttft_s = r.prefill_s;
+  const double o = double(cfg.output_len - 1), p = r.prefill_s, d = r.decode_step_s, c = double(concurrency);
+  const double b = p * (2 - c) - o * d;
+  r.tpot_s = (-b + std::sqrt(b * b + 4 * o * d * p)) / (2 * o);
+  const double cycle_s = p + o * r.tpot_s;
+  r.requests_per_s = c / cycle_s;
+  r.output_tokens_per_s_per_gpu =
+      r.requests_per_s * double(cfg.output_len) / double(std::max(1, cfg.fit.par.tp) * std::max(1, cfg.fit.par.pp));
+  r.fits = decode.fits;
+  r.per_gpu_peak_bytes = decode.per_gpu_peak_bytes;
+  r.decode = std::move(decode);
+  return r;
+}
+
 }  // namespace suanli

@@ -106,6 +106,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"kv_dtype", KeyType::kString},
               {"batch", KeyType::kInteger},
               {"batch_max", KeyType::kBool},
+              {"concurrency", KeyType::kInteger},
               {"sliding_window", KeyType::kBool},
               {"batch_cap", KeyType::kInteger},
               {"input_len", KeyType::kInteger},
@@ -646,6 +647,27 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
     if (!dm.ok()) return dm.status().WithContext("draft_model");
     c.spec.draft_model = *dm;
   }
+  const std::string metric = t["metric"].value_or(std::string());
+  // concurrency: a closed-loop benchmark's C clients (EstimateClosedLoop, docs/methodology.md section 9.6); only its
+  // time per output token is a case metric (the TTFT it gives is the prefill alone, without queueing).
+  if (t.contains("concurrency")) {
+    if (t.contains("batch") || c.batch_max) return ParseError("concurrency sets the batch; batch and batch_max go");
+    if (metric != "tpot_s")
+      return ParseError(fmt::format("metric {} with concurrency: a closed-loop case takes tpot_s (the estimate's TTFT "
+                                    "leaves out the queueing a benchmark's TTFT includes)",
+                                    metric));
+    SUANLI_ASSIGN_OR_RETURN(const int64_t conc, IntKey(t, "concurrency", 1));
+    SUANLI_ASSIGN_OR_RETURN(const ClosedLoopResult cr, EstimateClosedLoop(m, cl, c, conc, eff));
+    *detail = fmt::format("TPOT {:.2f} ms = decode step {:.2f} ms at batch {} + other clients' prefills ({:.2f} ms "
+                          "each){}",
+                          cr.tpot_s * 1e3, cr.decode_step_s * 1e3, conc, cr.prefill_s * 1e3,
+                          cr.fits ? "" : ", DOES NOT FIT");
+    *fits = cr.fits;
+    *ttft_s = cr.ttft_s;
+    *tpot_s = cr.tpot_s;
+    if (cr.decode.decode_step_bound_s > 0) *bound = cr.decode.decode_step_bound_s;
+    return cr.tpot_s;
+  }
   SUANLI_ASSIGN_OR_RETURN(InferResult r, EstimateInference(m, cl, c, eff));
   *detail = fmt::format("{}TTFT {:.2f} ms ({}), TPOT {:.2f} ms ({}){}",
                         c.batch_max ? fmt::format("batch {} ({}), ", r.batch, r.batch_limit) : "", r.ttft_s * 1e3,
@@ -653,7 +675,6 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   *fits = r.fits;
   *ttft_s = r.ttft_s;
   *tpot_s = r.tpot_s;
-  const std::string metric = t["metric"].value_or(std::string());
   // The physical bound (ValidationCase::bound), at the case's own batch: not under batch_max, where the batch is the
   // model's choice rather than the engine's.
   if (!c.batch_max && r.decode_step_bound_s > 0) {
@@ -662,6 +683,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
     const double b = double(c.fit.batch), out = double(c.output_len);
     const double run = r.ttft_bound_s + (out - 1) * r.decode_step_bound_s;
     if (metric == "ttft_s") *bound = r.ttft_bound_s;
+    else if (metric == "tpot_s") *bound = r.decode_step_bound_s;
     else if (metric == "e2e_latency_s") *bound = run;
     else if (metric == "decode_tokens_per_s") *bound = r.decode_tokens_per_s_bound;
     else if (metric == "output_tokens_per_s") *bound = b * out / run;
@@ -669,6 +691,7 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   }
   if (metric == "decode_tokens_per_s") return r.decode_tokens_per_s;
   if (metric == "ttft_s") return r.ttft_s;
+  if (metric == "tpot_s") return r.tpot_s;
   if (metric == "output_tokens_per_s_per_gpu") return r.output_tokens_per_s_per_gpu;
   // The replica's output tokens/s over all its GPUs (what trtllm-bench reports as Total Output Throughput).
   if (metric == "output_tokens_per_s")
@@ -686,8 +709,8 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
     return p.tpot_s / r.tpot_s;
   }
   return ParseError("unknown inference metric '" + metric +
-                    "' (valid: decode_tokens_per_s, ttft_s, output_tokens_per_s_per_gpu, output_tokens_per_s, "
-                    "e2e_latency_s, speculative_speedup)");
+                    "' (valid: decode_tokens_per_s, ttft_s, tpot_s, output_tokens_per_s_per_gpu, "
+                    "output_tokens_per_s, e2e_latency_s, speculative_speedup)");
 }
 
 // A kernel case's `dtype` (fp16, bf16, fp8, fp4) as the precision its GEMMs run at, and the bytes of one operand
@@ -999,7 +1022,8 @@ Result<double> EvalServingAttention(const toml::table& t, const HardwareCatalog&
 
 namespace {
 bool IsTimeMetric(const std::string& metric) {
-  return metric == "step_time_s" || metric == "ttft_s" || metric == "e2e_latency_s" || metric == "time_s";
+  return metric == "step_time_s" || metric == "ttft_s" || metric == "tpot_s" || metric == "e2e_latency_s" ||
+         metric == "time_s";
 }
 }  // namespace
 
