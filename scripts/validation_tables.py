@@ -22,7 +22,7 @@ for m in models["models"]:
     print(f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | {pa/1e9:.1f}B |" if pa else
           f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | - |")
 
-for group in ["training", "decode", "ttft", "throughput", "max_throughput", "latency", "speculative", "gemm", "attention", "collective", "moe", "serving_attention"]:
+for group in ["training", "decode", "ttft", "throughput", "max_throughput", "latency", "speculative", "gemm", "attention", "collective", "moe", "serving_attention", "concurrency"]:
     print(f"\n### {group}\n")
     print("| role | case | metric | published | predicted | error |")
     print("|---|---|---|---|---|---|")
@@ -70,6 +70,10 @@ for c in rep["cases"]:
         w = words[1:] if mla else words
         gpu = " ".join(w[5:7]) if w[6] == "SXM" else w[5]
         src = f"{words[1]} {words[2]} {'MLA ' if mla else ''}{w[3]} attention {gpu}"
+    elif c["group"] == "concurrency":  # "aiconfigurator silicon <id>: vLLM 0.12.0 Qwen3-32B h100-sxm ...": per engine
+        # and GPU
+        tail = c["name"].split(": ", 1)[1].split()
+        src = f"{tail[0]} closed loop {c['gpu']}"
     elif c["group"] == "speculative":  # "vLLM EAGLE-3 ...", "TRT-LLM MTP ...": engine and draft method
         src = " ".join(words[:2])
     elif src == "TRT-LLM" and c["group"] == "max_throughput":  # "TRT-LLM 1.0 Llama 3.1 8B H100 TP1 FP8 ...": per GPU
@@ -86,7 +90,7 @@ for (g, src, role), errs in by.items():
 print("\n### Training by GPU (signed on speed: positive means the model was too fast)\n")
 print("| GPU | models | runs | mean abs error | mean signed | too fast | worst |")
 print("|---|---|---|---|---|---|---|")
-TIME_METRICS = ("step_time_s", "ttft_s", "e2e_latency_s")
+TIME_METRICS = ("step_time_s", "ttft_s", "tpot_s", "e2e_latency_s")
 by_gpu = {}
 for c in rep["cases"]:
     if c["group"] != "training":

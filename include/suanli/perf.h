@@ -752,17 +752,20 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& c, cons
 // A closed-loop serving benchmark (AIPerf, genai-perf and `vllm bench serve` at --concurrency C): C clients, each
 // sending its next request (cfg.input_len in, cfg.output_len out) as soon as its last one ends, to an engine that
 // batches continuously (docs/methodology.md section 9.6). Each decode step carries the C sequences at the mean
-// context; each request's prefill runs in a step of its own length, and every decode step it lands in waits for it.
-// Over one request's output_len - 1 inter-token intervals the other C - 1 clients' prefills land k times, k their
-// share of the time they spend decoding, so the time per output token T solves
-//   T = D + (C - 1) x P x T / (P + (output_len - 1) x T)
-// with D the decode step at batch C and P one prompt's prefill at batch 1 (both EstimateInference's). The TTFT is
+// context. A request's prefill lands in one decode step as a single pass (mixed or chunked prefill): the weights
+// stream once for both, so that step grows by E = max(0, P - (D - A)), the prefill less the decode step's time
+// outside attention. Over one request's output_len - 1 inter-token intervals the other C - 1 clients' prefills land
+// k times, k their share of the time they spend decoding, so the time per output token T solves
+//   T = D + (C - 1) x E x T / (P + (output_len - 1) x T)
+// with D the decode step at batch C, A its attention, and P one prompt's prefill at batch 1 (all EstimateInference's,
+// docs/methodology.md section 9.6). The TTFT is
 // the prefill alone: queueing behind other clients' prefills and the decode rows a prefill step carries are left
 // out, so a benchmark's measured TTFT is at least this, more so as C grows.
 struct ClosedLoopResult {
   int64_t concurrency = 0;
   double prefill_s = 0;      // P: one prompt's prefill at batch 1 (+ the given request and step overheads)
   double decode_step_s = 0;  // D: one decode step of C sequences at the mean context (+ the given step overhead)
+  double mixed_step_extra_s = 0;  // E: what one prefill adds to the decode step it lands in
   double ttft_s = 0;         // P
   double tpot_s = 0;         // T above: the mean inter-token interval one client sees
   double requests_per_s = 0;             // C / (P + (output_len - 1) x T)

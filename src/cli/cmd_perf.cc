@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli/cli.h"
 #include "core/files.h"
@@ -41,6 +42,7 @@ struct PerfFlags {
   // infer
   std::string batch = "1";
   int64_t max_batch = 0, input_len = 512, output_len = 128;
+  int64_t concurrency = 0;  // perf infer --concurrency: a closed-loop benchmark's clients (0: none)
   std::string weights = "bf16", kv_dtype = "bf16";
   bool quantize_head = false, replicated_embeddings = false, no_sliding_window = false;
   std::string emit;  // perf infer --emit vllm
@@ -245,6 +247,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   AddSpeculationOptions(infer, &f->spec);
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
   infer->add_option("--moe-impl", f->moe_impl, kMoeImplHelp)->capture_default_str();
+  infer->add_option("--concurrency", f->concurrency,
+                    "Closed-loop benchmark (AIPerf, genai-perf, vllm bench serve --concurrency): this many clients, "
+                    "each sending its next request when the last ends; adds the time per output token they see, other "
+                    "clients' prefills included (docs/methodology.md section 9.6)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   infer->add_option("--request-overhead-ms", f->request_overhead_ms,
                     "Serving engine's host time per request, added to the TTFT (the model has none)")
       ->capture_default_str();
@@ -716,6 +723,17 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                                     f->tp * f->pp)));
     cfg.input_len = f->input_len;
     cfg.output_len = f->output_len;
+    if (f->concurrency > 0 && (f->batch != "1" || f->max_batch > 0))
+      return PrintError(InvalidArgument(fmt::format(
+          "--concurrency {} sets the batch (the clients' sequences in flight); drop --batch {}{}", f->concurrency,
+          f->batch, f->max_batch > 0 ? " and --max-batch" : "")));
+    std::optional<ClosedLoopResult> loop;
+    if (f->concurrency > 0) {
+      auto l = EstimateClosedLoop(*model, *cluster, cfg, f->concurrency, *eff);
+      if (!l.ok()) return PrintError(l.status());
+      loop = *std::move(l);
+      cfg.fit.batch = f->concurrency;  // the estimate below: a decode step of the clients' sequences
+    }
     auto r = EstimateInference(*model, *cluster, cfg, *eff);
     if (!r.ok()) return PrintError(r.status());
     const RidgePoint ridge = RidgePointFor(**gpu, *eff, cfg.compute);
@@ -781,6 +799,15 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                             {"round_s", r->spec_round_s},
                             {"draft_bytes_per_gpu", r->draft_bytes_per_gpu}};
       if (!launch.empty()) j["launch"] = {{engine, launch}};
+      if (loop)
+        j["closed_loop"] = {{"concurrency", loop->concurrency},
+                            {"prefill_s", loop->prefill_s},
+                            {"decode_step_s", loop->decode_step_s},
+                            {"mixed_step_extra_s", loop->mixed_step_extra_s},
+                            {"ttft_s", loop->ttft_s},
+                            {"tpot_s", loop->tpot_s},
+                            {"requests_per_s", loop->requests_per_s},
+                            {"output_tokens_per_s_per_gpu", loop->output_tokens_per_s_per_gpu}};
       PrintJson(j);
       return r->fits ? kExitOk : kExitNoFit;
     }
@@ -818,6 +845,20 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     t.Row({"output tokens/s per GPU", fmt::format("{:.1f}", r->output_tokens_per_s_per_gpu)});
     t.Row({"largest batch that fits", std::to_string(r->max_batch)});
     std::cout << t.Render();
+    if (loop) {
+      std::cout << fmt::format("\nclosed loop at concurrency {} (each client sends its next request when the last ends; "
+                               "docs/methodology.md section 9.6):\n",
+                               loop->concurrency);
+      Table lt({"", "value"});
+      lt.Row({"one prompt's prefill", FormatSeconds(loop->prefill_s)});
+      lt.Row({"decode step of the clients' sequences", FormatSeconds(loop->decode_step_s)});
+      lt.Row({"what a prefill adds to its step", FormatSeconds(loop->mixed_step_extra_s)});
+      lt.Row({"time per output token (clients see)", FormatSeconds(loop->tpot_s)});
+      lt.Row({"time to first token, without queueing", FormatSeconds(loop->ttft_s)});
+      lt.Row({"requests/s", fmt::format("{:.2f}", loop->requests_per_s)});
+      lt.Row({"output tokens/s per GPU", fmt::format("{:.1f}", loop->output_tokens_per_s_per_gpu)});
+      std::cout << lt.Render();
+    }
     std::vector<std::string> bands;
     if (r->ttft_error.cases) bands.push_back(BandWords("TTFT", r->ttft_error, "dense-model runs", **gpu));
     if (r->decode_error.cases) bands.push_back(BandWords("decode tokens/s at batch 1", r->decode_error, "runs", **gpu));

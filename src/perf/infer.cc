@@ -806,7 +806,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
 }
 
 // docs/methodology.md section 9.6; the equation is perf.h's, rearranged as a quadratic in T:
-// (O - 1) T^2 + (P (2 - C) - (O - 1) D) T - D P = 0, whose positive root is T (T = D at C = 1).
+// (O - 1) T^2 + (P - (O - 1) D - (C - 1) E) T - D P = 0, whose positive root is T (T = D at C = 1).
 Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& cl, const InferConfig& cfg,
                                             int64_t concurrency, const Efficiency& eff) {
   if (concurrency < 1)
@@ -829,8 +829,16 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
   r.prefill_s = prefill.ttft_s;
   r.decode_step_s = decode.tpot_s;
   r.ttft_s = r.prefill_s;
+  // A prefill lands in a decode step as one pass (continuous batching with mixed or chunked prefill): the weights
+  // stream once for the prompt's rows and the decode rows together, so the step grows by the prefill less the
+  // decode step's time outside attention (the weight streaming and the per-layer kernels it shares), not by the
+  // whole prefill.
+  double attention_s = 0;
+  for (const OpCost& op : decode.decode_ops)
+    if (op.name == "attention") attention_s += op.time_s * op.count;
+  r.mixed_step_extra_s = std::max(0.0, prefill.ttft_s - (decode.tpot_s - attention_s));
   const double o = double(cfg.output_len - 1), p = r.prefill_s, d = r.decode_step_s, c = double(concurrency);
-  const double b = p * (2 - c) - o * d;
+  const double b = p - o * d - (c - 1) * r.mixed_step_extra_s;
   r.tpot_s = (-b + std::sqrt(b * b + 4 * o * d * p)) / (2 * o);
   const double cycle_s = p + o * r.tpot_s;
   r.requests_per_s = c / cycle_s;

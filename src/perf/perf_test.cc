@@ -4509,6 +4509,70 @@ bandwidth = { value = "320 GB/s", source = "x" }
   EXPECT_NE(r.status().message().find("t4x has no 16-bit peak"), std::string::npos) << r.status().message();
 }
 
+
+// A closed-loop benchmark at concurrency C (EstimateClosedLoop, docs/methodology.md section 9.6): the time per
+// output token T is the decode step D at batch C plus the other clients' prefills, each adding E = max(0, P - (D - A))
+// to the step it lands in, k of them per request: T = D + (C - 1) E T / (P + (O - 1) T). Checked against the two
+// estimates it is built from, not against its own output.
+struct LoopCase {
+  InferConfig cfg;
+  InferResult one, many;
+  ClosedLoopResult loop;
+};
+TEST_F(Perf, ClosedLoopTpotSolvesTheInterferenceEquation) {
+  const GpuSpec& g = G("h100-sxm");
+  const ModelSpec m = M("llama-3.1-8b");
+  auto run = [&](int64_t conc, int64_t in, int64_t out) {
+    LoopCase lc;
+    lc.cfg.input_len = in;
+    lc.cfg.output_len = out;
+    InferConfig one = lc.cfg, many = lc.cfg;
+    one.fit.batch = 1;
+    many.fit.batch = conc;
+    lc.one = *EstimateInference(m, C(g), one, E(g));
+    lc.many = *EstimateInference(m, C(g), many, E(g));
+    auto l = EstimateClosedLoop(m, C(g), lc.cfg, conc, E(g));
+    EXPECT_TRUE(l.ok()) << l.status().message();
+    lc.loop = *l;
+    return lc;
+  };
+  // One client: no other prefills, so T is the decode step at batch 1 and the TTFT the prefill.
+  const LoopCase solo = run(1, 1024, 256);
+  EXPECT_DOUBLE_EQ(solo.loop.tpot_s, solo.many.tpot_s);
+  EXPECT_DOUBLE_EQ(solo.loop.ttft_s, solo.one.ttft_s);
+  // Sixteen clients: P, D and A from the two estimates, then the equation holds at the returned T.
+  const LoopCase lc = run(16, 4096, 128);
+  double attention = 0;
+  for (const OpCost& op : lc.many.decode_ops)
+    if (op.name == "attention") attention += op.time_s * op.count;
+  const double p = lc.one.ttft_s, d = lc.many.tpot_s, o = 127, t = lc.loop.tpot_s;
+  const double e = std::max(0.0, p - (d - attention));
+  EXPECT_DOUBLE_EQ(lc.loop.prefill_s, p);
+  EXPECT_DOUBLE_EQ(lc.loop.decode_step_s, d);
+  EXPECT_NEAR(lc.loop.mixed_step_extra_s, e, 1e-15);
+  EXPECT_GT(e, 0);  // a 4,096-token prefill of an 8B model takes longer than a decode step's weight streaming
+  EXPECT_NEAR(t, d + 15 * e * t / (p + o * t), 1e-9 * t);
+  EXPECT_GT(t, d);
+  EXPECT_NEAR(lc.loop.requests_per_s, 16 / (p + o * t), 1e-9 * lc.loop.requests_per_s);
+  EXPECT_NEAR(lc.loop.output_tokens_per_s_per_gpu, lc.loop.requests_per_s * 128, 1e-9 * lc.loop.requests_per_s * 128);
+  // More clients never shorten the time per output token; longer outputs dilute the prefills.
+  EXPECT_GE(run(32, 4096, 128).loop.tpot_s, t);
+  EXPECT_LT(run(16, 4096, 1024).loop.tpot_s - run(16, 4096, 1024).loop.decode_step_s, t - d);
+}
+
+TEST_F(Perf, ClosedLoopRefusesWhatItCannotDescribe) {
+  const GpuSpec& g = G("h100-sxm");
+  const ModelSpec m = M("llama-3.1-8b");
+  InferConfig c;
+  c.output_len = 1;
+  auto r = EstimateClosedLoop(m, C(g), c, 8, E(g));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("--output-len of at least 2"), std::string::npos);
+  c.output_len = 128;
+  EXPECT_FALSE(EstimateClosedLoop(m, C(g), c, 0, E(g)).ok());
+  c.batch_max = true;
+  EXPECT_FALSE(EstimateClosedLoop(m, C(g), c, 8, E(g)).ok());
+}
+
 }  // namespace
 }  // namespace suanli
-

@@ -365,7 +365,10 @@ std::vector<std::string> CaseCommand(const toml::table& t, CaseKind kind, const 
     flag_if("quantize_head", true, "--quantize-head");
     flag_if("replicated_embeddings", true, "--replicated-embeddings");
     opt("kv_dtype", "--kv-dtype");
-    add("--batch", t["batch_max"].value_or(false) ? std::string("max") : integer("batch", 1));
+    if (t.contains("concurrency"))
+      add("--concurrency", integer("concurrency", 1));
+    else
+      add("--batch", t["batch_max"].value_or(false) ? std::string("max") : integer("batch", 1));
     opt("batch_cap", "--max-batch");
     add("--input-len", integer("input_len", 128));
     add("--output-len", integer("output_len", 128));
@@ -659,9 +662,9 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
     SUANLI_ASSIGN_OR_RETURN(const int64_t conc, IntKey(t, "concurrency", 1));
     SUANLI_ASSIGN_OR_RETURN(const ClosedLoopResult cr, EstimateClosedLoop(m, cl, c, conc, eff));
     *detail = fmt::format("TPOT {:.2f} ms = decode step {:.2f} ms at batch {} + other clients' prefills ({:.2f} ms "
-                          "each){}",
+                          "each, {:.2f} ms added to a step){}",
                           cr.tpot_s * 1e3, cr.decode_step_s * 1e3, conc, cr.prefill_s * 1e3,
-                          cr.fits ? "" : ", DOES NOT FIT");
+                          cr.mixed_step_extra_s * 1e3, cr.fits ? "" : ", DOES NOT FIT");
     *fits = cr.fits;
     *ttft_s = cr.ttft_s;
     *tpot_s = cr.tpot_s;

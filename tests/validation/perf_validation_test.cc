@@ -153,12 +153,16 @@ TEST(PerfValidation, CalibrationMeetsTargetsAndHoldoutDoesNotRegress) {
   // write and the model the context kernel's fixed time (fitted on the 36 H100 TensorRT-LLM prefill rows), which also
   // took TTFT to 12.4% / 58.7%; 26.1% / 313.1% with SGLang 0.5.14's 546 held-out rows, a third rule (L40S rows whose
   // cache sits in its L2 the worst), 26.6% with TensorRT-LLM's 360 DeepSeek-V3 MLA rows, a fourth (docs/validation.md
-  // sections 4 and 5).
+  // sections 4 and 5). concurrency: TensorRT-LLM's, vLLM's and SGLang's time per output token in closed-loop
+  // benchmarks at concurrency 1-64 (aiconfigurator's silicon rows), forty-eighth session, first predictions 14.1% /
+  // 231.9%; 12.2% / 205.0% once a prefill landing in a decode step shares its weight streaming (docs/validation.md
+  // section 5).
   const std::map<std::string, Limits> holdout = {
       {"training", {0.1118, 1.10}}, {"ttft", {0.135, 0.598}}, {"throughput", {0.113, 1.322}},
       {"decode", {0.088, 0.363}}, {"gemm", {0.266, 3.09}}, {"latency", {0.158, 0.239}},
       {"max_throughput", {0.183, 3.002}}, {"speculative", {0.263, 0.646}}, {"attention", {0.460, 3.105}},
-      {"collective", {0.138, 0.929}}, {"moe", {0.253, 3.086}}, {"serving_attention", {0.276, 3.142}}};
+      {"collective", {0.138, 0.929}}, {"moe", {0.253, 3.086}}, {"serving_attention", {0.276, 3.142}},
+      {"concurrency", {0.123, 2.06}}};
   std::map<std::string, std::map<std::string, std::pair<double, double>>> acc;  // group -> role -> (sum, worst)
   std::map<std::string, std::map<std::string, int>> n;
   for (const auto& c : rep->cases) {
@@ -348,7 +352,9 @@ TEST(PerfValidation, RunsThatRanFitTheMemoryModel) {
   std::set<std::string> over;
   int runs = 0;
   for (const auto& c : rep->cases) {
-    if (c.group == "gemm" || !c.failure.empty()) continue;
+    // concurrency: a closed-loop benchmark whose clients' caches do not all fit still runs; the engine holds fewer
+    // sequences at once and queues the rest, which the estimate reports as DOES NOT FIT (methodology §9.6).
+    if (c.group == "gemm" || c.group == "concurrency" || !c.failure.empty()) continue;
     ++runs;
     if (!c.fits) over.insert(c.name);
   }
