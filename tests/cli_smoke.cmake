@@ -387,6 +387,14 @@ endif()
 # the 16-bit one (295 datasheet).
 run_suanli(0 out perf infer -m llama-2-7b -g h100-sxm --batch 1 --input-len 128 --output-len 1 --weights fp8 --explain)
 expect_contains("${out}" "ridge point of this GPU in FP8: 451 FLOP/byte" "perf infer --explain, FP8 ridge point")
+# perf infer --concurrency: a closed-loop benchmark's view, with its validation band; it sets the batch itself.
+run_suanli(0 out perf infer -m llama-3.1-8b -g h100-sxm --input-len 1024 --output-len 256 --concurrency 8)
+expect_contains("${out}" "closed loop at concurrency 8" "perf infer --concurrency: its table")
+expect_contains("${out}" "time per output token in closed-loop benchmarks" "perf infer --concurrency: its band")
+run_suanli(2 out perf infer -m llama-3.1-8b --concurrency 8 --batch 4)
+expect_contains("${out}" "drop --batch 4" "perf infer --concurrency with --batch: which flag to drop")
+run_suanli(2 out perf infer -m llama-3.1-8b --concurrency 8 --output-len 1)
+expect_contains("${out}" "--output-len of at least 2" "perf infer --concurrency with one output token")
 
 # ---- mig and tco ----
 run_suanli(0 out mig --gpu h100 --service llama-3.1-8b:int4:ctx=8192:users=4 --service llama-3.2-1b:replicas=2 --json)

@@ -772,6 +772,7 @@ struct ClosedLoopResult {
   double output_tokens_per_s_per_gpu = 0;  // requests_per_s x output_len / (TP x PP)
   bool fits = true;                      // the C sequences' KV caches at the whole context fit
   double per_gpu_peak_bytes = 0;
+  ErrorBand tpot_error;                  // evidence::kConcurrencyTpotError: the time per output token's band
   InferResult decode;                    // the estimate at batch C (its operators, notes and bands)
 };
 // Refuses concurrency < 1, output_len < 2 (no inter-token interval), batch_max and speculative decoding.
@@ -1135,6 +1136,11 @@ inline constexpr ErrorBand kThroughputDenseError{"throughput", 119, 0.0616, 0.14
 inline constexpr const char* kMaxThroughputGpus[] = {"b200", "gb200", "h100-sxm", "h200-sxm"};
 inline constexpr ErrorBand kMaxThroughputError{"max_throughput", 100, 0.0949, 0.1813, 0.2918, kMaxThroughputGpus,
                                                63, 0.0384, "TRT-LLM 1.0 "};
+// A closed-loop benchmark's time per output token (EstimateClosedLoop): TensorRT-LLM, vLLM and SGLang at concurrency
+// 1-64 in aiconfigurator's silicon rows (forty-eighth session, held out; mostly too slow).
+inline constexpr const char* kConcurrencyGpus[] = {"b200", "gb200", "h100-sxm", "h200-sxm"};
+inline constexpr ErrorBand kConcurrencyTpotError{"concurrency", 848, 0.1222, 0.254, 2.05, kConcurrencyGpus, 227,
+                                                 -0.0881};
 }  // namespace evidence
 
 // Matmul parameters a token goes through: every active parameter but the input-embedding lookup (a tied table is

@@ -846,6 +846,7 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
       r.requests_per_s * double(cfg.output_len) / double(std::max(1, cfg.fit.par.tp) * std::max(1, cfg.fit.par.pp));
   r.fits = decode.fits;
   r.per_gpu_peak_bytes = decode.per_gpu_peak_bytes;
+  if (!m.moe) r.tpot_error = evidence::kConcurrencyTpotError;  // its runs are dense models
   r.decode = std::move(decode);
   return r;
 }

@@ -733,6 +733,7 @@ TEST(PerfValidation, ErrorBandsMatchTheValidationData) {
   check(evidence::kTtftDenseError, true);
   check(evidence::kThroughputDenseError, true);
   check(evidence::kMaxThroughputError, true);
+  check(evidence::kConcurrencyTpotError, true);
 }
 
 // A user's own cases file: a misspelt key, a wrong type or an unknown role is an error naming the file, the
