@@ -773,6 +773,7 @@ struct ClosedLoopResult {
   bool fits = true;                      // the C sequences' KV caches at the whole context fit
   double per_gpu_peak_bytes = 0;
   ErrorBand tpot_error;                  // evidence::kConcurrencyTpotError: the time per output token's band
+  std::vector<std::string> notes;        // MoE models: their closed-loop evidence (evidence::kMoeClosedLoopTpot)
   InferResult decode;                    // the estimate at batch C (its operators, notes and bands)
 };
 // Refuses concurrency < 1, output_len < 2 (no inter-token interval), batch_max and speculative decoding.
@@ -1141,6 +1142,10 @@ inline constexpr ErrorBand kMaxThroughputError{"max_throughput", 100, 0.0949, 0.
 inline constexpr const char* kConcurrencyGpus[] = {"b200", "gb200", "h100-sxm", "h200-sxm"};
 inline constexpr ErrorBand kConcurrencyTpotError{"concurrency", 848, 0.1222, 0.254, 2.05, kConcurrencyGpus, 227,
                                                  -0.0881};
+// The same for MoE models (EstimateClosedLoop's tpot_error is empty for them; this is quoted in a note instead):
+// DeepSeek-V3/R1 and Qwen3-235B-A22B on TensorRT-LLM, vLLM and SGLang, at TP up to 8 with experts split or spread
+// inside it (forty-eighth session's second rule, first predictions). Signed on speed.
+inline constexpr ValidationEvidence kMoeClosedLoopTpot{542, -0.036, -1.008, 0.730};
 }  // namespace evidence
 
 // Matmul parameters a token goes through: every active parameter but the input-embedding lookup (a tied table is

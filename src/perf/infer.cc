@@ -846,7 +846,16 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
       r.requests_per_s * double(cfg.output_len) / double(std::max(1, cfg.fit.par.tp) * std::max(1, cfg.fit.par.pp));
   r.fits = decode.fits;
   r.per_gpu_peak_bytes = decode.per_gpu_peak_bytes;
-  if (!m.moe) r.tpot_error = evidence::kConcurrencyTpotError;  // its runs are dense models
+  if (!m.moe) {
+    r.tpot_error = evidence::kConcurrencyTpotError;  // its runs are dense models
+  } else {
+    const auto& e = evidence::kMoeClosedLoopTpot;
+    r.notes.push_back(fmt::format(
+        "uncertain: for MoE models the closed-loop time per output token was checked on {} held-out runs (DeepSeek-V3 "
+        "and R1, Qwen3-235B-A22B on TensorRT-LLM, vLLM and SGLang, H100 to B300, TP up to 8): this model's time ran "
+        "from {:.0f}% shorter to {:.0f}% longer than measured, {:.0f}% longer on average (docs/validation.md section 5)",
+        e.cases, 100 * e.hi, -100 * e.lo, -100 * e.mean));
+  }
   r.decode = std::move(decode);
   return r;
 }
