@@ -758,17 +758,21 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& c, cons
 // k times, k their share of the time they spend decoding, so the time per output token T solves
 //   T = D + (C - 1) x E x T / (P + (output_len - 1) x T)
 // with D the decode step at batch C, A its attention, and P one prompt's prefill at batch 1 (all EstimateInference's,
-// docs/methodology.md section 9.6). The TTFT is
-// the prefill alone: queueing behind other clients' prefills and the decode rows a prefill step carries are left
-// out, so a benchmark's measured TTFT is at least this, more so as C grows.
+// docs/methodology.md section 9.6). Where the KV cache holds fewer than C sequences at the whole context (as
+// --batch max counts them), the engine runs that many and the rest queue: C above becomes that number, and the
+// queued clients' wait (Little's law) joins the TTFT. Otherwise the TTFT is the prefill alone: queueing behind other
+// clients' prefills and the decode rows a prefill step carries are left out, so a benchmark's measured TTFT is at
+// least this, more so as C grows.
 struct ClosedLoopResult {
   int64_t concurrency = 0;
+  int64_t running = 0;       // sequences in flight: C, or as many as the KV cache holds at the whole context
+  double queue_wait_s = 0;   // the other clients' wait for a slot: (C - running) / requests_per_s
   double prefill_s = 0;      // P: one prompt's prefill at batch 1 (+ the given request and step overheads)
   double decode_step_s = 0;  // D: one decode step of C sequences at the mean context (+ the given step overhead)
   double mixed_step_extra_s = 0;  // E: what one prefill adds to the decode step it lands in
-  double ttft_s = 0;         // P
+  double ttft_s = 0;         // P + queue_wait_s
   double tpot_s = 0;         // T above: the mean inter-token interval one client sees
-  double requests_per_s = 0;             // C / (P + (output_len - 1) x T)
+  double requests_per_s = 0;             // running / (P + (output_len - 1) x T)
   double output_tokens_per_s_per_gpu = 0;  // requests_per_s x output_len / (TP x PP)
   bool fits = true;                      // the C sequences' KV caches at the whole context fit
   double per_gpu_peak_bytes = 0;
@@ -1140,8 +1144,8 @@ inline constexpr ErrorBand kMaxThroughputError{"max_throughput", 100, 0.0949, 0.
 // A closed-loop benchmark's time per output token (EstimateClosedLoop): TensorRT-LLM, vLLM and SGLang at concurrency
 // 1-64 in aiconfigurator's silicon rows (forty-eighth session, held out; mostly too slow).
 inline constexpr const char* kConcurrencyGpus[] = {"b200", "gb200", "h100-sxm", "h200-sxm"};
-inline constexpr ErrorBand kConcurrencyTpotError{"concurrency", 848, 0.1222, 0.254, 2.05, kConcurrencyGpus, 227,
-                                                 -0.0881};
+inline constexpr ErrorBand kConcurrencyTpotError{"concurrency", 848, 0.1211, 0.252, 2.05, kConcurrencyGpus, 233,
+                                                 -0.0836};
 // The same for MoE models (EstimateClosedLoop's tpot_error is empty for them; this is quoted in a note instead):
 // DeepSeek-V3/R1 and Qwen3-235B-A22B on TensorRT-LLM, vLLM and SGLang, at TP up to 8 with experts split or spread
 // inside it (forty-eighth session's second rule, first predictions). Signed on speed.

@@ -801,6 +801,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       if (!launch.empty()) j["launch"] = {{engine, launch}};
       if (loop)
         j["closed_loop"] = {{"concurrency", loop->concurrency},
+                            {"running", loop->running},
+                            {"queue_wait_s", loop->queue_wait_s},
                             {"prefill_s", loop->prefill_s},
                             {"decode_step_s", loop->decode_step_s},
                             {"mixed_step_extra_s", loop->mixed_step_extra_s},
@@ -852,11 +854,17 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                "docs/methodology.md section 9.6):\n",
                                loop->concurrency);
       Table lt({"", "value"});
+      lt.Row({"sequences in flight", loop->running < loop->concurrency
+                                         ? fmt::format("{} (the KV cache's limit; {} queued)", loop->running,
+                                                       loop->concurrency - loop->running)
+                                         : std::to_string(loop->running)});
       lt.Row({"one prompt's prefill", FormatSeconds(loop->prefill_s)});
       lt.Row({"decode step of the clients' sequences", FormatSeconds(loop->decode_step_s)});
       lt.Row({"what a prefill adds to its step", FormatSeconds(loop->mixed_step_extra_s)});
       lt.Row({"time per output token (clients see)", FormatSeconds(loop->tpot_s)});
-      lt.Row({"time to first token, without queueing", FormatSeconds(loop->ttft_s)});
+      lt.Row({loop->running < loop->concurrency ? "time to first token, with the queue's wait"
+                                                 : "time to first token, without queueing",
+              FormatSeconds(loop->ttft_s)});
       lt.Row({"requests/s", fmt::format("{:.2f}", loop->requests_per_s)});
       lt.Row({"output tokens/s per GPU", fmt::format("{:.1f}", loop->output_tokens_per_s_per_gpu)});
       std::cout << lt.Render();

@@ -821,14 +821,17 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
   InferConfig one = cfg;
   one.fit.batch = 1;
   SUANLI_ASSIGN_OR_RETURN(const InferResult prefill, EstimateInference(m, cl, one, eff));
-  InferConfig many = cfg;
-  many.fit.batch = concurrency;
-  SUANLI_ASSIGN_OR_RETURN(InferResult decode, EstimateInference(m, cl, many, eff));
   ClosedLoopResult r;
   r.concurrency = concurrency;
+  // The engine keeps as many sequences in flight as their KV caches fit at the whole context (as --batch max reserves
+  // them); the other clients' requests wait in its queue. One sequence that does not fit is reported as such.
+  r.running = concurrency;
+  if (prefill.fits && prefill.max_batch >= 1 && prefill.max_batch < concurrency) r.running = prefill.max_batch;
+  InferConfig many = cfg;
+  many.fit.batch = r.running;
+  SUANLI_ASSIGN_OR_RETURN(InferResult decode, EstimateInference(m, cl, many, eff));
   r.prefill_s = prefill.ttft_s;
   r.decode_step_s = decode.tpot_s;
-  r.ttft_s = r.prefill_s;
   // A prefill lands in a decode step as one pass (continuous batching with mixed or chunked prefill): the weights
   // stream once for the prompt's rows and the decode rows together, so the step grows by the prefill less the
   // decode step's time outside attention (the weight streaming and the per-layer kernels it shares), not by the
@@ -837,11 +840,20 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
   for (const OpCost& op : decode.decode_ops)
     if (op.name == "attention") attention_s += op.time_s * op.count;
   r.mixed_step_extra_s = std::max(0.0, prefill.ttft_s - (decode.tpot_s - attention_s));
-  const double o = double(cfg.output_len - 1), p = r.prefill_s, d = r.decode_step_s, c = double(concurrency);
+  const double o = double(cfg.output_len - 1), p = r.prefill_s, d = r.decode_step_s, c = double(r.running);
   const double b = p - o * d - (c - 1) * r.mixed_step_extra_s;
   r.tpot_s = (-b + std::sqrt(b * b + 4 * o * d * p)) / (2 * o);
   const double cycle_s = p + o * r.tpot_s;
   r.requests_per_s = c / cycle_s;
+  // Queued clients wait for a slot: by Little's law, (C - running) waiting over the rate requests leave.
+  r.queue_wait_s = double(concurrency - r.running) / r.requests_per_s;
+  r.ttft_s = r.prefill_s + r.queue_wait_s;
+  if (r.running < concurrency)
+    r.notes.push_back(fmt::format(
+        "the KV cache holds {} of the {} clients' sequences at their whole context ({} in + {} out): the engine runs "
+        "{} at a time and the other {} wait in its queue, {} each on average (in the TTFT)",
+        r.running, concurrency, cfg.input_len, cfg.output_len, r.running, concurrency - r.running,
+        FormatSeconds(r.queue_wait_s)));
   r.output_tokens_per_s_per_gpu =
       r.requests_per_s * double(cfg.output_len) / double(std::max(1, cfg.fit.par.tp) * std::max(1, cfg.fit.par.pp));
   r.fits = decode.fits;

@@ -4560,6 +4560,38 @@ TEST_F(Perf, ClosedLoopTpotSolvesTheInterferenceEquation) {
   EXPECT_LT(run(16, 4096, 1024).loop.tpot_s - run(16, 4096, 1024).loop.decode_step_s, t - d);
 }
 
+// More clients than the KV cache holds at the whole context: the engine runs as many as fit (the batch-1 estimate's
+// max_batch, as --batch max counts them) and queues the rest, whose wait (Little's law) joins the TTFT.
+TEST_F(Perf, ClosedLoopRunsWhatTheCacheHoldsAndQueuesTheRest) {
+  const GpuSpec& g = G("h100-sxm");
+  const ModelSpec m = M("llama-3.1-70b");
+  InferConfig c;
+  c.fit.par.tp = 2;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.compute = ServingComputePrecision(c.fit.weights);
+  c.input_len = 8192;
+  c.output_len = 1024;
+  InferConfig one = c;
+  one.fit.batch = 1;
+  const InferResult single = *EstimateInference(m, C(g), one, E(g));
+  ASSERT_TRUE(single.fits);
+  ASSERT_LT(single.max_batch, 256);
+  auto l = EstimateClosedLoop(m, C(g), c, 256, E(g));
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->running, single.max_batch);
+  EXPECT_TRUE(l->fits);
+  // The same time per output token as a loop of exactly that many clients; the TTFT adds the queue's wait.
+  auto just = EstimateClosedLoop(m, C(g), c, single.max_batch, E(g));
+  ASSERT_TRUE(just.ok());
+  EXPECT_DOUBLE_EQ(l->tpot_s, just->tpot_s);
+  EXPECT_DOUBLE_EQ(l->requests_per_s, just->requests_per_s);
+  EXPECT_DOUBLE_EQ(just->queue_wait_s, 0);
+  EXPECT_NEAR(l->queue_wait_s, double(256 - single.max_batch) / l->requests_per_s, 1e-12);
+  EXPECT_DOUBLE_EQ(l->ttft_s, l->prefill_s + l->queue_wait_s);
+  ASSERT_FALSE(l->notes.empty());
+  EXPECT_NE(l->notes.back().find("wait in its queue"), std::string::npos);
+}
+
 TEST_F(Perf, ClosedLoopRefusesWhatItCannotDescribe) {
   const GpuSpec& g = G("h100-sxm");
   const ModelSpec m = M("llama-3.1-8b");

@@ -662,9 +662,11 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
     SUANLI_ASSIGN_OR_RETURN(const int64_t conc, IntKey(t, "concurrency", 1));
     SUANLI_ASSIGN_OR_RETURN(const ClosedLoopResult cr, EstimateClosedLoop(m, cl, c, conc, eff));
     *detail = fmt::format("TPOT {:.2f} ms = decode step {:.2f} ms at batch {} + other clients' prefills ({:.2f} ms "
-                          "each, {:.2f} ms added to a step){}",
-                          cr.tpot_s * 1e3, cr.decode_step_s * 1e3, conc, cr.prefill_s * 1e3,
-                          cr.mixed_step_extra_s * 1e3, cr.fits ? "" : ", DOES NOT FIT");
+                          "each, {:.2f} ms added to a step){}{}",
+                          cr.tpot_s * 1e3, cr.decode_step_s * 1e3, cr.running, cr.prefill_s * 1e3,
+                          cr.mixed_step_extra_s * 1e3,
+                          cr.running < conc ? fmt::format(", {} of {} in flight (KV cache)", cr.running, conc) : "",
+                          cr.fits ? "" : ", DOES NOT FIT");
     *fits = cr.fits;
     *ttft_s = cr.ttft_s;
     *tpot_s = cr.tpot_s;
