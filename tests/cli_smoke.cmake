@@ -391,6 +391,11 @@ expect_contains("${out}" "ridge point of this GPU in FP8: 451 FLOP/byte" "perf i
 run_suanli(0 out perf infer -m llama-3.1-8b -g h100-sxm --input-len 1024 --output-len 256 --concurrency 8)
 expect_contains("${out}" "closed loop at concurrency 8" "perf infer --concurrency: its table")
 expect_contains("${out}" "time per output token in closed-loop benchmarks" "perf infer --concurrency: its band")
+# More clients than the KV cache holds: the estimate runs as many as fit (exit 0, not DOES NOT FIT) and queues the rest.
+run_suanli(0 out perf infer -m llama-3.1-70b -g h200-sxm --weights fp8 --kv-dtype fp8 --input-len 8192 --output-len 1024 --concurrency 64)
+expect_contains("${out}" "(the KV cache's limit; " "perf infer --concurrency: sequences in flight at the cache's limit")
+expect_contains("${out}" "time to first token, with the queue's wait" "perf infer --concurrency: the queue's wait")
+expect_not_contains("${out}" "DOES NOT FIT" "perf infer --concurrency: a queue is not a misfit")
 run_suanli(2 out perf infer -m llama-3.1-8b --concurrency 8 --batch 4)
 expect_contains("${out}" "drop --batch 4" "perf infer --concurrency with --batch: which flag to drop")
 run_suanli(2 out perf infer -m llama-3.1-8b --concurrency 8 --output-len 1)

@@ -732,7 +732,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       auto l = EstimateClosedLoop(*model, *cluster, cfg, f->concurrency, *eff);
       if (!l.ok()) return PrintError(l.status());
       loop = *std::move(l);
-      cfg.fit.batch = f->concurrency;  // the estimate below: a decode step of the clients' sequences
+      cfg.fit.batch = loop->running;  // the estimate below: a step of the sequences in flight
     }
     auto r = EstimateInference(*model, *cluster, cfg, *eff);
     if (!r.ok()) return PrintError(r.status());
