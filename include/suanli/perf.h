@@ -768,17 +768,17 @@ struct ClosedLoopResult {
   int64_t running = 0;       // sequences in flight: C, or as many as the KV cache holds at the whole context
   double queue_wait_s = 0;   // the other clients' wait for a slot: (C - running) / requests_per_s
   double prefill_s = 0;      // P: one prompt's prefill at batch 1 (+ the given request and step overheads)
-  double decode_step_s = 0;  // D: one decode step of C sequences at the mean context (+ the given step overhead)
+  double decode_step_s = 0;  // D: one decode step of the sequences in flight at the mean context (+ step overhead)
   double mixed_step_extra_s = 0;  // E: what one prefill adds to the decode step it lands in
   double ttft_s = 0;         // P + queue_wait_s
   double tpot_s = 0;         // T above: the mean inter-token interval one client sees
   double requests_per_s = 0;             // running / (P + (output_len - 1) x T)
   double output_tokens_per_s_per_gpu = 0;  // requests_per_s x output_len / (TP x PP)
-  bool fits = true;                      // the C sequences' KV caches at the whole context fit
+  bool fits = true;                      // the sequences in flight fit (false: not even one does)
   double per_gpu_peak_bytes = 0;
   ErrorBand tpot_error;                  // evidence::kConcurrencyTpotError: the time per output token's band
   std::vector<std::string> notes;        // MoE models: their closed-loop evidence (evidence::kMoeClosedLoopTpot)
-  InferResult decode;                    // the estimate at batch C (its operators, notes and bands)
+  InferResult decode;                    // the estimate at the sequences in flight (operators, notes, bands)
 };
 // Refuses concurrency < 1, output_len < 2 (no inter-token interval), batch_max and speculative decoding.
 Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c, const InferConfig& cfg,

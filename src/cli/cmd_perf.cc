@@ -734,7 +734,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       loop = *std::move(l);
       cfg.fit.batch = loop->running;  // the estimate below: a step of the sequences in flight
     }
-    auto r = EstimateInference(*model, *cluster, cfg, *eff);
+    // With --concurrency the closed loop has already made the estimate at the sequences in flight.
+    Result<InferResult> r = loop ? Result<InferResult>(loop->decode) : EstimateInference(*model, *cluster, cfg, *eff);
     if (!r.ok()) return PrintError(r.status());
     const RidgePoint ridge = RidgePointFor(**gpu, *eff, cfg.compute);
     std::string launch, engine;

@@ -22,6 +22,14 @@ struct Pass {
   std::vector<OpCost> ops;
 };
 
+// The time of a pass's attention rows (ServingAttention's), per step: each row's time x its count.
+double AttentionTime(const std::vector<OpCost>& ops) {
+  double a = 0;
+  for (const OpCost& o : ops)
+    if (o.name == "attention") a += o.time_s * o.count;
+  return a;
+}
+
 // One forward pass over `tokens` new tokens per sequence x `batch` sequences, attending to `ctx`
 // keys, on one GPU of a TP group, through all layers held by one pipeline stage.
 // `issue_rate`: thread-instructions per second, needed for per-query-head decode attention.
@@ -652,12 +660,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
                   m.sliding_window, m.sliding_window_layers > 0 ? m.sliding_window_layers : m.layers, m.layers));
   // Attention against the engines' kernels timed alone (TensorRT-LLM 1.3, vLLM 0.24, SGLang 0.5.14; `suanli validate
   // --group serving_attention`), where attention is a tenth of the prefill or of a decode step.
-  const auto attention_share = [](const Pass& p) {
-    double a = 0;
-    for (const OpCost& o : p.ops)
-      if (o.name == "attention") a += o.time_s * o.count;
-    return p.time > 0 ? a / p.time : 0.0;
-  };
+  const auto attention_share = [](const Pass& p) { return p.time > 0 ? AttentionTime(p.ops) / p.time : 0.0; };
   if (!spec && cl.gpu->architecture == "hopper" && attention_share(prefill) >= 0.1) {
     const auto& e = evidence::kServingPrefillAttentionHopper;
     r.notes.push_back(fmt::format(
@@ -836,10 +839,7 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
   // stream once for the prompt's rows and the decode rows together, so the step grows by the prefill less the
   // decode step's time outside attention (the weight streaming and the per-layer kernels it shares), not by the
   // whole prefill.
-  double attention_s = 0;
-  for (const OpCost& op : decode.decode_ops)
-    if (op.name == "attention") attention_s += op.time_s * op.count;
-  r.mixed_step_extra_s = std::max(0.0, prefill.ttft_s - (decode.tpot_s - attention_s));
+  r.mixed_step_extra_s = std::max(0.0, prefill.ttft_s - (decode.tpot_s - AttentionTime(decode.decode_ops)));
   const double o = double(cfg.output_len - 1), p = r.prefill_s, d = r.decode_step_s, c = double(r.running);
   const double b = p - o * d - (c - 1) * r.mixed_step_extra_s;
   r.tpot_s = (-b + std::sqrt(b * b + 4 * o * d * p)) / (2 * o);

@@ -4509,7 +4509,6 @@ bandwidth = { value = "320 GB/s", source = "x" }
   EXPECT_NE(r.status().message().find("t4x has no 16-bit peak"), std::string::npos) << r.status().message();
 }
 
-
 // A closed-loop benchmark at concurrency C (EstimateClosedLoop, docs/methodology.md section 9.6): the time per
 // output token T is the decode step D at batch C plus the other clients' prefills, each adding E = max(0, P - (D - A))
 // to the step it lands in, k of them per request: T = D + (C - 1) E T / (P + (O - 1) T). Checked against the two

@@ -652,14 +652,16 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   }
   const std::string metric = t["metric"].value_or(std::string());
   // concurrency: a closed-loop benchmark's C clients (EstimateClosedLoop, docs/methodology.md section 9.6); only its
-  // time per output token is a case metric (the TTFT it gives is the prefill alone, without queueing).
+  // time per output token is a case metric (the TTFT it gives leaves out queueing behind other clients' prefills).
   if (t.contains("concurrency")) {
-    if (t.contains("batch") || c.batch_max) return ParseError("concurrency sets the batch; batch and batch_max go");
+    if (t.contains("batch") || c.batch_max)
+      return ParseError("concurrency sets the batch (the sequences in flight): drop batch and batch_max");
     if (metric != "tpot_s")
       return ParseError(fmt::format("metric {} with concurrency: a closed-loop case takes tpot_s (the estimate's TTFT "
                                     "leaves out the queueing a benchmark's TTFT includes)",
                                     metric));
     SUANLI_ASSIGN_OR_RETURN(const int64_t conc, IntKey(t, "concurrency", 1));
+    if (conc < 1) return ParseError(fmt::format("concurrency must be at least 1 (the benchmark's clients), got {}", conc));
     SUANLI_ASSIGN_OR_RETURN(const ClosedLoopResult cr, EstimateClosedLoop(m, cl, c, conc, eff));
     *detail = fmt::format("TPOT {:.2f} ms = decode step {:.2f} ms at batch {} + other clients' prefills ({:.2f} ms "
                           "each, {:.2f} ms added to a step){}{}",
