@@ -398,6 +398,17 @@ expect_contains("${out}" "time to first token, with the queue's wait" "perf infe
 expect_not_contains("${out}" "DOES NOT FIT" "perf infer --concurrency: a queue is not a misfit")
 run_suanli(2 out perf infer -m llama-3.1-8b --concurrency 8 --batch 4)
 expect_contains("${out}" "drop --batch 4" "perf infer --concurrency with --batch: which flag to drop")
+# perf infer --attention-dp: an MoE model's attention groups, their launch lines, and what is refused.
+run_suanli(0 out perf infer -m deepseek-v3 -g b200 --tp 8 --ep 8 --attention-dp 8 --weights fp8 --kv-dtype fp8 --input-len 1024 --output-len 1024 --batch 64 --emit sglang)
+expect_contains("${out}" "attention DP=8 at TP 1" "perf infer --attention-dp: the layout line")
+expect_contains("${out}" "attention DP 8: 8 attention groups" "perf infer --attention-dp: its note")
+expect_contains("${out}" "--enable-dp-attention" "perf infer --attention-dp --emit sglang: SGLang's flag")
+run_suanli(0 out fit -m deepseek-v3 -g b200 --tp 8 --ep 8 --attention-dp 8 --weights fp8 --kv-dtype fp8 --batch 64 --seq 2048)
+expect_not_contains("${out}" "Error" "fit --attention-dp: accepted")
+run_suanli(2 out perf infer -m deepseek-v3 -g b200 --tp 8 --ep 8 --attention-dp 3 --weights fp8)
+expect_contains("${out}" "must divide --tp 8" "perf infer --attention-dp 3 of TP 8: what divides")
+run_suanli(2 out perf infer -m llama-3.1-70b -g h200-sxm --tp 8 --attention-dp 8)
+expect_contains("${out}" "needs a mixture-of-experts model" "perf infer --attention-dp on a dense model")
 run_suanli(2 out perf infer -m llama-3.1-8b --concurrency 8 --output-len 1)
 expect_contains("${out}" "--output-len of at least 2" "perf infer --concurrency with one output token")
 

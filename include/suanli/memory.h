@@ -136,10 +136,17 @@ struct Parallelism {
   // their own grid over the same ranks: ETP x EP x expert-DP = TP x CP x DP, so with ETP 1 the expert-parallel
   // group can take in the tensor-parallel ranks (Qwen3 235B on TP 2 with EP 32 over 16-way DP).
   int etp = 0;
+  // Serving only: attention data parallelism (TensorRT-LLM enable_attention_dp, SGLang --enable-dp-attention --dp D,
+  // vLLM --data-parallel-size with expert parallelism). The TP GPUs run attention, the dense MLPs, the shared experts
+  // and the output head as D data-parallel groups of TP / D GPUs, each on its own 1/D of the sequences; the MoE layers
+  // keep EP x ETP = TP over all of them (docs/methodology.md section 9.7). 1 = none.
+  int attention_dp = 1;
   // A custom layout of layers over the pipeline (nullptr: the even split). Its stage count is PP x interleave.
   std::shared_ptr<const PipelineLayout> layout;
   int gpus() const { return tp * pp * dp * cp; }  // EP re-uses DP ranks (Megatron convention)
   int expert_tp() const { return etp > 0 ? etp : tp; }
+  // The tensor-parallel degree of attention and the other non-expert layers: TP, or TP / D under attention DP.
+  int attention_tp() const { return attention_dp > 1 ? tp / attention_dp : tp; }
 };
 
 // Parses `text` into p.layout and sets p.interleave to its virtual stages per rank (stages / PP), as Megatron-Core

@@ -26,7 +26,7 @@ struct FitFlags {
   int64_t batch = 1;
   int64_t seq = 4096;
   int64_t micro_batch = 1;
-  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 0, zero = 0, interleave = 1, recompute_layers = 0,
+  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 0, attention_dp = 1, zero = 0, interleave = 1, recompute_layers = 0,
       offload_layers = 0;
   bool sequence_parallel = false, embedding_loss_in_split = false;
   std::string recompute, recompute_modules, pp_layout;
@@ -76,6 +76,7 @@ Result<FitRequest> BuildRequest(const FitFlags& f, const ModelSpec& m) {
   r.par.cp = f.cp;
   r.par.ep = f.ep;
   r.par.etp = f.etp;
+  r.par.attention_dp = f.attention_dp;
   r.par.zero = f.zero;
   r.par.interleave = f.interleave;
   r.par.embedding_loss_in_split = f.embedding_loss_in_split;
@@ -148,12 +149,13 @@ std::string Layout(const Parallelism& p) {
   std::string s = fmt::format("TP={} PP={} DP={}", p.tp, p.pp, p.dp);
   if (p.cp > 1) s += fmt::format(" CP={}", p.cp);
   if (p.ep > 1) s += fmt::format(" EP={}", p.ep);
+  if (p.attention_dp > 1) s += fmt::format(", attention DP={} at TP {}", p.attention_dp, p.attention_tp());
   if (p.zero > 0) s += fmt::format(" ZeRO-{}", p.zero);
   return s;
 }
 
 json LayoutJson(const Parallelism& p) {
-  return {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"zero", p.zero},
+  return {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"attention_dp", p.attention_dp}, {"zero", p.zero},
           {"sequence_parallel", p.sequence_parallel}, {"gpus", p.gpus()}};
 }
 
@@ -189,6 +191,11 @@ Action SetupFit(CLI::App* sub, Context* ctx) {
   sub->add_option("--ep", f->ep, "Expert-parallel degree (MoE)")->capture_default_str();
   sub->add_option("--etp", f->etp, "Expert tensor-parallel degree (MoE; default: TP in training, TP / EP in serving)")
       ->check(NotZero());
+  sub->add_option("--attention-dp", f->attention_dp,
+                  "Serving an MoE model: attention data parallelism over the TP GPUs (D groups of TP / D GPUs, each "
+                  "with its own 1/D of the sequences and their KV cache; docs/methodology.md section 9.7)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   sub->add_option("--zero", f->zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->capture_default_str();
   sub->add_option("--interleave", f->interleave, "Virtual pipeline stages per GPU")->capture_default_str();
   sub->add_option("--pp-layout", f->pp_layout, kPpLayoutHelp);

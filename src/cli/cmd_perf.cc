@@ -43,6 +43,7 @@ struct PerfFlags {
   std::string batch = "1";
   int64_t max_batch = 0, input_len = 512, output_len = 128;
   int64_t concurrency = 0;  // perf infer --concurrency: a closed-loop benchmark's clients (0: none)
+  int attention_dp = 1;     // perf infer --attention-dp
   std::string weights = "bf16", kv_dtype = "bf16";
   bool quantize_head = false, replicated_embeddings = false, no_sliding_window = false;
   std::string emit;  // perf infer --emit vllm
@@ -229,6 +230,13 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                     "MoE: expert-parallel degree inside the TP group (EP x ETP = TP, as TensorRT-LLM's moe_ep_size)")
       ->capture_default_str();
   infer->add_option("--etp", f->etp, "MoE: expert tensor-parallel degree (default: TP / EP)")->check(NotZero());
+  infer->add_option("--attention-dp", f->attention_dp,
+                    "MoE: attention data parallelism over the TP GPUs (TensorRT-LLM enable_attention_dp with D = TP, "
+                    "SGLang --dp D --enable-dp-attention): D groups of TP / D GPUs run attention, the dense layers and "
+                    "the head on their own 1/D of the sequences and KV cache; the experts stay spread over all TP "
+                    "(docs/methodology.md section 9.7)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   infer->add_option("--moe-imbalance", f->serve_moe_imbalance,
                     "MoE with --ep: busiest GPU's token-expert pairs / mean, at least uniform routing's (1 = uniform)")
       ->capture_default_str();
@@ -712,6 +720,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     cfg.fit.par.pp = f->pp;
     cfg.fit.par.ep = f->ep;
     cfg.fit.par.etp = f->etp;
+    cfg.fit.par.attention_dp = f->attention_dp;
     cfg.moe_imbalance = f->serve_moe_imbalance;
     cfg.request_overhead_s = f->request_overhead_ms * 1e-3;
     cfg.step_overhead_s = f->step_overhead_ms * 1e-3;
@@ -753,7 +762,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       json j = JsonEnvelope("suanli.perf.infer/1");
       j["model"] = model->id;
       j["gpu"] = (*gpu)->id;
-      j["layout"] = {{"tp", f->tp}, {"pp", f->pp}, {"ep", f->ep}, {"etp", ExpertTpFor(cfg.fit.par, Mode::kInfer)}};
+      j["layout"] = {{"tp", f->tp},
+                     {"pp", f->pp},
+                     {"ep", f->ep},
+                     {"etp", ExpertTpFor(cfg.fit.par, Mode::kInfer)},
+                     {"attention_dp", f->attention_dp}};
       if (model->moe && f->ep > 1)
         j["expert_imbalance"] = {{"requested", cfg.moe_imbalance},
                                  {"prefill", r->prefill_expert_imbalance},
@@ -817,7 +830,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       return r->fits ? kExitOk : kExitNoFit;
     }
     const std::string experts =
-        f->ep > 1 ? fmt::format(" EP={} ETP={}", f->ep, ExpertTpFor(cfg.fit.par, Mode::kInfer)) : "";
+        (f->ep > 1 ? fmt::format(" EP={} ETP={}", f->ep, ExpertTpFor(cfg.fit.par, Mode::kInfer)) : "") +
+        (f->attention_dp > 1 ? fmt::format(", attention DP={} at TP {}", f->attention_dp, f->tp / f->attention_dp)
+                             : "");
     std::cout << fmt::format(
         "{} on {} x {} (TP={} PP={}{}), weights {}, batch {}, {} in / {} out tokens, decode attention {}\n",
         model->id, f->tp * f->pp, (*gpu)->id, f->tp, f->pp, experts, cfg.fit.weights.id, ServingBatchWords(cfg, *r),

@@ -334,6 +334,25 @@ Status ValidateRequest(const ModelSpec& m, const FitRequest& req) {
       return InvalidArgument(fmt::format("{} must be between 1 and {}, got {}", name, kMaxDegree, v));
   }
   if (p.zero < 0 || p.zero > 3) return InvalidArgument(fmt::format("--zero must be 0, 1, 2 or 3, got {}", p.zero));
+  if (p.attention_dp != 1) {
+    if (p.attention_dp < 1 || p.attention_dp > p.tp || p.tp % p.attention_dp != 0) {
+      std::string valid;
+      for (int d = 1; d <= p.tp; ++d)
+        if (p.tp % d == 0) valid += (valid.empty() ? "" : ", ") + std::to_string(d);
+      return InvalidArgument(fmt::format("--attention-dp {} must divide --tp {}: the TP GPUs form that many attention "
+                                         "groups of TP / D GPUs each (valid: {})",
+                                         p.attention_dp, p.tp, valid));
+    }
+    if (r.mode != Mode::kInfer)
+      return InvalidArgument(fmt::format("--attention-dp is a serving layout (attention data parallelism beside expert "
+                                         "parallelism); --mode {} splits its data over --dp",
+                                         ModeName(r.mode)));
+    if (!m.moe)
+      return InvalidArgument(fmt::format("--attention-dp {} needs a mixture-of-experts model: {} is dense, and {} "
+                                         "attention groups of a dense model are {} replicas of --tp {}",
+                                         p.attention_dp, m.id, p.attention_dp, p.attention_dp,
+                                         p.tp / p.attention_dp));
+  }
   if (r.quantize_head && r.mode == Mode::kQlora)
     return InvalidArgument("--quantize-head does not apply to --mode qlora: bitsandbytes keeps the output head 16-bit");
   if (r.quantize_head && (r.weights.id.empty() || r.weights.bits_per_weight >= 16))
@@ -866,10 +885,11 @@ StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Paralleli
   const int layers_here = LayersOnStage(m, p, stage), dense_here = layers_here - moe_here;
   const int dense_layers = m.layers - moe_layers;
   const double dense_layer_params = (c.attention + c.mlp_dense + c.moe_shared + c.router + c.norms) / m.layers;
+  // Under attention DP (serving) everything but the routed experts is split over the attention group's TP / D GPUs.
   s.layer_params = ((c.attention + c.norms) / m.layers * layers_here +
                     (dense_layers > 0 ? c.mlp_dense / dense_layers * dense_here : 0.0) +
                     (moe_layers > 0 ? (c.moe_shared + c.router) / moe_layers * moe_here : 0.0)) /
-                   p.tp;
+                   p.attention_tp();
   s.expert_params = moe_layers > 0 ? c.moe_experts / moe_layers * moe_here / (p.expert_tp() * p.ep) : 0.0;
   // An MTP module: the projection of [norm(h); norm(embedding)] (2h to h), its two norms and the final one, and one
   // transformer layer of the model's last kind (an MoE layer where the model has them).
@@ -878,11 +898,12 @@ StageShare ParamsOnGpu(const ModelSpec& m, const ParamCounts& c, const Paralleli
     const double layer_dense = moe_layers > 0
                                    ? c.attention / m.layers + c.norms / m.layers + (c.moe_shared + c.router) / moe_layers
                                    : dense_layer_params;
-    s.layer_params += mtp * (2 * h * h + 3 * h + layer_dense) / p.tp;
+    s.layer_params += mtp * (2 * h * h + 3 * h + layer_dense) / p.attention_tp();
     if (moe_layers > 0) s.expert_params += mtp * c.moe_experts / moe_layers / (p.expert_tp() * p.ep);
   }
   const bool first = stage == 0, last = stage == p.pp - 1;
-  const double nt = replicated_embeddings ? 1.0 : double(p.tp);  // vocab-parallel, or whole on every TP rank
+  // Vocab-parallel over the (attention group's) TP ranks, or whole on every rank.
+  const double nt = replicated_embeddings ? 1.0 : double(p.attention_tp());
   if (first) s.non_layer_params += c.embedding / nt;
   if (last) s.non_layer_params += (m.tie_embeddings ? (p.pp > 1 ? c.embedding : 0.0) : c.lm_head) / nt;
   if (last && !m.tie_embeddings) s.head_params = c.lm_head / nt;
@@ -1202,15 +1223,18 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
       b.logits += mtp_here * logits;  // each MTP module's own output layer and loss
     } else {
       // Inference forward workspace: one layer's transient tensors for one prefill chunk, plus logits of the
-      // last position of each sequence (FP32).
-      const double tokens = std::min(static_cast<double>(r.batch) * static_cast<double>(r.seq), double(kPrefillChunkTokens));
+      // last position of each sequence (FP32). Under attention DP each GPU's group serves its 1/D of the sequences
+      // (the busiest ceil(batch / D)) at TP / D, and holds their KV cache only.
+      const int at = p.attention_tp();
+      const int64_t seqs = (r.batch + p.attention_dp - 1) / p.attention_dp;
+      const double tokens = std::min(static_cast<double>(seqs) * static_cast<double>(r.seq), double(kPrefillChunkTokens));
       const double h = static_cast<double>(m.hidden);
       const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
       const double ffn = m.moe ? double(m.moe->expert_ffn) * m.moe->experts_per_token + m.moe->shared_ffn
                                : static_cast<double>(m.ffn);
-      b.activations += tokens * 2 * (3 * h + (q + 2 * kv + (m.gated_mlp ? 3 : 2) * ffn) / p.tp);
-      if (stage == p.pp - 1) b.logits = static_cast<double>(r.batch) * static_cast<double>(m.vocab) * 4 / p.tp;
-      b.kv_cache = KvCacheBytes(m, r.kv_bytes_per_elem, r.batch, r.seq, p.tp) / p.pp;
+      b.activations += tokens * 2 * (3 * h + (q + 2 * kv + (m.gated_mlp ? 3 : 2) * ffn) / at);
+      if (stage == p.pp - 1) b.logits = static_cast<double>(seqs) * static_cast<double>(m.vocab) * 4 / at;
+      b.kv_cache = KvCacheBytes(m, r.kv_bytes_per_elem, seqs, r.seq, at) / p.pp;
     }
     // The caching allocator fragments around tensors allocated and freed every step (activations, logits,
     // gradients); weights, optimizer states and a pre-allocated KV cache are long-lived, large blocks.

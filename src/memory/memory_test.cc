@@ -39,6 +39,60 @@ FitRequest Infer(const char* weights = "bf16", int64_t batch = 1, int64_t seq = 
   return r;
 }
 
+// Attention DP (serving): each of the D attention groups holds the KV cache of its 1/D of the sequences only, at the
+// group's TP / D, and the non-expert weights split over TP / D instead of TP; the routed experts stay split over all
+// TP GPUs. DeepSeek-V3's latent cache is one per layer whatever the TP, so on TP 8 every GPU holds all 64 sequences'
+// caches, and at attention DP 8 each holds 8.
+TEST_F(Memory, AttentionDpSplitsTheKvCacheAndReplicatesTheNonExpertWeights) {
+  const ModelSpec m = M("deepseek-v3");
+  FitRequest r = Infer("fp8", 64, 2048);
+  r.kv_bytes_per_elem = 1;
+  r.par.tp = 8;
+  r.par.ep = 8;
+  const FitResult tp = Est(m, r);
+  r.par.attention_dp = 8;
+  const FitResult adp = Est(m, r);
+  EXPECT_DOUBLE_EQ(tp.breakdown.kv_cache, KvCacheBytes(m, 1, 64, 2048, 8));
+  EXPECT_DOUBLE_EQ(adp.breakdown.kv_cache, KvCacheBytes(m, 1, 8, 2048, 1));
+  EXPECT_NEAR(adp.breakdown.kv_cache, tp.breakdown.kv_cache / 8, 1e-6 * tp.breakdown.kv_cache);
+  // The non-expert layer weights (1 B each in FP8) and the 16-bit embedding and head: whole instead of 1/8.
+  const ParamCounts& c = tp.params;
+  const double layer = c.attention + c.norms + c.mlp_dense + c.moe_shared + c.router;
+  const double nonlayer = c.embedding + (m.tie_embeddings ? 0.0 : c.lm_head);
+  EXPECT_NEAR(adp.breakdown.weights - tp.breakdown.weights, (layer * 1 + nonlayer * 2) * (1 - 1.0 / 8),
+              1e-9 * tp.breakdown.weights);
+  // Uneven groups: the busiest holds ceil(batch / D) sequences.
+  r.batch = 9;
+  EXPECT_DOUBLE_EQ(Est(m, r).breakdown.kv_cache, KvCacheBytes(m, 1, 2, 2048, 1));
+  // Attention DP 2 of TP 8: groups of 4 GPUs, each with half the sequences.
+  r.batch = 64;
+  r.par.attention_dp = 2;
+  EXPECT_DOUBLE_EQ(Est(m, r).breakdown.kv_cache, KvCacheBytes(m, 1, 32, 2048, 4));
+}
+
+TEST_F(Memory, AttentionDpOutsideServingAnMoeOrTheTpGroupIsAnError) {
+  auto err = [](const ModelSpec& m, const FitRequest& r) {
+    auto e = EstimateMemory(m, r);
+    return e.ok() ? std::string("ok") : std::string(e.status().message());
+  };
+  FitRequest r = Infer("fp8", 8, 2048);
+  r.par.tp = 8;
+  r.par.ep = 8;
+  r.par.attention_dp = 3;
+  EXPECT_NE(err(M("deepseek-v3"), r).find("--attention-dp 3 must divide --tp 8"), std::string::npos)
+      << err(M("deepseek-v3"), r);
+  EXPECT_NE(err(M("deepseek-v3"), r).find("valid: 1, 2, 4, 8"), std::string::npos);
+  r.par.attention_dp = 16;
+  EXPECT_NE(err(M("deepseek-v3"), r).find("must divide --tp 8"), std::string::npos);
+  r.par.attention_dp = 8;
+  r.par.ep = 1;
+  EXPECT_NE(err(M("llama-3.1-70b"), r).find("needs a mixture-of-experts model"), std::string::npos)
+      << err(M("llama-3.1-70b"), r);
+  FitRequest t = Train(4096, 64, 8, 1);
+  t.par.attention_dp = 8;
+  EXPECT_NE(err(M("deepseek-v3"), t).find("serving layout"), std::string::npos) << err(M("deepseek-v3"), t);
+}
+
 // A context past max_position_embeddings: an error where the positions are a learned table (OPT's 2048 rows have
 // nothing to look up past them), a note where they are rotary (LLaMA 3.1: a rope-scaled variant can run longer);
 // within the maximum, neither.

@@ -38,8 +38,14 @@ double AttentionTime(const std::vector<OpCost>& ops) {
 Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const InferConfig& cfg, double batch,
              double new_tokens, double ctx, bool decode, double issue_rate, bool all_logits = false) {
   const GpuSpec& gpu = *cl.gpu;
-  const int t = cfg.fit.par.tp;
+  // Attention DP (methodology §9.7): attention, the dense MLPs, the shared experts and the head run on each GPU's
+  // attention group of t = TP / D GPUs for the busiest group's ceil(batch / D) sequences (Ta tokens); the routed
+  // experts see all T tokens of the replica. Without it D = 1, t = TP and Ta = T.
+  const int t = cfg.fit.par.attention_tp();
+  const int adp = std::max(1, cfg.fit.par.attention_dp);
   const double T = batch * new_tokens;
+  const double batch_a = adp > 1 ? std::ceil(batch / adp) : batch;
+  const double Ta = batch_a * new_tokens;
   const double h = double(m.hidden);
   // FP8 and NVFP4 quantise weights and activations and run the GEMMs at that precision's peak; every other
   // format computes in 16 bits (weight-only formats dequantise first).
@@ -75,13 +81,13 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   auto gemm = [&](const char* name, double M, double N, double K, double batch_n, double layer_frac) {
     add(name, EstimateGemm(M, N, K, batch_n, act_bytes, peak, gemm_eff, gpu, eff, wbytes), layer_frac);
   };
-  gemm("qkv projection", T, sh.attn_proj_params / h / t, h, 1, 1);
-  gemm("output projection", T, h, sh.out_proj_in / t, 1, 1);
+  gemm("qkv projection", Ta, sh.attn_proj_params / h / t, h, 1, 1);
+  gemm("output projection", Ta, h, sh.out_proj_in / t, 1, 1);
   const double moe_frac = m.moe ? double(m.moe_layer_count()) / m.layers : 0.0;
   const double mats = m.gated_mlp ? 2.0 : 1.0;
   if (moe_frac < 1) {
-    gemm("mlp up/gate", T, mats * double(m.ffn) / t, h, 1, 1 - moe_frac);
-    gemm("mlp down", T, h, double(m.ffn) / t, 1, 1 - moe_frac);
+    gemm("mlp up/gate", Ta, mats * double(m.ffn) / t, h, 1, 1 - moe_frac);
+    gemm("mlp down", Ta, h, double(m.ffn) / t, 1, 1 - moe_frac);
   }
   // Routed experts on the busiest rank. With expert parallelism inside the TP group (EP x ETP = TP) each rank
   // holds E / EP whole-width / ETP experts; at EP 1 every rank holds all E experts at 1/TP width.
@@ -92,7 +98,7 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
     const auto& e = *m.moe;
     load = perf_detail::BusiestExpertRank(T, e.num_experts, e.experts_per_token, ep, cfg.moe_imbalance);
     p.expert_imbalance = load.imbalance;
-    gemm("router", T, e.num_experts, h, 1, moe_frac);
+    gemm("router", Ta, e.num_experts, h, 1, moe_frac);
     routed = perf_detail::RoutedExperts(load, T, h, double(e.expert_ffn), etp, m.gated_mlp, act_bytes, wbytes, peak,
                                         gemm_eff, gpu, eff);
     add("experts up/gate", routed.up, moe_frac);
@@ -106,8 +112,19 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
       p.bytes += routed.permute_bytes * moe_frac;
     }
     if (e.shared_ffn > 0) {
-      gemm("shared expert up/gate", T, mats * double(e.shared_ffn) / t, h, 1, moe_frac);
-      gemm("shared expert down", T, h, double(e.shared_ffn) / t, 1, moe_frac);
+      gemm("shared expert up/gate", Ta, mats * double(e.shared_ffn) / t, h, 1, moe_frac);
+      gemm("shared expert down", Ta, h, double(e.shared_ffn) / t, 1, moe_frac);
+    }
+    // Attention DP: each group's tokens go to the experts of all TP GPUs and come back summed, an all-gather of the
+    // hidden states in the GEMMs' input format (TensorRT-LLM quantises before it) and a reduce-scatter of the 16-bit
+    // outputs over the TP GPUs, NCCL's (nccl-tests' sizes: the gathered output, the scattered input).
+    if (adp > 1) {
+      const double gather_bytes = T * h * act_bytes, scatter_bytes = T * h * 2;
+      const double time = GroupCollectiveTime(cl, eff, NcclOp::kAllGather, gather_bytes, cfg.fit.par.tp, 1) +
+                          GroupCollectiveTime(cl, eff, NcclOp::kReduceScatter, scatter_bytes, cfg.fit.par.tp, 1);
+      p.ops.push_back(OpCost{"attention-DP token all-gather + reduce-scatter", decode ? "decode" : "prefill", 0,
+                             gather_bytes + scatter_bytes, time, moe_frac, Bound::kCommunication});
+      p.time += time * moe_frac;
     }
   }
   // Weight-only quantisation: dequantisation on the FP32 pipes, once per weight read per pass (for MoE, the
@@ -126,7 +143,7 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   // Attention: reads the KV cache of each sequence (decode) or computes causal attention (prefill).
   {
     const perf_detail::ServingAttentionTime a = perf_detail::ServingAttention(
-        m, t, cfg.fit.kv_bytes_per_elem, batch, new_tokens, ctx, decode,
+        m, t, cfg.fit.kv_bytes_per_elem, batch_a, new_tokens, ctx, decode,
         decode && cfg.decode_attention == DecodeAttention::kPerHead, issue_rate, gpu, eff);
     p.ops.push_back(OpCost{"attention", decode ? "decode" : "prefill", a.flops, a.bytes, a.time_s, 1, a.bound});
     p.time += a.time_s;
@@ -141,12 +158,12 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   // of the busiest rank.
   double act_elems = 0;
   if (m.gated_mlp) {
-    act_elems = T * double(m.ffn) / t * (1 - moe_frac);
+    act_elems = Ta * double(m.ffn) / t * (1 - moe_frac);
     if (m.moe)
-      act_elems += (routed.activation_elements + T * double(m.moe->shared_ffn) / t) * moe_frac;
+      act_elems += (routed.activation_elements + Ta * double(m.moe->shared_ffn) / t) * moe_frac;
   }
   const double ew_bytes =
-      T * (m.norms_per_layer * 4 * h + 12 * h) + perf_detail::kGatedActivationBytesPerElement * act_elems;
+      Ta * (m.norms_per_layer * 4 * h + 12 * h) + perf_detail::kGatedActivationBytesPerElement * act_elems;
   const double ew_stream = ew_bytes / bw, ew_launch = 6 * eff.kernel_launch_s;
   const double ew_time = ew_stream + ew_launch;
   // Bound by whichever part is larger: streaming the bytes (a long prefill) or the kernels' fixed cost (decode).
@@ -156,11 +173,11 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   // Tensor parallelism: two all-reduces per layer (one for a parallel attention + MLP block, whose sum is reduced
   // once), NCCL's or the engine's one-shot kernel for small messages.
   if (t > 1) {
-    const ServingAllReduce one = ServingAllReduceTime(cl, eff, T * h * 2, t);
+    const ServingAllReduce one = ServingAllReduceTime(cl, eff, Ta * h * 2, t);
     const int n_ar = m.parallel_block ? 1 : 2;
     const double ar = n_ar * one.time_s;
     p.ops.push_back(OpCost{fmt::format("TP all-reduce (x{}, {})", n_ar, one.oneshot ? "one-shot" : "NCCL"),
-                           decode ? "decode" : "prefill", 0, T * h * 2 * n_ar, ar, 1, Bound::kCommunication});
+                           decode ? "decode" : "prefill", 0, Ta * h * 2 * n_ar, ar, 1, Bound::kCommunication});
     p.time += ar;
   }
   for (auto& o : p.ops) o.count = layers;
@@ -170,7 +187,7 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   // Output head for the last token of each sequence: vocab-parallel over TP, or whole on every rank.
   {
     const double head_params = (m.tie_embeddings ? pc.embedding : pc.lm_head) / (cfg.fit.replicated_embeddings ? 1 : t);
-    const double flops = 2 * batch * (all_logits ? new_tokens : 1) * head_params;
+    const double flops = 2 * batch_a * (all_logits ? new_tokens : 1) * head_params;
     const bool quantized = wf.quantizes_embeddings || (cfg.fit.quantize_head && !m.tie_embeddings);
     const double bytes = head_params * (quantized ? wbytes : 2);
     // The head computes at the precision it is stored in: 16-bit unless quantised with the layers.
@@ -187,7 +204,7 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
   // Pipeline stages run one after another for one batch: the other stages' time is the same again.
   if (cfg.fit.par.pp > 1) {
     const double stage = p.time;
-    p.time = stage * cfg.fit.par.pp + (cfg.fit.par.pp - 1) * P2PTime(T * h * 2, cl.inter_bw_per_gpu, cl.inter_latency_s);
+    p.time = stage * cfg.fit.par.pp + (cfg.fit.par.pp - 1) * P2PTime(Ta * h * 2, cl.inter_bw_per_gpu, cl.inter_latency_s);
   }
   return p;
 }
@@ -279,6 +296,9 @@ Status CheckSpeculation(const ModelSpec& m, const InferConfig& cfg) {
   if (cfg.decode_attention == DecodeAttention::kPerHead)
     return InvalidArgument("speculative decoding with --decode-attention per-head is not modelled: its kernel "
                            "decodes one token per sequence");
+  if (cfg.fit.par.attention_dp > 1)
+    return InvalidArgument("speculative decoding with --attention-dp is not modelled (the draft's layout over the "
+                           "attention groups is not); drop one of them");
   if (cfg.spec.draft_model) {
     const ModelSpec& d = *cfg.spec.draft_model;
     if (d.vocab != m.vocab)
@@ -311,7 +331,8 @@ namespace {
 ServingLimit BoundFromWeights(const ModelSpec& m, const GpuSpec& gpu, const InferConfig& cfg, double weights_per_gpu) {
   ServingLimit out;
   const double bw = gpu.memory_bandwidth_bytes_per_s.value;
-  if (cfg.spec.tokens > 0 || cfg.fit.par.pp > 1 || bw <= 0) return out;
+  // Not derived for attention DP, whose GPUs read and compute different shares of the layers.
+  if (cfg.spec.tokens > 0 || cfg.fit.par.pp > 1 || cfg.fit.par.attention_dp > 1 || bw <= 0) return out;
   const ParamCounts pc = CountParams(m);
   const double tp = double(cfg.fit.par.tp);
   const double embedding_bytes =
@@ -672,8 +693,10 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
         100 * attention_share(prefill), -100 * e.hi, -100 * e.lo, e.cases));
   }
   if (!spec && cfg.decode_attention == DecodeAttention::kGrouped && attention_share(decode) >= 0.1) {
-    const int kv_per_gpu = std::max(1, (m.kv_heads + cfg.fit.par.tp - 1) / cfg.fit.par.tp);
-    if (double(cfg.fit.batch) * kv_per_gpu < 16 && mid_ctx >= 8192) {
+    const int at = cfg.fit.par.attention_tp(), adp = std::max(1, cfg.fit.par.attention_dp);
+    const int kv_per_gpu = std::max(1, (m.kv_heads + at - 1) / at);
+    const int64_t seqs_per_gpu = (cfg.fit.batch + adp - 1) / adp;
+    if (double(seqs_per_gpu) * kv_per_gpu < 16 && mid_ctx >= 8192) {
       const auto& e = evidence::kServingDecodeAttentionFewHeads;
       r.notes.push_back(fmt::format(
           "uncertain: decode attention is {:.0f}% of a step here, over {} sequence x KV-head pair{} per GPU: too few "
@@ -681,7 +704,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
           "0.5.14's decode kernels, timed alone with fewer than 16 pairs at 8,192 keys or more, the model's time was "
           "{:.0f}% short of the measured one on average ({:+.0f}% to {:+.0f}%, {} held-out runs), against {:+.0f}% with "
           "caches of more than 128 MiB (docs/validation.md section 5)",
-          100 * attention_share(decode), cfg.fit.batch * kv_per_gpu, cfg.fit.batch * kv_per_gpu == 1 ? "" : "s",
+          100 * attention_share(decode), seqs_per_gpu * kv_per_gpu, seqs_per_gpu * kv_per_gpu == 1 ? "" : "s",
           100 * e.mean, 100 * e.lo, 100 * e.hi, e.cases, 100 * evidence::kServingDecodeAttention.mean));
     }
   }
@@ -744,12 +767,23 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
                           r.prefill_expert_imbalance, r.decode_expert_imbalance, cfg.moe_imbalance,
                           uniform(batch * double(cfg.input_len)), uniform(batch));
     r.notes.push_back(fmt::format(
-        "uncertain: expert parallelism in serving is not validated. The experts are combined with the TP "
-        "all-reduce, and {}. "
+        "uncertain: expert parallelism in serving is not validated. The experts are combined with {}, and {}. "
         "Published EP-vs-TP comparisons: TensorRT-LLM's MoE micro-benchmark, Mixtral at 128 tokens, EP 8 12% slower "
         "than TP 8 where this model has them equal; vLLM DeepSeek-R1 on 8 H200s, prefill 3-10% slower under EP 8 "
         "where this model has it 7% faster (docs/validation.md section 5)",
-        routing));
+        cfg.fit.par.attention_dp > 1 ? "a reduce-scatter back to the attention groups" : "the TP all-reduce", routing));
+  }
+  if (cfg.fit.par.attention_dp > 1) {
+    const int adp = cfg.fit.par.attention_dp;
+    r.notes.push_back(fmt::format(
+        "attention DP {}: {} attention groups of {} GPU{}, each running attention, the dense layers, the shared "
+        "experts and the output head for {} of the {} sequences and holding only their KV cache; the routed experts "
+        "run over all {} GPUs (EP {} x ETP {}) on every group's tokens, gathered before each MoE layer and "
+        "reduce-scattered after it (docs/methodology.md section 9.7)",
+        adp, adp, cfg.fit.par.attention_tp(), cfg.fit.par.attention_tp() == 1 ? "" : "s",
+        cfg.fit.batch % adp == 0 ? fmt::format("{}", cfg.fit.batch / adp)
+                                 : fmt::format("at most {}", (cfg.fit.batch + adp - 1) / adp),
+        cfg.fit.batch, cfg.fit.par.tp, cfg.fit.par.ep, cfg.fit.par.expert_tp()));
   }
   const bool one_gpu = cfg.fit.par.tp * cfg.fit.par.pp == 1;
   if (prefill_host > 0)

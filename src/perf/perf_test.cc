@@ -1,4 +1,5 @@
 #include "suanli/perf.h"
+#include "suanli/plan.h"
 #include "suanli/units.h"
 
 #include <fmt/format.h>
@@ -4589,6 +4590,106 @@ TEST_F(Perf, ClosedLoopRunsWhatTheCacheHoldsAndQueuesTheRest) {
   EXPECT_DOUBLE_EQ(l->ttft_s, l->prefill_s + l->queue_wait_s);
   ASSERT_FALSE(l->notes.empty());
   EXPECT_NE(l->notes.back().find("wait in its queue"), std::string::npos);
+}
+
+// Attention DP (methodology §9.7): each GPU runs attention, the projections and the head for its group's ceil(B / D)
+// sequences at TP / D, exactly as a replica of TP / D GPUs at that batch would; the routed experts see all B
+// sequences' tokens over EP x ETP = TP, exactly as without attention DP; the tokens are all-gathered before each MoE
+// layer (in the GEMMs' FP8) and reduce-scattered after it (16-bit), and the MLA cache no longer repeats on every GPU.
+TEST_F(Perf, AttentionDpRunsAttentionPerGroupAndTheExpertsOverAll) {
+  const GpuSpec& g = G("b200");
+  const ModelSpec m = M("deepseek-v3");
+  auto run = [&](int64_t batch, int tp, int ep, int adp) {
+    InferConfig c;
+    c.fit.weights = *ParseWeightFormat("fp8");
+    c.fit.kv_bytes_per_elem = 1;
+    c.fit.batch = batch;
+    c.fit.par.tp = tp;
+    c.fit.par.ep = ep;
+    c.fit.par.attention_dp = adp;
+    c.input_len = 1024;
+    c.output_len = 1024;
+    auto r = EstimateInference(m, C(g), c, E(g));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : InferResult{};
+  };
+  const InferResult adp = run(64, 8, 8, 8), tp8 = run(64, 8, 8, 1), one = run(8, 1, 1, 1);
+  for (const bool decode : {false, true}) {
+    const auto& ops = [&](const InferResult& r) -> const std::vector<OpCost>& {
+      return decode ? r.decode_ops : r.prefill_ops;
+    };
+    for (const char* name : {"attention", "qkv projection", "output projection", "mlp up/gate", "router",
+                             "shared expert down", "output head"}) {
+      const OpCost *a = FindOp(ops(adp), name), *b = FindOp(ops(one), name);
+      ASSERT_TRUE(a && b) << name;
+      EXPECT_DOUBLE_EQ(a->time_s, b->time_s) << name << (decode ? " decode" : " prefill");
+    }
+    for (const char* name : {"experts up/gate", "experts down", "MoE routing, row expansion and gather"}) {
+      const OpCost *a = FindOp(ops(adp), name), *b = FindOp(ops(tp8), name);
+      ASSERT_TRUE(a && b) << name;
+      EXPECT_DOUBLE_EQ(a->time_s, b->time_s) << name << (decode ? " decode" : " prefill");
+    }
+    const OpCost* x = FindOp(ops(adp), "attention-DP token all-gather + reduce-scatter");
+    ASSERT_NE(x, nullptr);
+    const double tokens = decode ? 64 : 64 * 1024;
+    EXPECT_DOUBLE_EQ(x->bytes, tokens * double(m.hidden) * (1 + 2));
+    EXPECT_GT(x->time_s, 0);
+    EXPECT_EQ(FindOp(ops(tp8), "attention-DP token all-gather + reduce-scatter"), nullptr);
+    EXPECT_NE(FindOp(ops(tp8), "TP all-reduce (x2, one-shot)") ? FindOp(ops(tp8), "TP all-reduce (x2, one-shot)")
+                                                                 : FindOp(ops(tp8), "TP all-reduce (x2, NCCL)"),
+              nullptr);
+    EXPECT_EQ(FindOp(ops(adp), "TP all-reduce (x2, one-shot)"), nullptr);
+    EXPECT_EQ(FindOp(ops(adp), "TP all-reduce (x2, NCCL)"), nullptr);
+  }
+  // The busiest group of an uneven batch: 9 sequences over 8 groups run attention as 2.
+  const InferResult uneven = run(9, 8, 8, 8), two = run(2, 1, 1, 1);
+  EXPECT_DOUBLE_EQ(FindOp(uneven.decode_ops, "attention")->time_s, FindOp(two.decode_ops, "attention")->time_s);
+  // The latent cache splits 8 ways, the attention weights repeat 8 times: many more sequences fit.
+  EXPECT_GT(adp.max_batch, 4 * tp8.max_batch);
+  EXPECT_TRUE(std::any_of(adp.notes.begin(), adp.notes.end(),
+                          [](const std::string& n) { return n.find("attention DP 8: 8 attention groups") == 0; }));
+  // No physical bound is derived for it (its GPUs read and compute different shares).
+  EXPECT_EQ(adp.ttft_bound_s, 0);
+  EXPECT_GT(tp8.ttft_bound_s, 0);
+}
+
+TEST_F(Perf, AttentionDpRefusesSpeculationAndEmitsEachEnginesFlags) {
+  const GpuSpec& g = G("b200");
+  const ModelSpec m = M("deepseek-v3");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.fit.batch = 64;
+  c.fit.par.tp = 8;
+  c.fit.par.ep = 8;
+  c.fit.par.attention_dp = 8;
+  InferConfig s = c;
+  s.spec.tokens = 1;
+  s.spec.acceptance_length = 1.8;
+  auto refused = EstimateInference(m, C(g), s, E(g));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string(refused.status().message()).find("with --attention-dp is not modelled"), std::string::npos);
+  auto r = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto trt = ServeCommand(ServeEngine::kTrtllm, m, g, "deepseek-ai/DeepSeek-V3", c, *r, false);
+  ASSERT_TRUE(trt.ok()) << trt.status().message();
+  EXPECT_NE(trt->find("enable_attention_dp: true"), std::string::npos) << *trt;
+  EXPECT_NE(trt->find("--max_batch_size 8"), std::string::npos) << *trt;  // one rank's sequences
+  auto sg = ServeCommand(ServeEngine::kSglang, m, g, "deepseek-ai/DeepSeek-V3", c, *r, false);
+  ASSERT_TRUE(sg.ok()) << sg.status().message();
+  EXPECT_NE(sg->find("--dp-size 8"), std::string::npos) << *sg;
+  EXPECT_NE(sg->find("--enable-dp-attention"), std::string::npos) << *sg;
+  auto vl = ServeCommand(ServeEngine::kVllm, m, g, "deepseek-ai/DeepSeek-V3", c, *r, false);
+  ASSERT_TRUE(vl.ok()) << vl.status().message();
+  EXPECT_NE(vl->find("--tensor-parallel-size 1"), std::string::npos) << *vl;
+  EXPECT_NE(vl->find("--data-parallel-size 8"), std::string::npos) << *vl;
+  EXPECT_NE(vl->find("--enable-expert-parallel"), std::string::npos) << *vl;
+  // TensorRT-LLM's attention DP is one GPU per group.
+  c.fit.par.attention_dp = 2;
+  auto half = EstimateInference(m, C(g), c, E(g));
+  ASSERT_TRUE(half.ok()) << half.status().message();
+  auto trt2 = ServeCommand(ServeEngine::kTrtllm, m, g, "deepseek-ai/DeepSeek-V3", c, *half, false);
+  ASSERT_FALSE(trt2.ok());
+  EXPECT_NE(std::string(trt2.status().message()).find("--attention-dp = --tp = 8"), std::string::npos);
 }
 
 TEST_F(Perf, ClosedLoopRefusesWhatItCannotDescribe) {

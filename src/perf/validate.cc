@@ -115,6 +115,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"moe_impl", KeyType::kString},
               {"ep", KeyType::kInteger},
               {"etp", KeyType::kInteger},
+              {"attention_dp", KeyType::kInteger},
               {"moe_imbalance", KeyType::kNumber},
               {"request_overhead_ms", KeyType::kNumber},
               {"step_overhead_ms", KeyType::kNumber},
@@ -365,6 +366,7 @@ std::vector<std::string> CaseCommand(const toml::table& t, CaseKind kind, const 
     flag_if("quantize_head", true, "--quantize-head");
     flag_if("replicated_embeddings", true, "--replicated-embeddings");
     opt("kv_dtype", "--kv-dtype");
+    opt("attention_dp", "--attention-dp");
     if (t.contains("concurrency"))
       add("--concurrency", integer("concurrency", 1));
     else
@@ -633,6 +635,8 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   // Expert parallelism inside the TP group; EstimateInference checks the layout and the imbalance's range.
   SUANLI_ASSIGN_OR_RETURN(c.fit.par.ep, IntKey(t, "ep", 1));
   SUANLI_ASSIGN_OR_RETURN(c.fit.par.etp, IntKey(t, "etp", 0));
+  // Attention DP over the TP GPUs (ValidateRequest checks it divides TP and the model has experts).
+  SUANLI_ASSIGN_OR_RETURN(c.fit.par.attention_dp, IntKey(t, "attention_dp", 1));
   c.moe_imbalance = t["moe_imbalance"].value_or(1.0);
   // A user's own engine's host costs (none in the bundled cases: the model has no such term, docs/methodology.md
   // §9.2); EstimateInference checks the range.

@@ -615,10 +615,14 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::
                                      const InferConfig& cfg, const InferResult& r, bool disable_sliding_window) {
   const Parallelism& p = cfg.fit.par;
   const std::string w = cfg.fit.weights.id.empty() ? "bf16" : cfg.fit.weights.id;  // EstimateInference's default
-  std::vector<Arg> args = {{"--tensor-parallel-size", std::to_string(p.tp)},
-                           {"--pipeline-parallel-size", std::to_string(p.pp)},
-                           {"--max-model-len", std::to_string(cfg.input_len + cfg.output_len)},
-                           {"--max-num-seqs", std::to_string(r.batch)}};
+  // Attention DP: vLLM's --data-parallel-size D ranks of TP / D GPUs each, every rank with its own scheduler (its
+  // --max-num-seqs is per rank), the experts spread over all of them by --enable-expert-parallel.
+  const int adp = std::max(1, p.attention_dp);
+  std::vector<Arg> args = {{"--tensor-parallel-size", std::to_string(p.attention_tp())}};
+  if (adp > 1) args.push_back({"--data-parallel-size", std::to_string(adp)});
+  args.push_back({"--pipeline-parallel-size", std::to_string(p.pp)});
+  args.push_back({"--max-model-len", std::to_string(cfg.input_len + cfg.output_len)});
+  args.push_back({"--max-num-seqs", std::to_string((r.batch + adp - 1) / adp)});
   std::string quantize, notes;
   SUANLI_RETURN_IF_ERROR(ResolveWeights(kVllmFormats, m, w, &quantize));
   if (Is16Bit(w)) args.push_back({"--dtype", DtypeArg(g, w, &notes)});
@@ -631,12 +635,12 @@ Result<std::string> VllmServeCommand(const ModelSpec& m, const GpuSpec& g, std::
         "chunked attention (Llama 4) has no flag suanli knows that keeps every token, so estimate it without "
         "--no-sliding-window");
   if (disable_sliding_window && m.sliding_window > 0) args.push_back({"--disable-sliding-window", ""});
-  if (p.ep > 1) {
+  if (p.ep > 1 || adp > 1) {
     if (p.ep != p.tp)
       return InvalidArgument(fmt::format(
-          "--emit vllm: vLLM's expert parallelism spans the whole tensor-parallel group (EP = TP = {}); --ep {} is "
+          "--emit vllm: vLLM's expert parallelism spans the whole tensor-parallel group{} (EP = TP = {}); --ep {} is "
           "TensorRT-LLM's and SGLang's partial form (--emit trtllm or sglang)",
-          p.tp, p.ep));
+          adp > 1 ? " and its data-parallel ranks" : "", p.tp, p.ep));
     args.push_back({"--enable-expert-parallel", ""});
   }
   // vLLM's --speculative-config for a chain (vLLM drafts no trees): method draft_model, eagle or eagle3 with the
@@ -679,11 +683,19 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std
   SUANLI_RETURN_IF_ERROR(ResolveWeights(kTrtllmFormats, m, w, &quantize));
   SUANLI_RETURN_IF_ERROR(CheckKvDtype("trtllm", cfg));
   // --max_num_tokens: the memory model's prefill chunk (8,192 tokens, TensorRT-LLM's default budget per step).
+  // Attention DP (enable_attention_dp in the options file): every rank of the TP group is its own attention group
+  // with its own scheduler, so D = TP and --max_batch_size counts one rank's sequences.
+  const int adp = std::max(1, p.attention_dp);
+  if (adp > 1 && adp != p.tp)
+    return InvalidArgument(fmt::format("--emit trtllm: TensorRT-LLM's attention DP (enable_attention_dp) runs "
+                                       "attention on one GPU per group, --attention-dp = --tp = {}; --attention-dp {} "
+                                       "is SGLang's form (--emit sglang)",
+                                       p.tp, adp));
   std::vector<Arg> args = {{"--backend", "pytorch"},
                            {"--tp_size", std::to_string(p.tp)},
                            {"--pp_size", std::to_string(p.pp)}};
   if (p.ep > 1) args.push_back({"--ep_size", std::to_string(p.ep)});  // moe_ep_size; moe_tp_size = TP / EP
-  args.push_back({"--max_batch_size", std::to_string(r.batch)});
+  args.push_back({"--max_batch_size", std::to_string((r.batch + adp - 1) / adp)});
   args.push_back({"--max_seq_len", std::to_string(cfg.input_len + cfg.output_len)});
   args.push_back({"--max_num_tokens", std::to_string(kPrefillChunkTokens)});
   // Speculative decoding as a chain in the LLM API options file: a draft model (decoding_type DraftTarget) or an
@@ -694,6 +706,7 @@ Result<std::string> TrtllmServeCommand(const ModelSpec& m, const GpuSpec& g, std
   const bool spec_in_line = cfg.spec.topk == 1 && (kind == DraftKind::kModel || kind == DraftKind::kEagle3 ||
                                                    kind == DraftKind::kMtp);
   std::string options;
+  if (adp > 1) options += "enable_attention_dp: true\n";
   if (cfg.fit.kv_bytes_per_elem == 1) options += "kv_cache_config:\n  dtype: fp8\n";
   if (spec_in_line && kind == DraftKind::kMtp)
     options += fmt::format("speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: {}\n",
@@ -729,6 +742,11 @@ Result<std::string> SglangServeCommand(const ModelSpec& m, const GpuSpec& g, std
   SUANLI_RETURN_IF_ERROR(ResolveWeights(kSglangFormats, m, w, &quantize));
   SUANLI_RETURN_IF_ERROR(CheckKvDtype("sglang", cfg));
   std::vector<Arg> args = {{"--model-path", std::string(model_ref)}, {"--tp-size", std::to_string(p.tp)}};
+  // Attention DP: --dp-size D with --enable-dp-attention, attention at TP / D inside the --tp-size GPUs.
+  if (p.attention_dp > 1) {
+    args.push_back({"--dp-size", std::to_string(p.attention_dp)});
+    args.push_back({"--enable-dp-attention", ""});
+  }
   if (p.pp > 1) args.push_back({"--pp-size", std::to_string(p.pp)});
   if (p.ep > 1) args.push_back({"--ep-size", std::to_string(p.ep)});
   args.push_back({"--context-length", std::to_string(cfg.input_len + cfg.output_len)});
@@ -759,6 +777,9 @@ Result<std::string> SglangServeCommand(const ModelSpec& m, const GpuSpec& g, std
   if (cfg.batch_max)
     out += "# SGLang sizes its KV cache pool with --mem-fraction-static, which by default leaves several GB of each "
            "GPU for activations and CUDA graphs, so it may admit fewer sequences\n";
+  if (p.attention_dp > 1)
+    out += "# --max-running-requests is the whole server's sequences here; check whether your SGLang version applies "
+           "it per DP rank under --enable-dp-attention\n";
   out += SlidingWindowNote(m, disable_sliding_window,
                            "SGLang honours sliding windows for some architectures only: check yours");
   if (cfg.decode_attention == DecodeAttention::kPerHead)
