@@ -73,7 +73,7 @@ for c in rep["cases"]:
     elif c["group"] == "concurrency":  # "aiconfigurator silicon <id>: vLLM 0.12.0 Qwen3-32B h100-sxm ...": per engine
         # and GPU
         tail = c["name"].split(": ", 1)[1].split()
-        src = f"{tail[0]} closed loop {c['gpu']}"
+        src = f"{tail[0]} {'attention-DP ' if ' attention-DP' in c['name'] else ''}closed loop {c['gpu']}"
     elif c["group"] == "speculative":  # "vLLM EAGLE-3 ...", "TRT-LLM MTP ...": engine and draft method
         src = " ".join(words[:2])
     elif src == "TRT-LLM" and c["group"] == "max_throughput":  # "TRT-LLM 1.0 Llama 3.1 8B H100 TP1 FP8 ...": per GPU

@@ -1150,6 +1150,11 @@ inline constexpr ErrorBand kConcurrencyTpotError{"concurrency", 848, 0.1211, 0.2
 // DeepSeek-V3/R1 and Qwen3-235B-A22B on TensorRT-LLM, vLLM and SGLang, at TP up to 8 with experts split or spread
 // inside it (forty-eighth session's second rule, first predictions). Signed on speed.
 inline constexpr ValidationEvidence kMoeClosedLoopTpot{542, -0.036, -1.008, 0.730};
+// The same with attention DP (forty-ninth session's third rule, first predictions; DeepSeek-R1 on TensorRT-LLM 1.1 and
+// 1.2, one node of H200s or B200s at attention DP 4 and 8): 1,024-token prompts, and 8,192-token ones, where the model
+// lets every prefill stall the whole replica for its attention group's full prefill. Signed on speed.
+inline constexpr ValidationEvidence kMoeAttentionDpClosedLoopTpotShort{15, -0.158, -0.440, 0.253};
+inline constexpr ValidationEvidence kMoeAttentionDpClosedLoopTpotLong{8, -1.137, -1.745, -0.610};
 }  // namespace evidence
 
 // Matmul parameters a token goes through: every active parameter but the input-embedding lookup (a tied table is

@@ -180,7 +180,8 @@ Pass Forward(const ModelSpec& m, const Cluster& cl, const Efficiency& eff, const
                            decode ? "decode" : "prefill", 0, Ta * h * 2 * n_ar, ar, 1, Bound::kCommunication});
     p.time += ar;
   }
-  for (auto& o : p.ops) o.count = layers;
+  // Each operator runs in its share of the layers (MoE and dense layers: layer_frac, set as its count above).
+  for (auto& o : p.ops) o.count *= layers;
   p.time *= layers;
   p.compute_time *= layers;
   p.memory_time *= layers;
@@ -894,6 +895,18 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
   r.per_gpu_peak_bytes = decode.per_gpu_peak_bytes;
   if (!m.moe) {
     r.tpot_error = evidence::kConcurrencyTpotError;  // its runs are dense models
+  } else if (cfg.fit.par.attention_dp > 1) {
+    const bool long_prompt = cfg.input_len >= 4096;
+    const auto& e = long_prompt ? evidence::kMoeAttentionDpClosedLoopTpotLong
+                                : evidence::kMoeAttentionDpClosedLoopTpotShort;
+    r.notes.push_back(fmt::format(
+        "uncertain: with attention DP the closed-loop time per output token was checked on {} held-out TensorRT-LLM "
+        "runs of DeepSeek-R1 with {}-token prompts (one node of H200s or B200s, attention DP 4 and 8): this model's "
+        "time was {:.0f}% to {:.0f}% longer than measured, {:.0f}% on average{} (docs/validation.md section 5)",
+        e.cases, long_prompt ? "8,192" : "1,024", -100 * e.hi, -100 * e.lo, -100 * e.mean,
+        long_prompt ? ". Here each prefill stalls every attention group for the whole of one group's prefill; the "
+                      "measured runs behave as if the groups' prefills overlapped"
+                    : "; the two B200 releases measured differ by up to 80% on the same configuration"));
   } else {
     const auto& e = evidence::kMoeClosedLoopTpot;
     r.notes.push_back(fmt::format(

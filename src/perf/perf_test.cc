@@ -4653,6 +4653,37 @@ TEST_F(Perf, AttentionDpRunsAttentionPerGroupAndTheExpertsOverAll) {
   EXPECT_GT(tp8.ttft_bound_s, 0);
 }
 
+// A closed loop with attention DP quotes its own held-out evidence, by prompt length, not the other MoE runs'.
+TEST_F(Perf, AttentionDpClosedLoopQuotesItsOwnEvidence) {
+  const GpuSpec& g = G("b200");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("nvfp4");
+  c.fit.kv_bytes_per_elem = 1;
+  c.fit.par.tp = 8;
+  c.fit.par.ep = 8;
+  c.fit.par.attention_dp = 8;
+  c.output_len = 1024;
+  auto quoted = [&](int64_t in) {
+    c.input_len = in;
+    auto l = EstimateClosedLoop(M("deepseek-v3"), C(g), c, 64, E(g));
+    EXPECT_TRUE(l.ok()) << l.status().message();
+    std::string all;
+    for (const auto& n : l->notes) all += n + "\n";
+    return all;
+  };
+  const std::string short_prompts = quoted(1024), long_prompts = quoted(8192);
+  EXPECT_NE(short_prompts.find(fmt::format("checked on {} held-out TensorRT-LLM runs of DeepSeek-R1 with 1,024-token",
+                                           evidence::kMoeAttentionDpClosedLoopTpotShort.cases)),
+            std::string::npos)
+      << short_prompts;
+  EXPECT_NE(long_prompts.find(fmt::format("checked on {} held-out TensorRT-LLM runs of DeepSeek-R1 with 8,192-token",
+                                          evidence::kMoeAttentionDpClosedLoopTpotLong.cases)),
+            std::string::npos)
+      << long_prompts;
+  EXPECT_EQ(short_prompts.find("for MoE models the closed-loop time per output token was checked on 542"),
+            std::string::npos);
+}
+
 TEST_F(Perf, AttentionDpRefusesSpeculationAndEmitsEachEnginesFlags) {
   const GpuSpec& g = G("b200");
   const ModelSpec m = M("deepseek-v3");
