@@ -4680,7 +4680,7 @@ TEST_F(Perf, AttentionDpClosedLoopQuotesItsOwnEvidence) {
                                           evidence::kMoeAttentionDpClosedLoopTpotLong.cases)),
             std::string::npos)
       << long_prompts;
-  EXPECT_EQ(short_prompts.find("for MoE models the closed-loop time per output token was checked on 542"),
+  EXPECT_EQ(short_prompts.find("for MoE models the closed-loop time per output token was checked on 374"),
             std::string::npos);
 }
 
