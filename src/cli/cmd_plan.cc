@@ -478,6 +478,7 @@ json RowJson(const SelectRow& r, bool serving, bool moe) {
           {"gpus", r.gpus},
           {"tp", r.tp},
           {"pp", r.pp},
+          {"attention_dp", r.layout.attention_dp},
           {"replicas", r.replicas},
           {"batch_per_replica", r.batch_per_replica},
           {"ttft_s", r.ttft_s},
@@ -689,7 +690,8 @@ Action SetupSelect(CLI::App* sub, Context* ctx) {
       const std::string cost_h = r.price_per_gpu_hour > 0 ? fmt::format("{:.2f}", r.cost_per_hour_usd) : "n/a";
       if (serving) {
         t.Row({std::to_string(i++), r.gpu, Validated(r, true, moe) ? "yes" : "-", std::to_string(r.gpus),
-               fmt::format("{} x TP={}{} batch {}", r.replicas, r.tp, r.pp > 1 ? fmt::format(" PP={}", r.pp) : "",
+               fmt::format("{} x TP={}{}{} batch {}", r.replicas, r.tp, r.pp > 1 ? fmt::format(" PP={}", r.pp) : "",
+                           r.layout.attention_dp > 1 ? fmt::format(" attention-DP={}", r.layout.attention_dp) : "",
                            r.batch_per_replica),
                FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s), fmt::format("{:.0f}", r.output_tokens_per_s), cost_h,
                r.price_per_gpu_hour > 0 ? fmt::format("{:.3f}", r.cost_per_million_tokens_usd) : "n/a",

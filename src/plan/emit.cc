@@ -490,9 +490,12 @@ std::string ServeHeader(const ModelSpec& m, const GpuSpec& g, const std::string&
                                      : "add the engine's speculative-decoding options for that draft")
           : std::string();
   return spec + fmt::format(
-      "# suanli {} perf infer: {} on {} x {} (TP={} PP={}), weights {}, KV cache {}, batch {}, {} + {} tokens\n"
+      "# suanli {} perf infer: {} on {} x {} (TP={} PP={}{}), weights {}, KV cache {}, batch {}, {} + {} tokens\n"
       "# predicted: {} {}, TPOT {}, {:.0f} output tokens/s per GPU\n",
-      SUANLI_VERSION, CommentText(m.id), p.tp * p.pp, g.id, p.tp, p.pp, w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit",
+      SUANLI_VERSION, CommentText(m.id), p.tp * p.pp, g.id, p.tp, p.pp,
+      p.attention_dp > 1 ? fmt::format(", attention DP {}: the batch over the {} groups", p.attention_dp, p.attention_dp)
+                         : "",
+      w, cfg.fit.kv_bytes_per_elem == 1 ? "fp8" : "16-bit",
       ServingBatchWords(cfg, r), cfg.input_len, cfg.output_len, cfg.batch_max ? "prefill of the batch" : "TTFT",
       FormatSeconds(r.ttft_s), FormatSeconds(r.tpot_s), r.output_tokens_per_s_per_gpu);
 }

@@ -1187,6 +1187,50 @@ TEST_F(Planner, SixtyGigabyteModelFieldCase) {
   EXPECT_NE(line->find("--max-num-seqs " + std::to_string(h100->batch_per_replica)), std::string::npos) << *line;
 }
 
+// An MoE model on a tensor-parallel replica: select serve also tries attention DP over the replica's GPUs and keeps it
+// where it serves the users on fewer GPUs. DeepSeek-V3 in FP8 on GB200 (TP 4 holds it): under TP alone each GPU holds
+// every sequence's latent cache, so 512 users at 2,048 tokens need two replicas; with attention DP one holds them.
+TEST_F(Planner, SelectionTriesAttentionDpForAnMoeReplica) {
+  const ModelSpec m = M("deepseek-v3");
+  ServeTarget t;
+  t.model = &m;
+  t.weights = *ParseWeightFormat("fp8");
+  t.kv_bytes_per_elem = 1;
+  t.input_len = 1024;
+  t.output_len = 1024;
+  t.concurrent_users = 512;
+  auto rows = SelectForServing(*hw_, t);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  const SelectRow* gb200 = nullptr;
+  for (const auto& r : *rows)
+    if (r.gpu == "gb200") gb200 = &r;
+  ASSERT_TRUE(gb200 && gb200->eligible) << (gb200 ? gb200->exclusion : "no row");
+  ASSERT_EQ(gb200->tp, 4);
+  EXPECT_EQ(gb200->layout.attention_dp, 4);
+  EXPECT_EQ(gb200->replica.fit.par.attention_dp, 4);
+  EXPECT_EQ(gb200->gpus, 4);
+  EXPECT_NE(gb200->memory_note.find("attention data-parallel over the 4 GPUs"), std::string::npos)
+      << gb200->memory_note;
+  // The plain layout at the same users needs more: its KV cache holds fewer sequences per replica.
+  FitRequest f;
+  f.weights = t.weights;
+  f.kv_bytes_per_elem = 1;
+  f.seq = 2048;
+  f.par.tp = 4;
+  const GpuSpec& g = **hw_->FindGpu("gb200");
+  const int64_t plain = MaxBatchThatFits(m, f, g);
+  f.par.attention_dp = 4;
+  EXPECT_LT(plain, 512);
+  EXPECT_GE(MaxBatchThatFits(m, f, g), 512);
+  // A dense model is never given attention DP.
+  const ModelSpec dense = M("llama-3.1-70b");
+  t.model = &dense;
+  t.weights = WeightFormat{};
+  auto dense_rows = SelectForServing(*hw_, t);
+  ASSERT_TRUE(dense_rows.ok());
+  for (const auto& r : *dense_rows) EXPECT_EQ(r.layout.attention_dp, 1) << r.gpu;
+}
+
 // Speculative decoding in every replica (select serve --speculative-tokens ...): the rows carry it and their TPOT
 // drops; a GPU whose smallest replica needs pipeline parallelism is excluded with the reason (not modelled), and
 // settings wrong everywhere are the request's error.

@@ -128,105 +128,128 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
       row.memory_note = fmt::format("one copy per GPU fits ({} of weights on {})", FormatBytes(weights_bytes),
                                     FormatBytes(g.memory_bytes.value));
     }
-    row.tp = mg.layout.tp;
-    row.pp = mg.layout.pp;
-    fr.par = mg.layout;
-    const int64_t max_batch = MaxBatchThatFits(m, fr, g);
-    // 2-3. Replicas and batch: as few replicas as memory allows, more when the latency objective or the
-    // request rate asks for it.
-    int64_t users = t.concurrent_users;
-    bool ok = false, any_fit = false;
-    double draft_bytes = 0;  // with speculation: the draft's share of a GPU, for the exclusion below
-    for (int iter = 0; iter < 3 && !ok; ++iter) {
-      for (int64_t replicas = std::max<int64_t>(1, (users + max_batch - 1) / std::max<int64_t>(1, max_batch));
-           replicas * mg.gpus <= 4096; replicas = replicas < 4 ? replicas + 1 : replicas * 2) {
-        InferConfig ic;
-        ic.fit = fr;
-        ic.fit.batch = (users + replicas - 1) / replicas;
-        ic.input_len = t.input_len;
-        ic.output_len = t.output_len;
-        ic.decode_attention = t.decode_attention;
-        ic.request_overhead_s = t.request_overhead_s;
-        ic.step_overhead_s = t.step_overhead_s;
-        ic.spec = t.spec;
-        // Speculation this GPU's layout cannot run as modelled (PP, a TP the draft's heads do not divide).
-        if (auto st = CheckSpeculation(m, ic); !st.ok()) {
-          row.exclusion = fmt::format("a replica needs TP={} PP={}: {}", ic.fit.par.tp, ic.fit.par.pp, st.message());
-          break;
-        }
-        auto r = EstimateInference(m, *cl, ic, *eff);
-        if (!r.ok()) return r.status();
-        draft_bytes = r->draft_bytes_per_gpu;
-        if (!r->fits) continue;
-        any_fit = true;
-        const bool ttft_ok = t.ttft_slo_s <= 0 || r->ttft_s <= t.ttft_slo_s;
-        const bool tpot_ok = t.tpot_slo_s <= 0 || r->tpot_s <= t.tpot_slo_s;
-        row.replicas = static_cast<int>(replicas);
-        row.batch_per_replica = ic.fit.batch;
-        row.ttft_s = r->ttft_s;
-        row.tpot_s = r->tpot_s;
-        row.output_tokens_per_s = replicas * double(ic.fit.batch) * double(t.output_len) / r->e2e_latency_s;
-        row.replica = ic;
-        row.replica_result = *r;
-        if (ttft_ok && tpot_ok) {
-          ok = true;
-          // Little's law: the concurrency a request rate implies at this latency.
-          if (t.requests_per_s > 0) {
-            const int64_t need = static_cast<int64_t>(std::ceil(t.requests_per_s * r->e2e_latency_s));
-            if (need > users) {
-              users = need;
-              ok = false;
-            }
+    // 2-3. Replicas and batch for one replica layout: as few replicas as memory allows, more when the latency
+    // objective or the request rate asks for it. Sets `out` to the row for that layout (eligible, or with its exclusion).
+    SelectRow out;
+    const auto serve = [&](SelectRow row, const Parallelism& layout) -> Status {
+      row.tp = layout.tp;
+      row.pp = layout.pp;
+      fr.par = layout;
+      const int64_t max_batch = MaxBatchThatFits(m, fr, g);
+      int64_t users = t.concurrent_users;
+      bool ok = false, any_fit = false;
+      double draft_bytes = 0;  // with speculation: the draft's share of a GPU, for the exclusion below
+      for (int iter = 0; iter < 3 && !ok; ++iter) {
+        for (int64_t replicas = std::max<int64_t>(1, (users + max_batch - 1) / std::max<int64_t>(1, max_batch));
+             replicas * mg.gpus <= 4096; replicas = replicas < 4 ? replicas + 1 : replicas * 2) {
+          InferConfig ic;
+          ic.fit = fr;
+          ic.fit.batch = (users + replicas - 1) / replicas;
+          ic.input_len = t.input_len;
+          ic.output_len = t.output_len;
+          ic.decode_attention = t.decode_attention;
+          ic.request_overhead_s = t.request_overhead_s;
+          ic.step_overhead_s = t.step_overhead_s;
+          ic.spec = t.spec;
+          // Speculation this GPU's layout cannot run as modelled (PP, a TP the draft's heads do not divide).
+          if (auto st = CheckSpeculation(m, ic); !st.ok()) {
+            row.exclusion = fmt::format("a replica needs TP={} PP={}: {}", ic.fit.par.tp, ic.fit.par.pp, st.message());
+            break;
           }
-          break;
+          auto r = EstimateInference(m, *cl, ic, *eff);
+          if (!r.ok()) return r.status();
+          draft_bytes = r->draft_bytes_per_gpu;
+          if (!r->fits) continue;
+          any_fit = true;
+          const bool ttft_ok = t.ttft_slo_s <= 0 || r->ttft_s <= t.ttft_slo_s;
+          const bool tpot_ok = t.tpot_slo_s <= 0 || r->tpot_s <= t.tpot_slo_s;
+          row.replicas = static_cast<int>(replicas);
+          row.batch_per_replica = ic.fit.batch;
+          row.ttft_s = r->ttft_s;
+          row.tpot_s = r->tpot_s;
+          row.output_tokens_per_s = replicas * double(ic.fit.batch) * double(t.output_len) / r->e2e_latency_s;
+          row.replica = ic;
+          row.replica_result = *r;
+          if (ttft_ok && tpot_ok) {
+            ok = true;
+            // Little's law: the concurrency a request rate implies at this latency.
+            if (t.requests_per_s > 0) {
+              const int64_t need = static_cast<int64_t>(std::ceil(t.requests_per_s * r->e2e_latency_s));
+              if (need > users) {
+                users = need;
+                ok = false;
+              }
+            }
+            break;
+          }
+          if (ic.fit.batch == 1) {
+            // The engine's host time, when given, is part of the figure and can be what misses.
+            const double ttft_host = t.request_overhead_s + t.step_overhead_s;
+            const std::string host =
+                (!tpot_ok ? t.step_overhead_s : ttft_host) > 0
+                    ? fmt::format("; {} of it is the given engine host time",
+                                  FormatSeconds(!tpot_ok ? t.step_overhead_s : ttft_host))
+                    : "";
+            // Against the physical bound (methodology §9.5): an objective under it no engine can meet on this replica.
+            const double bound = !tpot_ok ? r->decode_step_bound_s : r->ttft_bound_s;
+            const double slo = !tpot_ok ? t.tpot_slo_s : t.ttft_slo_s;
+            const std::string physics =
+                bound <= 0 ? ""
+                : slo < bound
+                    ? fmt::format("; no engine can meet it on this replica: the physical bound is {}", FormatSeconds(bound))
+                    : fmt::format("; the physical bound, {}, would allow it to an engine faster than modelled",
+                                  FormatSeconds(bound));
+            row.exclusion = !tpot_ok ? fmt::format("time per output token {} misses the {} objective even at batch 1 "
+                                                   "(decode is {}-bound, {}{}{})",
+                                                   FormatSeconds(r->tpot_s), FormatSeconds(t.tpot_slo_s),
+                                                   r->decode_bound, FormatBandwidth(g.memory_bandwidth_bytes_per_s.value),
+                                                   host, physics)
+                                     : fmt::format("time to first token {} misses the {} objective even at batch 1 "
+                                                   "(prefill is {}-bound{}{})",
+                                                   FormatSeconds(r->ttft_s), FormatSeconds(t.ttft_slo_s),
+                                                   r->prefill_bound, host, physics);
+            break;
+          }
         }
-        if (ic.fit.batch == 1) {
-          // The engine's host time, when given, is part of the figure and can be what misses.
-          const double ttft_host = t.request_overhead_s + t.step_overhead_s;
-          const std::string host =
-              (!tpot_ok ? t.step_overhead_s : ttft_host) > 0
-                  ? fmt::format("; {} of it is the given engine host time",
-                                FormatSeconds(!tpot_ok ? t.step_overhead_s : ttft_host))
-                  : "";
-          // Against the physical bound (methodology §9.5): an objective under it no engine can meet on this replica.
-          const double bound = !tpot_ok ? r->decode_step_bound_s : r->ttft_bound_s;
-          const double slo = !tpot_ok ? t.tpot_slo_s : t.ttft_slo_s;
-          const std::string physics =
-              bound <= 0 ? ""
-              : slo < bound
-                  ? fmt::format("; no engine can meet it on this replica: the physical bound is {}", FormatSeconds(bound))
-                  : fmt::format("; the physical bound, {}, would allow it to an engine faster than modelled",
-                                FormatSeconds(bound));
-          row.exclusion = !tpot_ok ? fmt::format("time per output token {} misses the {} objective even at batch 1 "
-                                                 "(decode is {}-bound, {}{}{})",
-                                                 FormatSeconds(r->tpot_s), FormatSeconds(t.tpot_slo_s),
-                                                 r->decode_bound, FormatBandwidth(g.memory_bandwidth_bytes_per_s.value),
-                                                 host, physics)
-                                   : fmt::format("time to first token {} misses the {} objective even at batch 1 "
-                                                 "(prefill is {}-bound{}{})",
-                                                 FormatSeconds(r->ttft_s), FormatSeconds(t.ttft_slo_s),
-                                                 r->prefill_bound, host, physics);
-          break;
-        }
+        if (!row.exclusion.empty()) break;
       }
-      if (!row.exclusion.empty()) break;
+      if (!ok) {
+        if (row.exclusion.empty() && !any_fit && draft_bytes > 0)
+          row.exclusion = fmt::format("the draft's weights and KV cache ({} per GPU) do not fit beside the target on its "
+                                      "smallest replica (TP={} PP={})",
+                                      FormatBytes(draft_bytes), mg.layout.tp, mg.layout.pp);
+        if (row.exclusion.empty()) row.exclusion = "no replica count up to 4096 GPUs meets the objectives";
+        out = row;
+        return Status::Ok();
+      }
+      row.eligible = true;
+      row.gpus = row.replicas * mg.gpus;
+      row.layout = layout;
+      row.cost_per_hour_usd = row.gpus * row.price_per_gpu_hour;
+      if (row.price_per_gpu_hour > 0 && row.output_tokens_per_s > 0)
+        row.cost_per_million_tokens_usd = row.cost_per_hour_usd / (row.output_tokens_per_s * 3600 / 1e6);
+      out = row;
+      return Status::Ok();
+    };
+    SUANLI_RETURN_IF_ERROR(serve(row, mg.layout));
+    // An MoE model on a tensor-parallel replica can also run attention data-parallel over its GPUs (methodology §9.7:
+    // each GPU attends for its own share of the sequences and holds only their KV cache): taken where it serves the
+    // users on fewer GPUs, or as many at a higher throughput.
+    if (m.moe && mg.layout.tp > 1 && mg.layout.pp == 1 && t.spec.tokens == 0) {
+      const SelectRow plain = out;
+      Parallelism adp = mg.layout;
+      adp.attention_dp = adp.tp;
+      SUANLI_RETURN_IF_ERROR(serve(row, adp));
+      const bool better = out.eligible && (!plain.eligible || out.gpus < plain.gpus ||
+                                           (out.gpus == plain.gpus && out.output_tokens_per_s > plain.output_tokens_per_s));
+      if (better)
+        out.memory_note += fmt::format("; attention data-parallel over the {} GPUs (each holds its own sequences' KV "
+                                       "cache): {} GPUs where TP alone needs {}",
+                                       adp.tp, out.gpus, plain.eligible ? std::to_string(plain.gpus) : "more than 4096");
+      else
+        out = plain;
     }
-    if (!ok) {
-      if (row.exclusion.empty() && !any_fit && draft_bytes > 0)
-        row.exclusion = fmt::format("the draft's weights and KV cache ({} per GPU) do not fit beside the target on its "
-                                    "smallest replica (TP={} PP={})",
-                                    FormatBytes(draft_bytes), mg.layout.tp, mg.layout.pp);
-      if (row.exclusion.empty()) row.exclusion = "no replica count up to 4096 GPUs meets the objectives";
-      rows.push_back(row);
-      continue;
-    }
-    row.eligible = true;
-    row.gpus = row.replicas * mg.gpus;
-    row.layout = mg.layout;
-    row.cost_per_hour_usd = row.gpus * row.price_per_gpu_hour;
-    if (row.price_per_gpu_hour > 0 && row.output_tokens_per_s > 0)
-      row.cost_per_million_tokens_usd = row.cost_per_hour_usd / (row.output_tokens_per_s * 3600 / 1e6);
-    rows.push_back(row);
+    rows.push_back(out);
   }
   Rank(rows, true);
   return rows;
