@@ -1155,6 +1155,9 @@ inline constexpr ValidationEvidence kMoeClosedLoopTpot{374, -0.041, -1.008, 0.73
 // 1.2, one node of H200s or B200s at attention DP 4 and 8): 1,024-token prompts, and 8,192-token ones, where the model
 // lets every prefill stall the whole replica for its attention group's full prefill. Signed on speed.
 inline constexpr ValidationEvidence kMoeAttentionDpClosedLoopTpotShort{15, -0.158, -0.440, 0.253};
+// Of kMoeClosedLoopTpot's runs, those with expert parallelism inside the TP group (EP > 1, no attention DP): the only
+// serving runs with EP in the data (TensorRT-LLM's Qwen3-235B on H100 most of them). Signed on speed.
+inline constexpr ValidationEvidence kMoeExpertParallelClosedLoopTpot{149, -0.168, -0.811, 0.555};
 inline constexpr ValidationEvidence kMoeAttentionDpClosedLoopTpotLong{8, -1.137, -1.745, -0.610};
 }  // namespace evidence
 

@@ -447,6 +447,12 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   check(evidence::kMoeClosedLoopTpot,
         [&](const ValidationCase& c) { return c.group == "concurrency" && c.moe && !has(c.name, " attention-DP"); },
         "MoE closed-loop time per output token", true);
+  check(evidence::kMoeExpertParallelClosedLoopTpot,
+        [&](const ValidationCase& c) {
+          return c.group == "concurrency" && c.moe && !has(c.name, " attention-DP") && !has(c.name, " EP1 ") &&
+                 has(c.name, " EP");
+        },
+        "MoE closed-loop time per output token, EP > 1", true);
   check(evidence::kMoeAttentionDpClosedLoopTpotShort,
         [&](const ValidationCase& c) {
           return c.group == "concurrency" && has(c.name, " attention-DP") && has(c.name, " 1024/");
