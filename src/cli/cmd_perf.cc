@@ -42,7 +42,9 @@ struct PerfFlags {
   // infer
   std::string batch = "1";
   int64_t max_batch = 0, input_len = 512, output_len = 128;
-  int64_t concurrency = 0;  // perf infer --concurrency: a closed-loop benchmark's clients (0: none)
+  // perf infer --concurrency: a closed-loop benchmark's clients (empty: none); several values: a sweep.
+  std::vector<int64_t> concurrency_list;
+  int64_t concurrency = 0;  // the first of them
   int attention_dp = 1;     // perf infer --attention-dp
   std::string weights = "bf16", kv_dtype = "bf16";
   bool quantize_head = false, replicated_embeddings = false, no_sliding_window = false;
@@ -255,10 +257,12 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
   AddSpeculationOptions(infer, &f->spec);
   infer->add_option("--decode-attention", f->decode_attention, kDecodeAttentionHelp)->capture_default_str();
   infer->add_option("--moe-impl", f->moe_impl, kMoeImplHelp)->capture_default_str();
-  infer->add_option("--concurrency", f->concurrency,
+  infer->add_option("--concurrency", f->concurrency_list,
                     "Closed-loop benchmark (AIPerf, genai-perf, vllm bench serve --concurrency): this many clients, "
                     "each sending its next request when the last ends; adds the time per output token they see, other "
-                    "clients' prefills included (docs/methodology.md section 9.6)")
+                    "clients' prefills included (docs/methodology.md section 9.6). Several values (1,8,64) add a "
+                    "sweep table: time per output token, tokens/s per user and per GPU at each")
+      ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   infer->add_option("--request-overhead-ms", f->request_overhead_ms,
                     "Serving engine's host time per request, added to the TTFT (the model has none)")
@@ -732,6 +736,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                                     f->tp * f->pp)));
     cfg.input_len = f->input_len;
     cfg.output_len = f->output_len;
+    f->concurrency = f->concurrency_list.empty() ? 0 : f->concurrency_list.front();
     if (f->concurrency > 0 && (f->batch != "1" || f->max_batch > 0))
       return PrintError(InvalidArgument(fmt::format(
           "--concurrency {} sets the batch (the clients' sequences in flight); drop --batch {}{}", f->concurrency,
@@ -742,6 +747,18 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       if (!l.ok()) return PrintError(l.status());
       loop = *std::move(l);
       cfg.fit.batch = loop->running;  // the estimate below: a step of the sequences in flight
+    }
+    // A sweep: the closed loop at each of the given concurrencies (the first one's is `loop`).
+    std::vector<ClosedLoopResult> sweep;
+    if (f->concurrency_list.size() > 1) {
+      sweep.push_back(*loop);
+      for (size_t i = 1; i < f->concurrency_list.size(); ++i) {
+        InferConfig at = cfg;
+        at.fit.batch = 1;
+        auto l = EstimateClosedLoop(*model, *cluster, at, f->concurrency_list[i], *eff);
+        if (!l.ok()) return PrintError(l.status());
+        sweep.push_back(*std::move(l));
+      }
     }
     // With --concurrency the closed loop has already made the estimate at the sequences in flight.
     Result<InferResult> r = loop ? Result<InferResult>(loop->decode) : EstimateInference(*model, *cluster, cfg, *eff);
@@ -813,19 +830,25 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                             {"round_s", r->spec_round_s},
                             {"draft_bytes_per_gpu", r->draft_bytes_per_gpu}};
       if (!launch.empty()) j["launch"] = {{engine, launch}};
-      if (loop)
-        j["closed_loop"] = {{"concurrency", loop->concurrency},
-                            {"running", loop->running},
-                            {"queue_wait_s", loop->queue_wait_s},
-                            {"prefill_s", loop->prefill_s},
-                            {"decode_step_s", loop->decode_step_s},
-                            {"mixed_step_extra_s", loop->mixed_step_extra_s},
-                            {"ttft_s", loop->ttft_s},
-                            {"tpot_s", loop->tpot_s},
-                            {"requests_per_s", loop->requests_per_s},
-                            {"output_tokens_per_s_per_gpu", loop->output_tokens_per_s_per_gpu},
-                            {"validation_error", {{"tpot_s", BandJson(loop->tpot_error, **gpu)}}},
-                            {"notes", loop->notes}};
+      const auto loop_json = [&](const ClosedLoopResult& l) -> json {
+        return {{"concurrency", l.concurrency},
+                {"running", l.running},
+                {"queue_wait_s", l.queue_wait_s},
+                {"prefill_s", l.prefill_s},
+                {"decode_step_s", l.decode_step_s},
+                {"mixed_step_extra_s", l.mixed_step_extra_s},
+                {"ttft_s", l.ttft_s},
+                {"tpot_s", l.tpot_s},
+                {"requests_per_s", l.requests_per_s},
+                {"output_tokens_per_s_per_gpu", l.output_tokens_per_s_per_gpu},
+                {"validation_error", {{"tpot_s", BandJson(l.tpot_error, **gpu)}}},
+                            {"notes", l.notes}};
+      };
+      if (loop) j["closed_loop"] = loop_json(*loop);
+      if (!sweep.empty()) {
+        j["closed_loop_sweep"] = json::array();
+        for (const auto& l : sweep) j["closed_loop_sweep"].push_back(loop_json(l));
+      }
       PrintJson(j);
       return r->fits ? kExitOk : kExitNoFit;
     }
@@ -889,6 +912,20 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                                 "held-out runs of TensorRT-LLM, vLLM and SGLang", **gpu)
                   << "\n";
       for (const auto& n : loop->notes) std::cout << "note: " << n << "\n";
+    }
+    if (!sweep.empty()) {
+      std::cout << "\nclosed loop, concurrency sweep (tokens/s per user = 1 / time per output token):\n";
+      Table st({"clients", "in flight", "TTFT", "time per output token", "tokens/s per user", "output tokens/s per GPU",
+                "requests/s"});
+      for (const auto& l : sweep)
+        st.Row({std::to_string(l.concurrency),
+                l.running < l.concurrency ? fmt::format("{} ({} queued)", l.running, l.concurrency - l.running)
+                                          : std::to_string(l.running),
+                FormatSeconds(l.ttft_s), FormatSeconds(l.tpot_s), fmt::format("{:.1f}", 1 / l.tpot_s),
+                fmt::format("{:.1f}", l.output_tokens_per_s_per_gpu), fmt::format("{:.2f}", l.requests_per_s)});
+      std::cout << st.Render();
+      std::cout << "the TTFT is one prompt's prefill, plus the queue's wait where more clients come than the KV cache "
+                   "holds; the tables before the sweep and the notes below are the first concurrency's\n";
     }
     std::vector<std::string> bands;
     if (r->ttft_error.cases) bands.push_back(BandWords("TTFT", r->ttft_error, "dense-model runs", **gpu));
