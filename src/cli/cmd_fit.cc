@@ -155,7 +155,8 @@ std::string Layout(const Parallelism& p) {
 }
 
 json LayoutJson(const Parallelism& p) {
-  return {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"attention_dp", p.attention_dp}, {"zero", p.zero},
+  return {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"attention_dp", p.attention_dp},
+          {"zero", p.zero},
           {"sequence_parallel", p.sequence_parallel}, {"gpus", p.gpus()}};
 }
 

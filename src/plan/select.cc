@@ -129,7 +129,8 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
                                     FormatBytes(g.memory_bytes.value));
     }
     // 2-3. Replicas and batch for one replica layout: as few replicas as memory allows, more when the latency
-    // objective or the request rate asks for it. Sets `out` to the row for that layout (eligible, or with its exclusion).
+    // objective or the request rate asks for it. Sets `out` to the row for that layout (eligible, or with its
+    // exclusion).
     SelectRow out;
     const auto serve = [&](SelectRow row, const Parallelism& layout) -> Status {
       row.tp = layout.tp;
@@ -240,8 +241,9 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
       Parallelism adp = mg.layout;
       adp.attention_dp = adp.tp;
       SUANLI_RETURN_IF_ERROR(serve(row, adp));
-      const bool better = out.eligible && (!plain.eligible || out.gpus < plain.gpus ||
-                                           (out.gpus == plain.gpus && out.output_tokens_per_s > plain.output_tokens_per_s));
+      const bool better =
+          out.eligible && (!plain.eligible || out.gpus < plain.gpus ||
+                           (out.gpus == plain.gpus && out.output_tokens_per_s > plain.output_tokens_per_s));
       if (better)
         out.memory_note += fmt::format("; attention data-parallel over the {} GPUs (each holds its own sequences' KV "
                                        "cache): {} GPUs where TP alone needs {}",
