@@ -1281,6 +1281,18 @@ Result<FitResult> EstimateMemory(const ModelSpec& m, const FitRequest& req) {
   if (!training && !finetune)
     if (auto stored = StoredFormatNote(m, r.weights)) f.notes.push_back(std::move(*stored));
   if (r.flash_attention) f.notes.push_back("FlashAttention: no s^2 attention-score tensors are stored");
+  // Serving an MoE model whose KV cache TP cannot split (MLA's one latent per layer, or fewer KV heads than GPUs): each
+  // of the TP GPUs holds every sequence's copy, and attention DP would hold only its own sequences' (§9.7).
+  if (!training && !finetune && m.moe && p.tp > 1 && p.attention_dp == 1 && (m.mla || m.kv_heads < p.tp)) {
+    // Attention DP with that many groups (attention TP = the KV heads, or 1 for MLA) holds each sequence once.
+    const int copies = m.mla ? p.tp : p.tp / std::max(1, m.kv_heads);
+    f.notes.push_back(fmt::format(
+        "the KV cache is held {} times over the {} TP GPUs ({}); with attention data parallelism (--attention-dp {}) "
+        "each GPU would hold 1/{} as much, for more weights per GPU (docs/methodology.md section 9.7)",
+        copies, p.tp, m.mla ? "MLA keeps one latent per layer, which TP does not split"
+                            : fmt::format("{} KV heads over {} GPUs", m.kv_heads, p.tp),
+        copies, copies));
+  }
   if (training && r.offload_layers > 0)
     f.notes.push_back(fmt::format("CPU activation offloading: {} of {} layers' activations ({} per layer) move to pinned "
                                   "host memory, {} per GPU; at most {} layers' activations are on the GPU",

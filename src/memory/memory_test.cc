@@ -61,6 +61,15 @@ TEST_F(Memory, AttentionDpSplitsTheKvCacheAndReplicatesTheNonExpertWeights) {
   const double nonlayer = c.embedding + (m.tie_embeddings ? 0.0 : c.lm_head);
   EXPECT_NEAR(adp.breakdown.weights - tp.breakdown.weights, (layer * 1 + nonlayer * 2) * (1 - 1.0 / 8),
               1e-9 * tp.breakdown.weights);
+  // The TP layout says what attention DP would save; the attention-DP one does not.
+  const auto says = [](const FitResult& f) {
+    return std::any_of(f.notes.begin(), f.notes.end(), [](const std::string& n) {
+      return n.find("the KV cache is held 8 times over the 8 TP GPUs (MLA keeps one latent per layer") == 0 &&
+             n.find("--attention-dp 8") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(says(tp));
+  EXPECT_FALSE(says(adp));
   // Uneven groups: the busiest holds ceil(batch / D) sequences.
   r.batch = 9;
   EXPECT_DOUBLE_EQ(Est(m, r).breakdown.kv_cache, KvCacheBytes(m, 1, 2, 2048, 1));
