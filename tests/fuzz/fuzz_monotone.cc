@@ -174,6 +174,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     s.request_overhead_s = in.ConsumeBool() ? 1e-3 : 0.0;
     s.step_overhead_s = in.ConsumeBool() ? 2e-4 : 0.0;
+    // Attention DP over the TP GPUs (MoE models only; the estimate refuses it elsewhere and with speculation).
+    if (m.moe && s.spec.tokens == 0 && in.ConsumeIntegralInRange<int>(0, 2) == 0)
+      s.fit.par.attention_dp = Pick(in, {s.fit.par.tp, std::max(1, s.fit.par.tp / 2)});
   }
 
   if (kind == 2) {
@@ -281,9 +284,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
            (!chunked_decode_may_shorten && more->tpot_s < base->tpot_s * (1 - 1e-9)) ||
            (batch && more->decode_tokens_per_s < base->decode_tokens_per_s * (1 - 1e-9)))) {
         std::fprintf(stderr,
-                     "%s on %s, TP%d PP%d EP%d %s, batch %lld, %lld/%lld tokens, speculation %d: twice the %s made "
-                     "TTFT %.6g -> %.6g s, TPOT %.6g -> %.6g s, %.6g -> %.6g tokens/s\n",
-                     m.id.c_str(), gpu.id.c_str(), s.fit.par.tp, s.fit.par.pp, s.fit.par.ep, s.fit.weights.id.c_str(),
+                     "%s on %s, TP%d PP%d EP%d attention DP %d %s, batch %lld, %lld/%lld tokens, speculation %d: "
+                     "twice the %s made TTFT %.6g -> %.6g s, TPOT %.6g -> %.6g s, %.6g -> %.6g tokens/s\n",
+                     m.id.c_str(), gpu.id.c_str(), s.fit.par.tp, s.fit.par.pp, s.fit.par.ep, s.fit.par.attention_dp,
+                     s.fit.weights.id.c_str(),
                      static_cast<long long>(s.fit.batch), static_cast<long long>(s.input_len),
                      static_cast<long long>(s.output_len), s.spec.tokens, batch ? "batch" : "prompt", base->ttft_s,
                      more->ttft_s, base->tpot_s, more->tpot_s, base->decode_tokens_per_s, more->decode_tokens_per_s);
