@@ -242,12 +242,16 @@ Result<double> DraftBytesPerGpu(const ModelSpec& d, const InferConfig& cfg, cons
     return e.breakdown.weights + e.breakdown.kv_cache;
   }
   const ParamCounts pc = CountParams(d);
-  const int t = fit.par.tp;
-  const double layers = (pc.total - pc.non_layer_total) * fit.weights.bits_per_weight / 8 / t;
+  // Under attention DP (methodology §9.7) the head's routed experts split over all TP GPUs, the rest of its layers
+  // over the attention group's TP / D, and each GPU holds the KV cache of its group's ceil(batch / D) sequences.
+  const int t = fit.par.tp, at = fit.par.attention_tp(), adp = std::max(1, fit.par.attention_dp);
+  const double bytes = fit.weights.bits_per_weight / 8;
+  const double layer_params = pc.total - pc.non_layer_total;
+  const double layers = (layer_params - pc.moe_experts) * bytes / at + pc.moe_experts * bytes / t;
   // Its own head is split over TP like the target's, or whole on every rank (FitRequest::replicated_embeddings).
-  const double head_split = fit.replicated_embeddings ? 1.0 : double(t);
+  const double head_split = fit.replicated_embeddings ? 1.0 : double(at);
   const double head = cfg.spec.draft_vocab > 0 ? double(cfg.spec.draft_vocab) * double(d.hidden) * 2 / head_split : 0.0;
-  return layers + head + KvCacheBytes(d, fit.kv_bytes_per_elem, fit.batch, fit.seq, t);
+  return layers + head + KvCacheBytes(d, fit.kv_bytes_per_elem, (fit.batch + adp - 1) / adp, fit.seq, at);
 }
 
 }  // namespace
@@ -297,9 +301,9 @@ Status CheckSpeculation(const ModelSpec& m, const InferConfig& cfg) {
   if (cfg.decode_attention == DecodeAttention::kPerHead)
     return InvalidArgument("speculative decoding with --decode-attention per-head is not modelled: its kernel "
                            "decodes one token per sequence");
-  if (cfg.fit.par.attention_dp > 1)
-    return InvalidArgument("speculative decoding with --attention-dp is not modelled (the draft's layout over the "
-                           "attention groups is not); drop one of them");
+  if (cfg.fit.par.attention_dp > 1 && cfg.spec.draft_model)
+    return InvalidArgument("a separate --draft-model with --attention-dp is not modelled (its layout over the attention "
+                           "groups is not); a draft head (MTP, EAGLE) runs in the target's layout");
   if (cfg.spec.draft_model) {
     const ModelSpec& d = *cfg.spec.draft_model;
     if (d.vocab != m.vocab)

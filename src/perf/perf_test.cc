@@ -4688,7 +4688,7 @@ TEST_F(Perf, AttentionDpClosedLoopQuotesItsOwnEvidence) {
             std::string::npos);
 }
 
-TEST_F(Perf, AttentionDpRefusesSpeculationAndEmitsEachEnginesFlags) {
+TEST_F(Perf, AttentionDpTakesADraftHeadAndEmitsEachEnginesFlags) {
   const GpuSpec& g = G("b200");
   const ModelSpec m = M("deepseek-v3");
   InferConfig c;
@@ -4697,12 +4697,35 @@ TEST_F(Perf, AttentionDpRefusesSpeculationAndEmitsEachEnginesFlags) {
   c.fit.par.tp = 8;
   c.fit.par.ep = 8;
   c.fit.par.attention_dp = 8;
+  // A separate draft model is refused; the MTP head runs in the target's layout: its routed experts over all 8 GPUs,
+  // the rest of its layer whole on each, and each GPU's KV cache for its own 8 of the 64 sequences.
   InferConfig s = c;
   s.spec.tokens = 1;
   s.spec.acceptance_length = 1.8;
+  s.spec.draft_model = M("llama-3.1-8b");
   auto refused = EstimateInference(m, C(g), s, E(g));
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(std::string(refused.status().message()).find("with --attention-dp is not modelled"), std::string::npos);
+  EXPECT_NE(std::string(refused.status().message()).find("a separate --draft-model with --attention-dp"),
+            std::string::npos);
+  s.spec.draft_model.reset();
+  auto mtp = EstimateInference(m, C(g), s, E(g));
+  ASSERT_TRUE(mtp.ok()) << mtp.status().message();
+  ModelSpec head = m;  // one MoE layer of the target's shape (the MTP module)
+  head.layers = 1;
+  head.mtp_layers = 0;
+  head.sliding_window_layers = 0;
+  head.moe->first_dense_layers = 0;
+  head.moe->layer_step = 1;
+  const ParamCounts hp = CountParams(head);
+  const double layer = hp.total - hp.non_layer_total;
+  const double want = (layer - hp.moe_experts) * 1.0 + hp.moe_experts * 1.0 / 8 +
+                      KvCacheBytes(head, c.fit.kv_bytes_per_elem, 8, c.input_len + c.output_len, 1);
+  EXPECT_NEAR(mtp->draft_bytes_per_gpu, want, 1e-9 * want);
+  EXPECT_LT(mtp->tpot_s, EstimateInference(m, C(g), c, E(g))->tpot_s);  // 1.8 tokens a round for about one step
+  auto mtp_line = ServeCommand(ServeEngine::kTrtllm, m, g, "deepseek-ai/DeepSeek-V3", s, *mtp, false);
+  ASSERT_TRUE(mtp_line.ok()) << mtp_line.status().message();
+  EXPECT_NE(mtp_line->find("enable_attention_dp: true"), std::string::npos) << *mtp_line;
+  EXPECT_NE(mtp_line->find("decoding_type: MTP"), std::string::npos) << *mtp_line;
   auto r = EstimateInference(m, C(g), c, E(g));
   ASSERT_TRUE(r.ok()) << r.status().message();
   auto trt = ServeCommand(ServeEngine::kTrtllm, m, g, "deepseek-ai/DeepSeek-V3", c, *r, false);
