@@ -236,7 +236,7 @@ Result<std::vector<SelectRow>> SelectForServing(const HardwareCatalog& hw, const
     // An MoE model on a tensor-parallel replica can also run attention data-parallel over its GPUs (methodology §9.7:
     // each GPU attends for its own share of the sequences and holds only their KV cache): taken where it serves the
     // users on fewer GPUs, or as many at a higher throughput.
-    if (m.moe && mg.layout.tp > 1 && mg.layout.pp == 1 && t.spec.tokens == 0) {
+    if (m.moe && mg.layout.tp > 1 && mg.layout.pp == 1) {
       const SelectRow plain = out;
       Parallelism adp = mg.layout;
       adp.attention_dp = adp.tp;

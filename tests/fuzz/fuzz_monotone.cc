@@ -174,8 +174,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     s.request_overhead_s = in.ConsumeBool() ? 1e-3 : 0.0;
     s.step_overhead_s = in.ConsumeBool() ? 2e-4 : 0.0;
-    // Attention DP over the TP GPUs (MoE models only; the estimate refuses it elsewhere and with speculation).
-    if (m.moe && s.spec.tokens == 0 && in.ConsumeIntegralInRange<int>(0, 2) == 0)
+    // Attention DP over the TP GPUs (MoE models only; the estimate refuses it elsewhere), with or without a draft head.
+    if (m.moe && in.ConsumeIntegralInRange<int>(0, 2) == 0)
       s.fit.par.attention_dp = Pick(in, {s.fit.par.tp, std::max(1, s.fit.par.tp / 2)});
   }
 
