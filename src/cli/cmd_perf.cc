@@ -842,7 +842,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                 {"requests_per_s", l.requests_per_s},
                 {"output_tokens_per_s_per_gpu", l.output_tokens_per_s_per_gpu},
                 {"validation_error", {{"tpot_s", BandJson(l.tpot_error, **gpu)}}},
-                            {"notes", l.notes}};
+                {"notes", l.notes}};
       };
       if (loop) j["closed_loop"] = loop_json(*loop);
       if (!sweep.empty()) {
@@ -854,7 +854,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
     }
     const std::string experts =
         (f->ep > 1 ? fmt::format(" EP={} ETP={}", f->ep, ExpertTpFor(cfg.fit.par, Mode::kInfer)) : "") +
-        (f->attention_dp > 1 ? fmt::format(", attention DP={} at TP {}", f->attention_dp, f->tp / f->attention_dp)
+        (f->attention_dp > 1 ? fmt::format(", attention DP={} at TP {}", f->attention_dp, cfg.fit.par.attention_tp())
                              : "");
     std::cout << fmt::format(
         "{} on {} x {} (TP={} PP={}{}), weights {}, batch {}, {} in / {} out tokens, decode attention {}\n",

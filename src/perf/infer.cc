@@ -910,7 +910,8 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
     r.notes.push_back(fmt::format(
         "uncertain: with attention DP the closed-loop time per output token was checked on {} held-out TensorRT-LLM "
         "runs of DeepSeek-R1 with {}-token prompts (one node of H200s or B200s, attention DP 4 and 8): this model's "
-        "time was {:.0f}% to {:.0f}% longer than measured, {:.0f}% on average{} (docs/validation.md section 5)",
+        "time was {:+.0f}% to {:+.0f}% off the measured one (positive: longer), {:+.0f}% on average{} "
+        "(docs/validation.md section 5)",
         e.cases, long_prompt ? "8,192" : "1,024", -100 * e.hi, -100 * e.lo, -100 * e.mean,
         long_prompt ? ". Here each prefill stalls every attention group for the whole of one group's prefill; the "
                       "measured runs behave as if the groups' prefills overlapped"
