@@ -755,10 +755,11 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& c, cons
 // context. A request's prefill lands in one decode step as a single pass (mixed or chunked prefill): the weights
 // stream once for both, so that step grows by E = max(0, P - (D - A)), the prefill less the decode step's time
 // outside attention. Over one request's output_len - 1 inter-token intervals the other C - 1 clients' prefills land
-// k times, k their share of the time they spend decoding, so the time per output token T solves
-//   T = D + (C - 1) x E x T / (P + (output_len - 1) x T)
+// in proportion to the time they spend decoding, so the time per output token T solves
+//   T = D + (C - 1) / k x E x T / (P + (output_len - 1) x T)
 // with D the decode step at batch C, A its attention, and P one prompt's prefill at batch 1 (all EstimateInference's,
-// docs/methodology.md section 9.6). Where the KV cache holds fewer than C sequences at the whole context (as
+// docs/methodology.md section 9.6), k = 1. With attention DP (section 9.7) k = min(D, C) prompts land together, one
+// on each attention group, and P is their prefill at batch k: the groups' prefills run side by side. Where the KV cache holds fewer than C sequences at the whole context (as
 // --batch max counts them), the engine runs that many and the rest queue: C above becomes that number, and the
 // queued clients' wait (Little's law) joins the TTFT. Otherwise the TTFT is the prefill alone: queueing behind other
 // clients' prefills and the decode rows a prefill step carries are left out, so a benchmark's measured TTFT is at
@@ -767,9 +768,10 @@ struct ClosedLoopResult {
   int64_t concurrency = 0;
   int64_t running = 0;       // sequences in flight: C, or as many as the KV cache holds at the whole context
   double queue_wait_s = 0;   // the other clients' wait for a slot: (C - running) / requests_per_s
-  double prefill_s = 0;      // P: one prompt's prefill at batch 1 (+ the given request and step overheads)
+  int64_t prefills_per_step = 1;  // k: prompts that land in one step (attention DP: one per group, min(D, running))
+  double prefill_s = 0;      // P: the prefill of k prompts at batch k (+ the given request and step overheads)
   double decode_step_s = 0;  // D: one decode step of the sequences in flight at the mean context (+ step overhead)
-  double mixed_step_extra_s = 0;  // E: what one prefill adds to the decode step it lands in
+  double mixed_step_extra_s = 0;  // E: what k prefills add to the decode step they land in
   double ttft_s = 0;         // P + queue_wait_s
   double tpot_s = 0;         // T above: the mean inter-token interval one client sees
   double requests_per_s = 0;             // running / (P + (output_len - 1) x T)
@@ -1151,14 +1153,15 @@ inline constexpr ErrorBand kConcurrencyTpotError{"concurrency", 848, 0.1211, 0.2
 // inside it (forty-eighth session's second rule, first predictions; 542 rows until the forty-ninth session took out
 // 168 copies of other rows). Signed on speed.
 inline constexpr ValidationEvidence kMoeClosedLoopTpot{374, -0.041, -1.008, 0.730};
-// The same with attention DP (forty-ninth session's third rule, first predictions; DeepSeek-R1 on TensorRT-LLM 1.1 and
-// 1.2, one node of H200s or B200s at attention DP 4 and 8): 1,024-token prompts, and 8,192-token ones, where the model
-// lets every prefill stall the whole replica for its attention group's full prefill. Signed on speed.
-inline constexpr ValidationEvidence kMoeAttentionDpClosedLoopTpotShort{15, -0.158, -0.440, 0.253};
+// The same with attention DP (forty-ninth session's third rule; DeepSeek-R1 on TensorRT-LLM 1.1 and 1.2, one node of
+// H200s or B200s at attention DP 4 and 8): 1,024-token prompts, and 8,192-token ones. Signed on speed. First
+// predictions, where one prompt at a time stalled the whole replica for its attention group's prefill: short -0.158
+// (-0.440 to 0.253), long -1.137 (-1.745 to -0.610); these since the fiftieth session's prompts landing one per group.
+inline constexpr ValidationEvidence kMoeAttentionDpClosedLoopTpotShort{15, -0.091, -0.424, 0.268};
 // Of kMoeClosedLoopTpot's runs, those with expert parallelism inside the TP group (EP > 1, no attention DP): the only
 // serving runs with EP in the data (TensorRT-LLM's Qwen3-235B on H100 most of them). Signed on speed.
 inline constexpr ValidationEvidence kMoeExpertParallelClosedLoopTpot{149, -0.168, -0.811, 0.555};
-inline constexpr ValidationEvidence kMoeAttentionDpClosedLoopTpotLong{8, -1.137, -1.745, -0.610};
+inline constexpr ValidationEvidence kMoeAttentionDpClosedLoopTpotLong{8, 0.021, -0.248, 0.250};
 }  // namespace evidence
 
 // Matmul parameters a token goes through: every active parameter but the input-embedding lookup (a tied table is

@@ -834,6 +834,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         return {{"concurrency", l.concurrency},
                 {"running", l.running},
                 {"queue_wait_s", l.queue_wait_s},
+                {"prefills_per_step", l.prefills_per_step},
                 {"prefill_s", l.prefill_s},
                 {"decode_step_s", l.decode_step_s},
                 {"mixed_step_extra_s", l.mixed_step_extra_s},
@@ -897,9 +898,15 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                          ? fmt::format("{} (the KV cache's limit; {} queued)", loop->running,
                                                        loop->concurrency - loop->running)
                                          : std::to_string(loop->running)});
-      lt.Row({"one prompt's prefill", FormatSeconds(loop->prefill_s)});
+      if (loop->prefills_per_step > 1) {
+        lt.Row({fmt::format("{} prompts' prefill, one per attention group", loop->prefills_per_step),
+                FormatSeconds(loop->prefill_s)});
+      } else {
+        lt.Row({"one prompt's prefill", FormatSeconds(loop->prefill_s)});
+      }
       lt.Row({"decode step of the clients' sequences", FormatSeconds(loop->decode_step_s)});
-      lt.Row({"what a prefill adds to its step", FormatSeconds(loop->mixed_step_extra_s)});
+      lt.Row({loop->prefills_per_step > 1 ? "what they add to their step" : "what a prefill adds to its step",
+              FormatSeconds(loop->mixed_step_extra_s)});
       lt.Row({"time per output token (clients see)", FormatSeconds(loop->tpot_s)});
       lt.Row({loop->running < loop->concurrency ? "time to first token, with the queue's wait"
                                                  : "time to first token, without queueing",

@@ -852,7 +852,7 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
 }
 
 // docs/methodology.md section 9.6; the equation is perf.h's, rearranged as a quadratic in T:
-// (O - 1) T^2 + (P - (O - 1) D - (C - 1) E) T - D P = 0, whose positive root is T (T = D at C = 1).
+// (O - 1) T^2 + (P - (O - 1) D - (C - 1) E / k) T - D P = 0, whose positive root is T (T = D at C = 1).
 Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& cl, const InferConfig& cfg,
                                             int64_t concurrency, const Efficiency& eff) {
   if (concurrency < 1)
@@ -876,15 +876,28 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
   InferConfig many = cfg;
   many.fit.batch = r.running;
   SUANLI_ASSIGN_OR_RETURN(InferResult decode, EstimateInference(m, cl, many, eff));
-  r.prefill_s = prefill.ttft_s;
+  // With attention DP the prompts land k = min(D, running) at a time, one on each attention group: in a closed loop
+  // of equal-length requests the clients that finished together ask again together and the engine spreads them over
+  // its groups, whose prefills then run side by side on their own GPUs; the step that carries them grows by one
+  // group's prefill plus the routed experts' and the gathers' work for all k prompts (the estimate at batch k).
+  r.prefills_per_step = 1;
+  if (cfg.fit.par.attention_dp > 1) r.prefills_per_step = std::min<int64_t>(cfg.fit.par.attention_dp, r.running);
+  double prefill_s = prefill.ttft_s;
+  if (r.prefills_per_step > 1) {
+    InferConfig k = cfg;
+    k.fit.batch = r.prefills_per_step;
+    SUANLI_ASSIGN_OR_RETURN(const InferResult together, EstimateInference(m, cl, k, eff));
+    prefill_s = together.ttft_s;
+  }
+  r.prefill_s = prefill_s;
   r.decode_step_s = decode.tpot_s;
   // A prefill lands in a decode step as one pass (continuous batching with mixed or chunked prefill): the weights
   // stream once for the prompt's rows and the decode rows together, so the step grows by the prefill less the
   // decode step's time outside attention (the weight streaming and the per-layer kernels it shares), not by the
   // whole prefill.
-  r.mixed_step_extra_s = std::max(0.0, prefill.ttft_s - (decode.tpot_s - AttentionTime(decode.decode_ops)));
+  r.mixed_step_extra_s = std::max(0.0, prefill_s - (decode.tpot_s - AttentionTime(decode.decode_ops)));
   const double o = double(cfg.output_len - 1), p = r.prefill_s, d = r.decode_step_s, c = double(r.running);
-  const double b = p - o * d - (c - 1) * r.mixed_step_extra_s;
+  const double b = p - o * d - (c - 1) / double(r.prefills_per_step) * r.mixed_step_extra_s;
   r.tpot_s = (-b + std::sqrt(b * b + 4 * o * d * p)) / (2 * o);
   const double cycle_s = p + o * r.tpot_s;
   r.requests_per_s = c / cycle_s;
@@ -913,8 +926,8 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
         "time was {:+.0f}% to {:+.0f}% off the measured one (positive: longer), {:+.0f}% on average{} "
         "(docs/validation.md section 5)",
         e.cases, long_prompt ? "8,192" : "1,024", -100 * e.hi, -100 * e.lo, -100 * e.mean,
-        long_prompt ? ". Here each prefill stalls every attention group for the whole of one group's prefill; the "
-                      "measured runs behave as if the groups' prefills overlapped"
+        long_prompt ? "; the prompts are taken to land one per attention group, their prefills side by side, as in a "
+                      "loop of equal-length requests; prompts that arrive one at a time would stall every group"
                     : "; the two B200 releases measured differ by up to 80% on the same configuration"));
   } else {
     const auto& e = evidence::kMoeClosedLoopTpot;

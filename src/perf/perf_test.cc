@@ -4657,6 +4657,59 @@ TEST_F(Perf, AttentionDpRunsAttentionPerGroupAndTheExpertsOverAll) {
   EXPECT_GT(tp8.ttft_bound_s, 0);
 }
 
+// A closed loop with attention DP (methodology sections 9.6 and 9.7): the prompts land k = min(D, C) at a time, one on
+// each attention group, so P is the prefill at batch k (each group one prompt, the routed experts all k prompts'
+// tokens) and a step carrying them comes (C - 1) / k times per cycle: T = D + (C - 1) / k x E x T / (P + (O - 1) T).
+// Checked against the estimates it is built from.
+TEST_F(Perf, AttentionDpClosedLoopLandsOnePromptPerGroup) {
+  const GpuSpec& g = G("h200-sxm");
+  const ModelSpec m = M("deepseek-v3");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.compute = ServingComputePrecision(c.fit.weights);
+  c.fit.kv_bytes_per_elem = 1;
+  c.fit.par.tp = 8;
+  c.fit.par.ep = 8;
+  c.fit.par.attention_dp = 8;
+  c.input_len = 8192;
+  c.output_len = 1024;
+  auto at = [&](int64_t batch) {
+    InferConfig b = c;
+    b.fit.batch = batch;
+    auto r = EstimateInference(m, C(g), b, E(g));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return *r;
+  };
+  auto loop = EstimateClosedLoop(m, C(g), c, 128, E(g));
+  ASSERT_TRUE(loop.ok()) << loop.status().message();
+  EXPECT_EQ(loop->running, 128);
+  EXPECT_EQ(loop->prefills_per_step, 8);
+  const InferResult eight = at(8), one = at(1), many = at(128);
+  // Eight prompts side by side take longer than one (the experts see eight prompts' tokens) but far less than eight
+  // one after another (each group prefills its own).
+  EXPECT_DOUBLE_EQ(loop->prefill_s, eight.ttft_s);
+  EXPECT_GT(eight.ttft_s, one.ttft_s);
+  EXPECT_LT(eight.ttft_s, 2 * one.ttft_s);
+  double attention = 0;
+  for (const OpCost& op : many.decode_ops)
+    if (op.name == "attention") attention += op.time_s * op.count;
+  const double p = eight.ttft_s, d = many.tpot_s, e = std::max(0.0, p - (d - attention)), t = loop->tpot_s;
+  EXPECT_NEAR(loop->mixed_step_extra_s, e, 1e-12);
+  EXPECT_NEAR(t, d + 127.0 / 8 * e * t / (p + 1023 * t), 1e-9 * t);
+  EXPECT_GT(t, d);
+  // Fewer clients than groups: as many prompts land together as there are clients.
+  auto few = EstimateClosedLoop(m, C(g), c, 3, E(g));
+  ASSERT_TRUE(few.ok()) << few.status().message();
+  EXPECT_EQ(few->prefills_per_step, 3);
+  EXPECT_DOUBLE_EQ(few->prefill_s, at(3).ttft_s);
+  // Without attention DP one prompt lands at a time.
+  c.fit.par.attention_dp = 1;
+  auto plain = EstimateClosedLoop(m, C(g), c, 128, E(g));
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->prefills_per_step, 1);
+  EXPECT_DOUBLE_EQ(plain->prefill_s, at(1).ttft_s);
+}
+
 // A closed loop with attention DP quotes its own held-out evidence, by prompt length, not the other MoE runs'.
 TEST_F(Perf, AttentionDpClosedLoopQuotesItsOwnEvidence) {
   const GpuSpec& g = G("b200");
