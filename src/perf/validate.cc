@@ -116,6 +116,7 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"ep", KeyType::kInteger},
               {"etp", KeyType::kInteger},
               {"attention_dp", KeyType::kInteger},
+              {"gpus_per_node", KeyType::kInteger},
               {"moe_imbalance", KeyType::kNumber},
               {"request_overhead_ms", KeyType::kNumber},
               {"step_overhead_ms", KeyType::kNumber},
@@ -299,7 +300,7 @@ std::vector<std::string> CaseCommand(const toml::table& t, CaseKind kind, const 
     add("--gpus-per-node", integer("gpus_per_node", 8));
     add("--inter-node", str("inter_node", "ib-ndr"));
   } else {
-    add("--gpus-per-node", "8");  // a serving case's node: 8 GPUs, ib-ndr (EvalInfer)
+    add("--gpus-per-node", integer("gpus_per_node", 8));  // a serving case's node: 8 GPUs unless it says, ib-ndr
     add("--inter-node", "ib-ndr");
   }
   flag_if("nvls", false, "--no-nvls");
@@ -610,7 +611,9 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   // sliding_window = false: the engine kept every token in the KV cache (perf infer --no-sliding-window).
   if (!t["sliding_window"].value_or(true)) m.DisableSlidingWindow();
   SUANLI_ASSIGN_OR_RETURN(const GpuSpec* gpu, CaseGpu(t, hw));
-  SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, 8, "ib-ndr"));
+  // A serving case's NVLink domain: 8 GPUs unless it says (GB200/GB300 NVL72 racks: 72).
+  SUANLI_ASSIGN_OR_RETURN(const int gpus_per_node, IntKey(t, "gpus_per_node", 8));
+  SUANLI_ASSIGN_OR_RETURN(Cluster cl, MakeCluster(hw, *gpu, gpus_per_node, "ib-ndr"));
   cl.nvls = t["nvls"].value_or(true);
   SUANLI_ASSIGN_OR_RETURN(Efficiency eff, CaseEfficiency(*gpu, table));
   InferConfig c;
