@@ -22,7 +22,7 @@ for m in models["models"]:
     print(f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | {pa/1e9:.1f}B |" if pa else
           f"| {m['id']} | {m['params_total']/1e9:.3f}B | {pub/1e9:.2f}B | {err} | {act} | - |")
 
-for group in ["training", "decode", "ttft", "throughput", "max_throughput", "latency", "speculative", "gemm", "attention", "collective", "moe", "serving_attention", "concurrency"]:
+for group in ["training", "decode", "ttft", "throughput", "max_throughput", "latency", "speculative", "gemm", "attention", "collective", "moe", "serving_attention", "concurrency", "disagg"]:
     print(f"\n### {group}\n")
     print("| role | case | metric | published | predicted | error |")
     print("|---|---|---|---|---|---|")
@@ -74,6 +74,10 @@ for c in rep["cases"]:
         # and GPU
         tail = c["name"].split(": ", 1)[1].split()
         src = f"{tail[0]} {'attention-DP ' if ' attention-DP' in c['name'] else ''}closed loop {c['gpu']}"
+    elif c["group"] == "disagg":  # "aiconfigurator silicon <id>: disaggregated decode, SGLang 0.5.8 ...": per engine,
+        # GPU and whether the decode worker runs attention DP
+        tail = c["name"].split("disaggregated decode, ", 1)[1].split()
+        src = f"{tail[0]} disaggregated decode {c['gpu']}{' attention-DP' if ' attention-DP' in c['name'] else ''}"
     elif c["group"] == "speculative":  # "vLLM EAGLE-3 ...", "TRT-LLM MTP ...": engine and draft method
         src = " ".join(words[:2])
     elif src == "TRT-LLM" and c["group"] == "max_throughput":  # "TRT-LLM 1.0 Llama 3.1 8B H100 TP1 FP8 ...": per GPU

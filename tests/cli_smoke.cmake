@@ -424,6 +424,20 @@ run_suanli(2 out perf infer -m llama-3.1-70b -g h200-sxm --tp 8 --attention-dp 8
 expect_contains("${out}" "needs a mixture-of-experts model" "perf infer --attention-dp on a dense model")
 run_suanli(2 out perf infer -m llama-3.1-8b --concurrency 8 --output-len 1)
 expect_contains("${out}" "--output-len of at least 2" "perf infer --concurrency with one output token")
+# perf infer --prefill-workers / --decode-workers: disaggregated serving's closed loop, its table and JSON.
+run_suanli(0 out perf infer -m llama-3.1-70b -g h100-sxm --tp 4 --weights fp8 --kv-dtype fp8 --input-len 4096 --output-len 512 --concurrency 256 --prefill-workers 1 --prefill-tp 2 --decode-workers 2)
+expect_contains("${out}" "disaggregated serving at concurrency 256: 1 prefill worker(s), 2 decode worker(s), 10 GPUs" "perf infer --prefill-workers: the table's heading")
+expect_contains("${out}" "the prefill workers bind" "perf infer --prefill-workers: one prefill worker for 256 clients binds")
+run_suanli(0 out perf infer -m llama-3.1-70b -g h100-sxm --tp 4 --weights fp8 --kv-dtype fp8 --input-len 4096 --output-len 512 --concurrency 64 --prefill-workers 8 --prefill-tp 2 --decode-workers 2 --json)
+string(JSON v GET "${out}" disaggregated bound)
+expect_contains("${v}" "clients" "perf infer --prefill-workers 8 --json: the clients bind")
+string(JSON v GET "${out}" disaggregated decode_batch_evaluated)
+string(JSON b GET "${out}" batch)
+if(NOT v EQUAL b)
+  message(FATAL_ERROR "perf infer disaggregated --json: the main estimate's batch ${b} is not the decode worker's ${v}")
+endif()
+run_suanli(2 out perf infer -m llama-3.1-70b -g h100-sxm --tp 4 --weights fp8 --decode-workers 2)
+expect_contains("${out}" "give --concurrency C" "perf infer --decode-workers without --concurrency")
 
 # ---- mig and tco ----
 run_suanli(0 out mig --gpu h100 --service llama-3.1-8b:int4:ctx=8192:users=4 --service llama-3.2-1b:replicas=2 --json)

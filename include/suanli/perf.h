@@ -785,6 +785,50 @@ struct ClosedLoopResult {
 // Refuses concurrency < 1, output_len < 2 (no inter-token interval), batch_max and speculative decoding.
 Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c, const InferConfig& cfg,
                                             int64_t concurrency, const Efficiency& eff);
+// Disaggregated serving (NVIDIA Dynamo, SGLang and vLLM prefill-decode disaggregation; docs/methodology.md section
+// 9.8): prefill workers run the prompts and hand each one's KV cache to a decode worker, which only decodes. In a
+// closed loop of C clients (input_len in, output_len out, each sending its next request when the last ends):
+//   a prefill worker with attention DP D_p takes k = D_p prompts at a time, one per attention group (P: their prefill
+//   at batch k), so the prefill tier serves at most mu = prefill_workers x k / P requests per second;
+//   a request then moves its KV cache (X: its input_len tokens' cache over the link between the two workers) and
+//   decodes output_len - 1 steps of T each, T the decode step of a decode worker's batch B;
+//   requests/s lambda = min(C / (P + X + (output_len - 1) T), mu), and by Little's law each of the decode_workers
+//   holds B = lambda x (output_len - 1) x T / decode_workers sequences, at most what its KV cache holds at the whole
+//   context (B_max; beyond it lambda = decode_workers x B_max / ((output_len - 1) T)).
+// T and B are solved together (T = T_decode(B), B increasing in T). Where the prefill tier or the decode workers'
+// caches bind, the other clients wait for a slot and the TTFT is C / lambda - (output_len - 1) T; otherwise P + X.
+struct DisaggConfig {
+  Parallelism prefill;     // one prefill worker's layout (tp, ep, etp, attention_dp; pp 1)
+  int prefill_workers = 1;
+  int decode_workers = 1;  // each in InferConfig::fit.par's layout
+};
+struct DisaggResult {
+  int64_t concurrency = 0;
+  int64_t prompts_per_prefill = 1;     // k: one per prefill attention group
+  double prefill_s = 0;                // P: k prompts' prefill on one prefill worker (+ the given overheads)
+  double kv_transfer_s = 0;            // X: one prompt's KV cache from its prefill worker to its decode worker
+  double kv_transfer_bytes = 0;        // that cache (input_len tokens, every layer, as the model stores it)
+  std::string kv_link;                 // the link it crosses, in words
+  double prefill_capacity_per_s = 0;   // mu: requests/s the prefill workers can start at most
+  std::string bound;                   // "clients" (neither tier saturated), "prefill" or "decode memory"
+  double decode_batch = 0;             // B: mean sequences per decode worker (Little's law)
+  int64_t decode_batch_evaluated = 0;  // B rounded, at least 1: the batch T was priced at
+  int64_t decode_batch_max = 0;        // B_max: what one decode worker's KV cache holds at the whole context
+  double tpot_s = 0;                   // T
+  double ttft_s = 0;
+  double requests_per_s = 0;           // lambda
+  int gpus = 0;                        // prefill_workers x prefill GPUs + decode_workers x decode GPUs
+  double output_tokens_per_s_per_gpu = 0;  // lambda x output_len / gpus
+  double prefill_gpu_utilisation = 0;      // lambda / mu
+  bool fits = true;                    // one prefill worker fits k prompts and one decode worker one sequence
+  std::vector<std::string> notes;
+  InferResult prefill_pass;            // the prefill worker's estimate at batch k
+  InferResult decode;                  // the decode worker's estimate at the evaluated batch
+};
+// Refuses concurrency < 1, output_len < 2, fewer than one worker of either kind, pipeline parallelism,
+// speculative decoding and batch_max; the two layouts as EstimateInference does.
+Result<DisaggResult> EstimateDisaggregated(const ModelSpec& m, const Cluster& c, const InferConfig& decode_cfg,
+                                           const DisaggConfig& d, int64_t concurrency, const Efficiency& eff);
 // InferResult's physical bound for a configuration at its batch (cfg.fit.batch), without efficiencies or host costs.
 struct ServingLimit {
   double ttft_s = 0;               // the prefill of the batch: at least this long
@@ -1161,6 +1205,11 @@ inline constexpr ValidationEvidence kMoeAttentionDpClosedLoopTpotShort{15, -0.09
 // Of kMoeClosedLoopTpot's runs, those with expert parallelism inside the TP group (EP > 1, no attention DP): the only
 // serving runs with EP in the data (TensorRT-LLM's Qwen3-235B on H100 most of them). Signed on speed.
 inline constexpr ValidationEvidence kMoeExpertParallelClosedLoopTpot{149, -0.168, -0.811, 0.555};
+// Disaggregated serving's time per output token (EstimateDisaggregated): DeepSeek-V3/R1 decode workers of TensorRT-LLM
+// (Dynamo 0.5-0.8) and SGLang 0.5.5-0.5.8 on H200, B200, GB200 and GB300, TP 4-32 with EP and attention DP, in
+// aiconfigurator's disaggregated silicon rows (fiftieth session, held out; after the closed loop was added to them).
+// Signed on speed.
+inline constexpr ValidationEvidence kDisaggTpot{230, -0.063, -2.311, 0.535};
 inline constexpr ValidationEvidence kMoeAttentionDpClosedLoopTpotLong{8, 0.021, -0.248, 0.250};
 }  // namespace evidence
 

@@ -46,6 +46,10 @@ struct PerfFlags {
   std::vector<int64_t> concurrency_list;
   int64_t concurrency = 0;  // the first of them
   int attention_dp = 1;     // perf infer --attention-dp
+  // perf infer --prefill-workers / --decode-workers: disaggregated serving (0: not disaggregated); the main layout
+  // flags are the decode worker's, --prefill-* the prefill worker's (0: the decode worker's).
+  int prefill_workers = 0, decode_workers = 0;
+  int prefill_tp = 0, prefill_ep = 0, prefill_etp = 0, prefill_attention_dp = 0;
   std::string weights = "bf16", kv_dtype = "bf16";
   bool quantize_head = false, replicated_embeddings = false, no_sliding_window = false;
   std::string emit;  // perf infer --emit vllm
@@ -264,6 +268,25 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                     "sweep table: time per output token, tokens/s per user and per GPU at each")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  infer->add_option("--prefill-workers", f->prefill_workers,
+                    "Disaggregated serving (NVIDIA Dynamo, SGLang and vLLM prefill-decode disaggregation; with "
+                    "--concurrency): this many prefill workers hand each prompt's KV cache to the decode workers, which "
+                    "run in the layout --tp/--ep/--attention-dp give (docs/methodology.md section 9.8)")
+      ->check(CLI::Range(1, 4096));
+  infer->add_option("--decode-workers", f->decode_workers,
+                    "Disaggregated serving: this many decode workers (default 1 with --prefill-workers)")
+      ->check(CLI::Range(1, 4096));
+  infer->add_option("--prefill-tp", f->prefill_tp, "Disaggregated serving: a prefill worker's TP (default: --tp)")
+      ->check(CLI::Range(1, 1024));
+  infer->add_option("--prefill-ep", f->prefill_ep, "Disaggregated serving: a prefill worker's EP (default: --ep)")
+      ->check(CLI::Range(1, 1024));
+  infer->add_option("--prefill-etp", f->prefill_etp,
+                    "Disaggregated serving: a prefill worker's expert TP (default: its TP / EP)")
+      ->check(CLI::Range(1, 1024));
+  infer->add_option("--prefill-attention-dp", f->prefill_attention_dp,
+                    "Disaggregated serving: a prefill worker's attention DP (default: --attention-dp when --prefill-tp "
+                    "is not given, else 1)")
+      ->check(CLI::Range(1, 1024));
   infer->add_option("--request-overhead-ms", f->request_overhead_ms,
                     "Serving engine's host time per request, added to the TTFT (the model has none)")
       ->capture_default_str();
@@ -741,8 +764,34 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       return PrintError(InvalidArgument(fmt::format(
           "--concurrency {} sets the batch (the clients' sequences in flight); drop --batch {}{}", f->concurrency,
           f->batch, f->max_batch > 0 ? " and --max-batch" : "")));
+    const bool disagg = f->prefill_workers > 0 || f->decode_workers > 0;
+    std::optional<DisaggResult> dis;
+    if (disagg) {
+      if (f->concurrency < 1)
+        return PrintError(InvalidArgument(
+            "--prefill-workers/--decode-workers estimate a closed loop of clients: give --concurrency C"));
+      if (f->concurrency_list.size() > 1)
+        return PrintError(InvalidArgument("disaggregated serving takes one --concurrency value, not a sweep"));
+      DisaggConfig dc;
+      dc.prefill_workers = std::max(1, f->prefill_workers);
+      dc.decode_workers = std::max(1, f->decode_workers);
+      dc.prefill = cfg.fit.par;
+      if (f->prefill_tp > 0) {
+        dc.prefill.tp = f->prefill_tp;
+        dc.prefill.ep = 1;
+        dc.prefill.etp = 0;
+        dc.prefill.attention_dp = 1;
+      }
+      if (f->prefill_ep > 0) dc.prefill.ep = f->prefill_ep;
+      if (f->prefill_etp > 0) dc.prefill.etp = f->prefill_etp;
+      if (f->prefill_attention_dp > 0) dc.prefill.attention_dp = f->prefill_attention_dp;
+      auto d = EstimateDisaggregated(*model, *cluster, cfg, dc, f->concurrency, *eff);
+      if (!d.ok()) return PrintError(d.status());
+      dis = *std::move(d);
+      cfg.fit.batch = dis->decode_batch_evaluated;  // the estimate below: the decode worker's step
+    }
     std::optional<ClosedLoopResult> loop;
-    if (f->concurrency > 0) {
+    if (f->concurrency > 0 && !disagg) {
       auto l = EstimateClosedLoop(*model, *cluster, cfg, f->concurrency, *eff);
       if (!l.ok()) return PrintError(l.status());
       loop = *std::move(l);
@@ -761,7 +810,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       }
     }
     // With --concurrency the closed loop has already made the estimate at the sequences in flight.
-    Result<InferResult> r = loop ? Result<InferResult>(loop->decode) : EstimateInference(*model, *cluster, cfg, *eff);
+    Result<InferResult> r = loop  ? Result<InferResult>(loop->decode)
+                            : dis ? Result<InferResult>(dis->decode)
+                                  : EstimateInference(*model, *cluster, cfg, *eff);
     if (!r.ok()) return PrintError(r.status());
     const RidgePoint ridge = RidgePointFor(**gpu, *eff, cfg.compute);
     std::string launch, engine;
@@ -846,6 +897,28 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                 {"notes", l.notes}};
       };
       if (loop) j["closed_loop"] = loop_json(*loop);
+      if (dis)
+        j["disaggregated"] = {{"concurrency", dis->concurrency},
+                              {"prefill_workers", std::max(1, f->prefill_workers)},
+                              {"decode_workers", std::max(1, f->decode_workers)},
+                              {"gpus", dis->gpus},
+                              {"prompts_per_prefill", dis->prompts_per_prefill},
+                              {"prefill_s", dis->prefill_s},
+                              {"kv_transfer_s", dis->kv_transfer_s},
+                              {"kv_transfer_bytes", dis->kv_transfer_bytes},
+                              {"kv_link", dis->kv_link},
+                              {"prefill_capacity_per_s", dis->prefill_capacity_per_s},
+                              {"prefill_utilisation", dis->prefill_gpu_utilisation},
+                              {"bound", dis->bound},
+                              {"decode_batch", dis->decode_batch},
+                              {"decode_batch_evaluated", dis->decode_batch_evaluated},
+                              {"decode_batch_max", dis->decode_batch_max},
+                              {"tpot_s", dis->tpot_s},
+                              {"ttft_s", dis->ttft_s},
+                              {"requests_per_s", dis->requests_per_s},
+                              {"output_tokens_per_s_per_gpu", dis->output_tokens_per_s_per_gpu},
+                              {"fits", dis->fits},
+                              {"notes", dis->notes}};
       if (!sweep.empty()) {
         j["closed_loop_sweep"] = json::array();
         for (const auto& l : sweep) j["closed_loop_sweep"].push_back(loop_json(l));
@@ -919,6 +992,31 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                                                 "held-out runs of TensorRT-LLM, vLLM and SGLang", **gpu)
                   << "\n";
       for (const auto& n : loop->notes) std::cout << "note: " << n << "\n";
+    }
+    if (dis) {
+      const int pw = std::max(1, f->prefill_workers), dw = std::max(1, f->decode_workers);
+      std::cout << fmt::format("\ndisaggregated serving at concurrency {}: {} prefill worker(s), {} decode worker(s), {} "
+                               "GPUs (docs/methodology.md section 9.8):\n",
+                               dis->concurrency, pw, dw, dis->gpus);
+      Table dt({"", "value"});
+      dt.Row({fmt::format("prefill of {} prompt(s) side by side, one worker", dis->prompts_per_prefill),
+              FormatSeconds(dis->prefill_s)});
+      dt.Row({"prefill capacity (requests/s, all prefill workers)", fmt::format("{:.2f}", dis->prefill_capacity_per_s)});
+      dt.Row({fmt::format("KV cache handover ({:.1f} MB per GPU over {})", dis->kv_transfer_bytes / 1e6, dis->kv_link),
+              FormatSeconds(dis->kv_transfer_s)});
+      dt.Row({"sequences per decode worker (mean; priced at)",
+              fmt::format("{:.1f}; {} (at most {} fit)", dis->decode_batch, dis->decode_batch_evaluated,
+                          dis->decode_batch_max)});
+      dt.Row({"time per output token", FormatSeconds(dis->tpot_s)});
+      dt.Row({dis->bound == "clients" ? "time to first token (no queue)" : "time to first token, with the wait",
+              FormatSeconds(dis->ttft_s)});
+      dt.Row({"requests/s", fmt::format("{:.2f}", dis->requests_per_s)});
+      dt.Row({"output tokens/s per GPU (all GPUs)", fmt::format("{:.1f}", dis->output_tokens_per_s_per_gpu)});
+      dt.Row({"what binds", dis->bound == "clients" ? "the clients (neither tier saturated)"
+                            : dis->bound == "prefill" ? "the prefill workers"
+                                                       : "the decode workers' KV caches"});
+      std::cout << dt.Render();
+      for (const auto& n : dis->notes) std::cout << "note: " << n << "\n";
     }
     if (!sweep.empty()) {
       std::cout << "\nclosed loop, concurrency sweep (tokens/s per user = 1 / time per output token):\n";

@@ -18,7 +18,7 @@ Action SetupValidate(CLI::App* sub, Context* ctx) {
   auto cases = std::make_shared<std::string>();
   auto group = std::make_shared<std::string>();
   sub->add_option("--cases", *cases, "A cases file (default: the bundled tests/validation/perf_cases.toml)");
-  sub->add_option("--group", *group, "Only this group: training | decode | ttft | throughput | max_throughput | latency | speculative | gemm | attention | collective | moe | serving_attention | concurrency");
+  sub->add_option("--group", *group, "Only this group: training | decode | ttft | throughput | max_throughput | latency | speculative | gemm | attention | collective | moe | serving_attention | concurrency | disagg");
   auto efficiency = std::make_shared<std::string>();
   sub->add_option("--efficiency", *efficiency,
                   "An efficiency table in data/efficiency.toml's format instead of the bundled one (to scan a fitted "

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "suanli/perf.h"
 #include "suanli/units.h"
@@ -938,6 +939,137 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
         e.cases, 100 * e.hi, -100 * e.lo, -100 * e.mean));
   }
   r.decode = std::move(decode);
+  return r;
+}
+
+// docs/methodology.md section 9.8; perf.h states the closed loop this solves.
+Result<DisaggResult> EstimateDisaggregated(const ModelSpec& m, const Cluster& cl, const InferConfig& decode_cfg,
+                                           const DisaggConfig& d, int64_t concurrency, const Efficiency& eff) {
+  if (concurrency < 1)
+    return InvalidArgument(fmt::format("--concurrency {} is not a number of clients (at least 1)", concurrency));
+  if (decode_cfg.output_len < 2)
+    return InvalidArgument(fmt::format("disaggregated serving needs --output-len of at least 2 (got {}): the prefill "
+                                       "worker emits the first token and the decode worker the rest",
+                                       decode_cfg.output_len));
+  if (d.prefill_workers < 1 || d.decode_workers < 1)
+    return InvalidArgument(fmt::format("--prefill-workers {} and --decode-workers {}: each must be at least 1",
+                                       d.prefill_workers, d.decode_workers));
+  if (decode_cfg.fit.par.pp > 1 || d.prefill.pp > 1)
+    return InvalidArgument("disaggregated serving is modelled without pipeline parallelism (--pp 1)");
+  if (decode_cfg.batch_max) return InvalidArgument("--decode-workers and --batch max both set the batch; give one");
+  if (decode_cfg.spec.tokens > 0)
+    return InvalidArgument("disaggregated serving is not modelled with speculative decoding");
+  DisaggResult r;
+  r.concurrency = concurrency;
+  // The prefill tier: one prompt per attention group at a time, the groups side by side (section 9.7).
+  r.prompts_per_prefill = std::max(1, d.prefill.attention_dp);
+  InferConfig pc = decode_cfg;
+  pc.fit.par = d.prefill;
+  pc.fit.batch = r.prompts_per_prefill;
+  auto prefill = EstimateInference(m, cl, pc, eff);
+  if (!prefill.ok())
+    return Status(prefill.status().code(), "prefill worker: " + std::string(prefill.status().message()));
+  r.prefill_pass = *prefill;
+  r.prefill_s = prefill->ttft_s;
+  r.prefill_capacity_per_s = double(d.prefill_workers) * double(r.prompts_per_prefill) / r.prefill_s;
+  // The decode worker: what its KV cache holds at the whole context.
+  InferConfig dc = decode_cfg;
+  dc.fit.batch = 1;
+  auto single = EstimateInference(m, cl, dc, eff);
+  if (!single.ok()) return Status(single.status().code(), "decode worker: " + std::string(single.status().message()));
+  r.fits = prefill->fits && single->fits;
+  r.decode_batch_max = std::max<int64_t>(1, single->max_batch);
+  r.gpus = d.prefill_workers * d.prefill.tp + d.decode_workers * decode_cfg.fit.par.tp;
+  // The KV cache handed over: each GPU of the decode attention group receives its share of the prompt's cache (MLA's
+  // latent whole), all in parallel, over NVLink when both workers fit in one NVLink domain, else the network.
+  const int decode_attention_tp = std::max(1, decode_cfg.fit.par.attention_tp());
+  r.kv_transfer_bytes =
+      KvBytesPerToken(m, decode_cfg.fit.kv_bytes_per_elem, decode_attention_tp) * double(decode_cfg.input_len);
+  const bool one_domain = d.prefill.tp + decode_cfg.fit.par.tp <= cl.gpus_per_node;
+  const double link = one_domain ? cl.intra_bw_per_dir : cl.inter_bw_per_gpu;
+  r.kv_link = one_domain ? cl.intra_name : cl.inter_name;
+  r.kv_transfer_s = link > 0 ? r.kv_transfer_bytes / link + (one_domain ? cl.intra_latency_s : cl.inter_latency_s) : 0;
+  if (!r.fits) {
+    r.notes.push_back(!prefill->fits ? fmt::format("a prefill worker does not fit {} prompt(s) of {} tokens",
+                                                   r.prompts_per_prefill, decode_cfg.input_len)
+                                     : "a decode worker does not fit one sequence at the whole context");
+    r.decode = *single;
+    return r;
+  }
+  // T and B together: from the largest batch down, T = T_decode(B(T)) until the rounded batch repeats.
+  std::map<int64_t, InferResult> at;
+  auto decode_at = [&](int64_t b) -> Result<const InferResult*> {
+    auto it = at.find(b);
+    if (it == at.end()) {
+      InferConfig x = decode_cfg;
+      x.fit.batch = b;
+      SUANLI_ASSIGN_OR_RETURN(InferResult e, EstimateInference(m, cl, x, eff));
+      it = at.emplace(b, std::move(e)).first;
+    }
+    return &it->second;
+  };
+  const double o = double(decode_cfg.output_len - 1), c = double(concurrency), nd = double(d.decode_workers);
+  const double head = r.prefill_s + r.kv_transfer_s;
+  struct Flow {
+    double lambda, batch;
+    std::string bound;
+  };
+  auto flow = [&](double t) {
+    Flow f{c / (head + o * t), 0, "clients"};
+    if (f.lambda > r.prefill_capacity_per_s) {
+      f.lambda = r.prefill_capacity_per_s;
+      f.bound = "prefill";
+    }
+    f.batch = f.lambda * o * t / nd;
+    if (f.batch > double(r.decode_batch_max)) {
+      f.batch = double(r.decode_batch_max);
+      f.lambda = nd * f.batch / (o * t);
+      f.bound = "decode memory";
+    }
+    return f;
+  };
+  auto rounded = [&](double b) { return std::clamp<int64_t>(std::llround(b), 1, r.decode_batch_max); };
+  int64_t b = rounded(std::ceil(c / nd));
+  SUANLI_ASSIGN_OR_RETURN(const InferResult* step, decode_at(b));
+  for (int i = 0; i < 64; ++i) {
+    const int64_t next = rounded(flow(step->tpot_s).batch);
+    if (next == b) break;
+    b = next;
+    SUANLI_ASSIGN_OR_RETURN(step, decode_at(b));
+  }
+  r.tpot_s = step->tpot_s;
+  r.decode_batch_evaluated = b;
+  const Flow f = flow(r.tpot_s);
+  r.bound = f.bound;
+  r.requests_per_s = f.lambda;
+  r.decode_batch = f.batch;
+  r.ttft_s = head;
+  if (f.bound != "clients") r.ttft_s = std::max(head, c / f.lambda - o * r.tpot_s);
+  r.output_tokens_per_s_per_gpu = f.lambda * double(decode_cfg.output_len) / double(std::max(1, r.gpus));
+  r.prefill_gpu_utilisation = f.lambda / r.prefill_capacity_per_s;
+  if (f.bound == "prefill")
+    r.notes.push_back(fmt::format(
+        "the prefill workers bind: they start at most {:.2f} requests/s ({} x {} prompt(s) per {}), so the decode "
+        "workers hold {:.0f} of the {} clients' sequences each ({:.0f} in all) and the others wait for a prefill "
+        "(in the TTFT); more prefill workers would raise the throughput",
+        r.prefill_capacity_per_s, d.prefill_workers, r.prompts_per_prefill, FormatSeconds(r.prefill_s), r.decode_batch,
+        concurrency, r.decode_batch * nd));
+  else if (f.bound == "decode memory")
+    r.notes.push_back(fmt::format(
+        "the decode workers' KV caches bind: each holds {} sequences at the whole context ({} + {} tokens), and the "
+        "other clients wait (in the TTFT)",
+        r.decode_batch_max, decode_cfg.input_len, decode_cfg.output_len));
+  {
+    const auto& e = evidence::kDisaggTpot;
+    r.notes.push_back(fmt::format(
+        "uncertain: the time per output token of disaggregated serving was checked on {} held-out runs (DeepSeek-V3/R1 "
+        "decode workers of TensorRT-LLM and SGLang on H200, B200, GB200 and GB300, TP 4-32 with expert parallelism and "
+        "attention DP): this model's was {:+.0f}% to {:+.0f}% off the measured one (positive: longer), {:+.0f}% on "
+        "average, its worst where thousands of sequences sit on one 32-GPU decode worker; the prefill side and "
+        "the TTFT are not checked (docs/validation.md section 5)",
+        e.cases, -100 * e.hi, -100 * e.lo, -100 * e.mean));
+  }
+  r.decode = *step;
   return r;
 }
 

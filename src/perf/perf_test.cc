@@ -4817,5 +4817,112 @@ TEST_F(Perf, ClosedLoopRefusesWhatItCannotDescribe) {
   EXPECT_FALSE(EstimateClosedLoop(m, C(g), c, 8, E(g)).ok());
 }
 
+// Disaggregated serving (methodology section 9.8): the closed loop through the prefill workers and the decode
+// workers, checked against the estimates it is built from. lambda = min(C / (P + X + (O - 1) T), mu, decode cache),
+// B = lambda (O - 1) T / decode_workers, T the decode worker's step at B (rounded).
+TEST_F(Perf, DisaggregatedLoopRunsThroughBothTiers) {
+  const GpuSpec& g = G("h100-sxm");
+  const ModelSpec m = M("llama-3.1-70b");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.compute = ServingComputePrecision(c.fit.weights);
+  c.fit.kv_bytes_per_elem = 1;
+  c.fit.par.tp = 4;
+  c.input_len = 4096;
+  c.output_len = 512;
+  auto at = [&](const Parallelism& par, int64_t batch) {
+    InferConfig x = c;
+    x.fit.par = par;
+    x.fit.batch = batch;
+    auto r = EstimateInference(m, C(g), x, E(g));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return *r;
+  };
+  DisaggConfig d;
+  d.prefill.tp = 2;
+  d.prefill_workers = 1;
+  d.decode_workers = 2;
+  const double o = 511;
+  // One prefill worker for 256 clients: it binds. The decode workers hold what it feeds them.
+  auto p = EstimateDisaggregated(m, C(g), c, d, 256, E(g));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->bound, "prefill");
+  EXPECT_EQ(p->prompts_per_prefill, 1);
+  EXPECT_DOUBLE_EQ(p->prefill_s, at(d.prefill, 1).ttft_s);
+  EXPECT_NEAR(p->prefill_capacity_per_s, 1 / p->prefill_s, 1e-12);
+  EXPECT_NEAR(p->requests_per_s, p->prefill_capacity_per_s, 1e-12);
+  EXPECT_NEAR(p->decode_batch, p->requests_per_s * o * p->tpot_s / 2, 1e-9);
+  EXPECT_LE(std::abs(double(p->decode_batch_evaluated) - p->decode_batch), 1.0);
+  EXPECT_DOUBLE_EQ(p->tpot_s, at(c.fit.par, p->decode_batch_evaluated).tpot_s);
+  EXPECT_LT(p->decode_batch * 2, 256);  // fewer decoding than clients: the rest wait for a prefill
+  EXPECT_NEAR(p->ttft_s, 256 / p->requests_per_s - o * p->tpot_s, 1e-9 * p->ttft_s);
+  EXPECT_EQ(p->gpus, 2 + 2 * 4);
+  // The KV cache handed over: the prompt's cache per decode GPU (8 KV heads over TP 4), over NVLink (a prefill and a
+  // decode worker, 2 + 4 GPUs, fit one 8-GPU node).
+  EXPECT_NEAR(p->kv_transfer_bytes, KvBytesPerToken(m, 1, 4) * 4096, 1e-6);
+  EXPECT_EQ(p->kv_link, C(g).intra_name);
+  // Eight prefill workers: the clients bind; every client decodes but for its prefill and handover.
+  d.prefill_workers = 8;
+  auto q = EstimateDisaggregated(m, C(g), c, d, 64, E(g));
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(q->bound, "clients");
+  const double head = q->prefill_s + q->kv_transfer_s;
+  EXPECT_NEAR(q->requests_per_s, 64 / (head + o * q->tpot_s), 1e-9);
+  EXPECT_DOUBLE_EQ(q->ttft_s, head);
+  // Little's law: each of the 32 clients per worker decodes for (O - 1) T of its cycle and waits the rest.
+  EXPECT_NEAR(q->decode_batch, 32 * o * q->tpot_s / (head + o * q->tpot_s), 1e-9);
+  EXPECT_LT(q->decode_batch, 32);
+  EXPECT_NEAR(q->output_tokens_per_s_per_gpu, q->requests_per_s * 512 / (8 * 2 + 2 * 4), 1e-9);
+  // Ten thousand clients with ample prefill: the decode workers' caches bind at what one holds at the whole context.
+  d.prefill_workers = 4096;
+  auto r = EstimateDisaggregated(m, C(g), c, d, 10000, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->bound, "decode memory");
+  EXPECT_EQ(r->decode_batch_evaluated, at(c.fit.par, 1).max_batch);
+  EXPECT_NEAR(r->requests_per_s, 2 * double(r->decode_batch_max) / (o * r->tpot_s), 1e-9);
+  // Refused: no clients, one output token, no decode worker, pipeline stages, speculation.
+  EXPECT_FALSE(EstimateDisaggregated(m, C(g), c, d, 0, E(g)).ok());
+  DisaggConfig none = d;
+  none.decode_workers = 0;
+  EXPECT_FALSE(EstimateDisaggregated(m, C(g), c, none, 8, E(g)).ok());
+  InferConfig one_token = c;
+  one_token.output_len = 1;
+  EXPECT_FALSE(EstimateDisaggregated(m, C(g), one_token, d, 8, E(g)).ok());
+  InferConfig pp = c;
+  pp.fit.par.pp = 2;
+  EXPECT_FALSE(EstimateDisaggregated(m, C(g), pp, d, 8, E(g)).ok());
+}
+
+// With attention DP on the prefill worker its groups take one prompt each, side by side (section 9.7): k = D_p prompts
+// per prefill pass, priced at batch k; across nodes the handover crosses the network.
+TEST_F(Perf, DisaggregatedPrefillTakesOnePromptPerAttentionGroup) {
+  const GpuSpec& g = G("h200-sxm");
+  const ModelSpec m = M("deepseek-v3");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.compute = ServingComputePrecision(c.fit.weights);
+  c.fit.kv_bytes_per_elem = 1;
+  c.fit.par.tp = 8;
+  c.fit.par.ep = 8;
+  c.input_len = 8192;
+  c.output_len = 1024;
+  DisaggConfig d;
+  d.prefill.tp = 8;
+  d.prefill.ep = 8;
+  d.prefill.attention_dp = 8;
+  auto r = EstimateDisaggregated(m, C(g), c, d, 64, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->prompts_per_prefill, 8);
+  InferConfig x = c;
+  x.fit.par = d.prefill;
+  x.fit.batch = 8;
+  EXPECT_DOUBLE_EQ(r->prefill_s, EstimateInference(m, C(g), x, E(g))->ttft_s);
+  EXPECT_NEAR(r->prefill_capacity_per_s, 8 / r->prefill_s, 1e-12);
+  // 8 + 8 GPUs: two HGX nodes, so the MLA latent (replicated on each of the 8 decode GPUs) crosses the network.
+  EXPECT_EQ(r->kv_link, C(g).inter_name);
+  EXPECT_NEAR(r->kv_transfer_bytes, KvBytesPerToken(m, 1, 8) * 8192, 1e-6);
+  EXPECT_NEAR(r->kv_transfer_s, r->kv_transfer_bytes / C(g).inter_bw_per_gpu + C(g).inter_latency_s, 1e-12);
+}
+
 }  // namespace
 }  // namespace suanli

@@ -117,6 +117,11 @@ const std::map<std::string, KeyType>& CaseKeys(CaseKind kind) {
               {"etp", KeyType::kInteger},
               {"attention_dp", KeyType::kInteger},
               {"gpus_per_node", KeyType::kInteger},
+              {"prefill_workers", KeyType::kInteger},
+              {"decode_workers", KeyType::kInteger},
+              {"prefill_tp", KeyType::kInteger},
+              {"prefill_ep", KeyType::kInteger},
+              {"prefill_attention_dp", KeyType::kInteger},
               {"moe_imbalance", KeyType::kNumber},
               {"request_overhead_ms", KeyType::kNumber},
               {"step_overhead_ms", KeyType::kNumber},
@@ -368,6 +373,11 @@ std::vector<std::string> CaseCommand(const toml::table& t, CaseKind kind, const 
     flag_if("replicated_embeddings", true, "--replicated-embeddings");
     opt("kv_dtype", "--kv-dtype");
     opt("attention_dp", "--attention-dp");
+    opt("prefill_workers", "--prefill-workers");
+    opt("decode_workers", "--decode-workers");
+    opt("prefill_tp", "--prefill-tp");
+    opt("prefill_ep", "--prefill-ep");
+    opt("prefill_attention_dp", "--prefill-attention-dp");
     if (t.contains("concurrency"))
       add("--concurrency", integer("concurrency", 1));
     else
@@ -660,6 +670,41 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
   const std::string metric = t["metric"].value_or(std::string());
   // concurrency: a closed-loop benchmark's C clients (EstimateClosedLoop, docs/methodology.md section 9.6); only its
   // time per output token is a case metric (the TTFT it gives leaves out queueing behind other clients' prefills).
+  // decode_workers: disaggregated serving's closed loop (EstimateDisaggregated, docs/methodology.md section 9.8), the
+  // case's tp/ep/attention_dp the decode worker's, prefill_* the prefill worker's; its time per output token only.
+  if (t.contains("decode_workers") || t.contains("prefill_workers")) {
+    if (!t.contains("concurrency") || t.contains("batch") || c.batch_max)
+      return ParseError("a disaggregated case (decode_workers, prefill_workers) takes concurrency and no batch");
+    if (metric != "tpot_s")
+      return ParseError(fmt::format("metric {} with decode_workers: a disaggregated case takes tpot_s", metric));
+    SUANLI_ASSIGN_OR_RETURN(const int64_t conc, IntKey(t, "concurrency", 1));
+    DisaggConfig d;
+    SUANLI_ASSIGN_OR_RETURN(d.prefill_workers, IntKey(t, "prefill_workers", 1));
+    SUANLI_ASSIGN_OR_RETURN(d.decode_workers, IntKey(t, "decode_workers", 1));
+    d.prefill = c.fit.par;
+    if (t.contains("prefill_tp")) {
+      SUANLI_ASSIGN_OR_RETURN(d.prefill.tp, IntKey(t, "prefill_tp", 1));
+      d.prefill.ep = 1;
+      d.prefill.etp = 0;
+      d.prefill.attention_dp = 1;
+    }
+    if (t.contains("prefill_ep")) {
+      SUANLI_ASSIGN_OR_RETURN(d.prefill.ep, IntKey(t, "prefill_ep", 1));
+    }
+    if (t.contains("prefill_attention_dp")) {
+      SUANLI_ASSIGN_OR_RETURN(d.prefill.attention_dp, IntKey(t, "prefill_attention_dp", 1));
+    }
+    SUANLI_ASSIGN_OR_RETURN(const DisaggResult dr, EstimateDisaggregated(m, cl, c, d, conc, eff));
+    *detail = fmt::format("TPOT {:.2f} ms at {} sequences per decode worker (bound: {}; prefill {:.2f} ms for {}, "
+                          "{:.2f} requests/s){}",
+                          dr.tpot_s * 1e3, dr.decode_batch_evaluated, dr.bound, dr.prefill_s * 1e3,
+                          dr.prompts_per_prefill, dr.requests_per_s, dr.fits ? "" : ", DOES NOT FIT");
+    *fits = dr.fits;
+    *ttft_s = dr.ttft_s;
+    *tpot_s = dr.tpot_s;
+    if (dr.decode.decode_step_bound_s > 0) *bound = dr.decode.decode_step_bound_s;
+    return dr.tpot_s;
+  }
   if (t.contains("concurrency")) {
     if (t.contains("batch") || c.batch_max)
       return ParseError("concurrency sets the batch (the sequences in flight): drop batch and batch_max");

@@ -92,8 +92,11 @@ TEST(ValidateCommand, EveryCaseCommandReproducesItsEstimate) {
         if (!got.contains("step_time_s") || !same(got["step_time_s"], c["step_time_s"]))
           why = "step_time_s " + got.value("step_time_s", json(nullptr)).dump() + " against " + c["step_time_s"].dump();
       } else {
-        // A closed-loop case (concurrency) is its command's `closed_loop` figures, not the batch-C decode estimate.
-        const json& v = got.contains("closed_loop") ? got["closed_loop"] : got;
+        // A closed-loop case (concurrency) is its command's `closed_loop` figures, not the batch-C decode estimate; a
+        // disaggregated one its `disaggregated` figures.
+        const json& v = got.contains("closed_loop")     ? got["closed_loop"]
+                        : got.contains("disaggregated") ? got["disaggregated"]
+                                                        : got;
         if (!v.contains("ttft_s") || !same(v["ttft_s"], c["ttft_s"]) || !same(v["tpot_s"], c["tpot_s"]))
           why = "ttft_s/tpot_s " + v.value("ttft_s", json(nullptr)).dump() + "/" + v.value("tpot_s", json(nullptr)).dump() +
                 " against " + c["ttft_s"].dump() + "/" + c["tpot_s"].dump();
