@@ -1210,6 +1210,8 @@ inline constexpr ValidationEvidence kMoeExpertParallelClosedLoopTpot{149, -0.168
 // aiconfigurator's disaggregated silicon rows (fiftieth session, held out; after the closed loop was added to them).
 // Signed on speed.
 inline constexpr ValidationEvidence kDisaggTpot{230, -0.063, -2.311, 0.535};
+// Of those, the decode workers with expert parallelism (EP > 1: 4 to 32 GPUs, most with attention DP).
+inline constexpr ValidationEvidence kDisaggExpertParallelTpot{173, -0.032, -0.706, 0.535};
 inline constexpr ValidationEvidence kMoeAttentionDpClosedLoopTpotLong{8, 0.021, -0.248, 0.250};
 }  // namespace evidence
 

@@ -278,7 +278,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       ->check(CLI::Range(1, 4096));
   infer->add_option("--prefill-tp", f->prefill_tp, "Disaggregated serving: a prefill worker's TP (default: --tp)")
       ->check(CLI::Range(1, 1024));
-  infer->add_option("--prefill-ep", f->prefill_ep, "Disaggregated serving: a prefill worker's EP (default: --ep)")
+  infer->add_option("--prefill-ep", f->prefill_ep,
+                    "Disaggregated serving: a prefill worker's EP (default: --ep when --prefill-tp is not given, else 1)")
       ->check(CLI::Range(1, 1024));
   infer->add_option("--prefill-etp", f->prefill_etp,
                     "Disaggregated serving: a prefill worker's expert TP (default: its TP / EP)")

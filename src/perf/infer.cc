@@ -773,14 +773,18 @@ Result<InferResult> EstimateInference(const ModelSpec& m, const Cluster& cl, con
                           r.prefill_expert_imbalance, r.decode_expert_imbalance, cfg.moe_imbalance,
                           uniform(batch * double(cfg.input_len)), uniform(batch));
     r.notes.push_back(fmt::format(
-        "uncertain: expert parallelism in serving is checked only inside closed-loop benchmarks: on {} held-out runs "
-        "with EP > 1 (DeepSeek-V3/R1 and Qwen3-235B-A22B on TensorRT-LLM, SGLang and vLLM) this model's time per "
-        "output token was {:.0f}% longer than measured on average ({:+.0f}% to {:+.0f}%). The experts are combined "
-        "with {}, and {}. Published EP-vs-TP comparisons: TensorRT-LLM's MoE micro-benchmark, Mixtral at 128 tokens, "
-        "EP 8 12% slower than TP 8 where this model has them equal; vLLM DeepSeek-R1 on 8 H200s, prefill 3-10% slower "
-        "under EP 8 where this model has it 7% faster (docs/validation.md section 5)",
+        "uncertain: expert parallelism in serving is checked only inside serving benchmarks: on {} held-out "
+        "closed-loop runs with EP > 1 (DeepSeek-V3/R1 and Qwen3-235B-A22B on TensorRT-LLM, SGLang and vLLM) this "
+        "model's time per output token was {:.0f}% longer than measured on average ({:+.0f}% to {:+.0f}%), and on {} "
+        "disaggregated decode workers with EP 4 to 32 (DeepSeek-V3/R1 on TensorRT-LLM and SGLang) {:.0f}% longer "
+        "({:+.0f}% to {:+.0f}%). The experts are combined with {}, and {}. Published EP-vs-TP comparisons: "
+        "TensorRT-LLM's MoE micro-benchmark, Mixtral at 128 tokens, EP 8 12% slower than TP 8 where this model has "
+        "them equal; vLLM DeepSeek-R1 on 8 H200s, prefill 3-10% slower under EP 8 where this model has it 7% faster "
+        "(docs/validation.md section 5)",
         evidence::kMoeExpertParallelClosedLoopTpot.cases, -100 * evidence::kMoeExpertParallelClosedLoopTpot.mean,
         -100 * evidence::kMoeExpertParallelClosedLoopTpot.hi, -100 * evidence::kMoeExpertParallelClosedLoopTpot.lo,
+        evidence::kDisaggExpertParallelTpot.cases, -100 * evidence::kDisaggExpertParallelTpot.mean,
+        -100 * evidence::kDisaggExpertParallelTpot.hi, -100 * evidence::kDisaggExpertParallelTpot.lo,
         cfg.fit.par.attention_dp > 1 ? "a reduce-scatter back to the attention groups" : "the TP all-reduce", routing));
   }
   if (cfg.fit.par.attention_dp > 1) {

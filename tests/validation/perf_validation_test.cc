@@ -468,6 +468,11 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
         "MoE closed-loop time per output token, attention DP, 8,192-token prompts", true);
   check(evidence::kDisaggTpot, [&](const ValidationCase& c) { return c.group == "disagg"; },
         "disaggregated decode workers' time per output token", true);
+  check(evidence::kDisaggExpertParallelTpot,
+        [&](const ValidationCase& c) {
+          return c.group == "disagg" && c.moe && has(c.name, " EP") && !has(c.name, " EP1 ");
+        },
+        "disaggregated decode workers with EP > 1", true);
   check(evidence::kServingMlaDecodeAttention,
         [&](const ValidationCase& c) { return c.group == "serving_attention" && has(c.name, " MLA decode "); },
         "TensorRT-LLM 1.3 MLA decode", true);
