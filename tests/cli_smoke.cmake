@@ -436,6 +436,8 @@ string(JSON b GET "${out}" batch)
 if(NOT v EQUAL b)
   message(FATAL_ERROR "perf infer disaggregated --json: the main estimate's batch ${b} is not the decode worker's ${v}")
 endif()
+run_suanli(3 out perf infer -m deepseek-v3 -g h200-sxm --tp 8 --ep 8 --weights fp8 --kv-dtype fp8 --concurrency 64 --input-len 1024 --output-len 1024 --prefill-workers 1 --prefill-tp 1)
+expect_contains("${out}" "DOES NOT FIT: a prefill worker (TP 1)" "perf infer --prefill-tp 1 for DeepSeek-V3: the shortfall, exit 3")
 run_suanli(2 out perf infer -m llama-3.1-70b -g h100-sxm --tp 4 --weights fp8 --decode-workers 2)
 expect_contains("${out}" "give --concurrency C" "perf infer --decode-workers without --concurrency")
 

@@ -849,7 +849,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       if (model->moe) j["moe_impl"] = MoeImplName(cfg.moe_impl);
       j["batch"] = r->batch;
       if (cfg.batch_max) j["batch_limited_by"] = r->batch_limit;
-      j["fits"] = r->fits;
+      j["fits"] = r->fits && (!dis || dis->fits);
       j["ttft_s"] = r->ttft_s;
       j["tpot_s"] = r->tpot_s;
       j["decode_tokens_per_s"] = r->decode_tokens_per_s;
@@ -1016,8 +1016,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       dt.Row({"what binds", dis->bound == "clients" ? "the clients (neither tier saturated)"
                             : dis->bound == "prefill" ? "the prefill workers"
                                                        : "the decode workers' KV caches"});
-      std::cout << dt.Render();
-      for (const auto& n : dis->notes) std::cout << "note: " << n << "\n";
+      if (dis->fits) std::cout << dt.Render();
+      for (const auto& n : dis->notes) std::cout << (dis->fits ? "note: " : "DOES NOT FIT: ") << n << "\n";
     }
     if (!sweep.empty()) {
       std::cout << "\nclosed loop, concurrency sweep (tokens/s per user = 1 / time per output token):\n";
@@ -1061,7 +1061,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       }
       if (f->tp * f->pp > 1) std::cout << BusBandwidthWords() << "\n";
     }
-    return r->fits ? kExitOk : kExitNoFit;
+    return r->fits && (!dis || dis->fits) ? kExitOk : kExitNoFit;
   };
 }
 

@@ -994,10 +994,17 @@ Result<DisaggResult> EstimateDisaggregated(const ModelSpec& m, const Cluster& cl
   r.kv_link = one_domain ? cl.intra_name : cl.inter_name;
   r.kv_transfer_s = link > 0 ? r.kv_transfer_bytes / link + (one_domain ? cl.intra_latency_s : cl.inter_latency_s) : 0;
   if (!r.fits) {
-    r.notes.push_back(!prefill->fits ? fmt::format("a prefill worker does not fit {} prompt(s) of {} tokens",
-                                                   r.prompts_per_prefill, decode_cfg.input_len)
-                                     : "a decode worker does not fit one sequence at the whole context");
+    const InferResult& short_of = !prefill->fits ? *prefill : *single;
+    r.notes.push_back(fmt::format(
+        "{}: it needs {} per GPU of the {} a {} has",
+        !prefill->fits ? fmt::format("a prefill worker (TP {}) does not fit {} prompt(s) of {} tokens", d.prefill.tp,
+                                     r.prompts_per_prefill, decode_cfg.input_len)
+                       : fmt::format("a decode worker (TP {}) does not fit one sequence at the whole context ({} + {} "
+                                     "tokens)",
+                                     decode_cfg.fit.par.tp, decode_cfg.input_len, decode_cfg.output_len),
+        FormatBytes(short_of.per_gpu_peak_bytes), FormatBytes(cl.gpu->memory_bytes.value), cl.gpu->id));
     r.decode = *single;
+    r.decode_batch_evaluated = 1;
     return r;
   }
   // T and B together: from the largest batch down, T = T_decode(B(T)) until the rounded batch repeats.

@@ -4896,6 +4896,38 @@ TEST_F(Perf, DisaggregatedLoopRunsThroughBothTiers) {
   EXPECT_FALSE(EstimateDisaggregated(m, C(g), pp, d, 8, E(g)).ok());
 }
 
+// A worker that does not fit says which and by how much, and gives no times.
+TEST_F(Perf, DisaggregatedSaysWhichWorkerDoesNotFit) {
+  const GpuSpec& g = G("h200-sxm");
+  const ModelSpec m = M("deepseek-v3");
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.compute = ServingComputePrecision(c.fit.weights);
+  c.fit.kv_bytes_per_elem = 1;
+  c.fit.par.tp = 8;
+  c.fit.par.ep = 8;
+  c.input_len = 1024;
+  c.output_len = 1024;
+  DisaggConfig d;
+  d.prefill.tp = 1;  // 671B parameters on one GPU
+  auto r = EstimateDisaggregated(m, C(g), c, d, 64, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->fits);
+  EXPECT_EQ(r->tpot_s, 0);
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes.front().find("a prefill worker (TP 1) does not fit 1 prompt(s) of 1024 tokens"), std::string::npos)
+      << r->notes.front();
+  d.prefill.tp = 8;
+  d.prefill.ep = 8;
+  c.fit.par = Parallelism{};
+  c.fit.par.tp = 1;  // the decode worker on one GPU
+  r = EstimateDisaggregated(m, C(g), c, d, 64, E(g));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->fits);
+  EXPECT_NE(r->notes.front().find("a decode worker (TP 1) does not fit one sequence"), std::string::npos)
+      << r->notes.front();
+}
+
 // With attention DP on the prefill worker its groups take one prompt each, side by side (section 9.7): k = D_p prompts
 // per prefill pass, priced at batch k; across nodes the handover crosses the network.
 TEST_F(Perf, DisaggregatedPrefillTakesOnePromptPerAttentionGroup) {
