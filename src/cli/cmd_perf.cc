@@ -773,6 +773,11 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
             "--prefill-workers/--decode-workers estimate a closed loop of clients: give --concurrency C"));
       if (f->concurrency_list.size() > 1)
         return PrintError(InvalidArgument("disaggregated serving takes one --concurrency value, not a sweep"));
+      if (!f->emit.empty())
+        return PrintError(InvalidArgument(
+            "--emit writes one aggregated replica's launch line; a disaggregated deployment's (Dynamo's prefill and "
+            "decode workers, their KV transfer) is not written: drop --emit, or estimate one worker without "
+            "--prefill-workers/--decode-workers"));
       DisaggConfig dc;
       dc.prefill_workers = std::max(1, f->prefill_workers);
       dc.decode_workers = std::max(1, f->decode_workers);
