@@ -4896,18 +4896,24 @@ TEST_F(Perf, DisaggregatedLoopRunsThroughBothTiers) {
   EXPECT_FALSE(EstimateDisaggregated(m, C(g), pp, d, 8, E(g)).ok());
 }
 
-// A worker that does not fit says which and by how much, and gives no times.
-TEST_F(Perf, DisaggregatedSaysWhichWorkerDoesNotFit) {
-  const GpuSpec& g = G("h200-sxm");
-  const ModelSpec m = M("deepseek-v3");
+// DeepSeek-V3's serving setting in these tests: FP8 weights and KV cache, TP 8 with the experts spread (EP 8).
+InferConfig DeepSeekFp8Ep8(int64_t input_len, int64_t output_len) {
   InferConfig c;
   c.fit.weights = *ParseWeightFormat("fp8");
   c.compute = ServingComputePrecision(c.fit.weights);
   c.fit.kv_bytes_per_elem = 1;
   c.fit.par.tp = 8;
   c.fit.par.ep = 8;
-  c.input_len = 1024;
-  c.output_len = 1024;
+  c.input_len = input_len;
+  c.output_len = output_len;
+  return c;
+}
+
+// A worker that does not fit says which and by how much, and gives no times.
+TEST_F(Perf, DisaggregatedSaysWhichWorkerDoesNotFit) {
+  const GpuSpec& g = G("h200-sxm");
+  const ModelSpec m = M("deepseek-v3");
+  InferConfig c = DeepSeekFp8Ep8(1024, 1024);
   DisaggConfig d;
   d.prefill.tp = 1;  // 671B parameters on one GPU
   auto r = EstimateDisaggregated(m, C(g), c, d, 64, E(g));
@@ -4933,14 +4939,7 @@ TEST_F(Perf, DisaggregatedSaysWhichWorkerDoesNotFit) {
 TEST_F(Perf, DisaggregatedPrefillTakesOnePromptPerAttentionGroup) {
   const GpuSpec& g = G("h200-sxm");
   const ModelSpec m = M("deepseek-v3");
-  InferConfig c;
-  c.fit.weights = *ParseWeightFormat("fp8");
-  c.compute = ServingComputePrecision(c.fit.weights);
-  c.fit.kv_bytes_per_elem = 1;
-  c.fit.par.tp = 8;
-  c.fit.par.ep = 8;
-  c.input_len = 8192;
-  c.output_len = 1024;
+  InferConfig c = DeepSeekFp8Ep8(8192, 1024);
   DisaggConfig d;
   d.prefill.tp = 8;
   d.prefill.ep = 8;
