@@ -4660,6 +4660,19 @@ TEST_F(Perf, AttentionDpRunsAttentionPerGroupAndTheExpertsOverAll) {
   EXPECT_GT(tp8.ttft_bound_s, 0);
 }
 
+// DeepSeek-V3's serving setting in these tests: FP8 weights and KV cache, TP 8 with the experts spread (EP 8).
+InferConfig DeepSeekFp8Ep8(int64_t input_len, int64_t output_len) {
+  InferConfig c;
+  c.fit.weights = *ParseWeightFormat("fp8");
+  c.compute = ServingComputePrecision(c.fit.weights);
+  c.fit.kv_bytes_per_elem = 1;
+  c.fit.par.tp = 8;
+  c.fit.par.ep = 8;
+  c.input_len = input_len;
+  c.output_len = output_len;
+  return c;
+}
+
 // A closed loop with attention DP (methodology sections 9.6 and 9.7): the prompts land k = min(D, C) at a time, one on
 // each attention group, so P is the prefill at batch k (each group one prompt, the routed experts all k prompts'
 // tokens) and a step carrying them comes (C - 1) / k times per cycle: T = D + (C - 1) / k x E x T / (P + (O - 1) T).
@@ -4667,15 +4680,8 @@ TEST_F(Perf, AttentionDpRunsAttentionPerGroupAndTheExpertsOverAll) {
 TEST_F(Perf, AttentionDpClosedLoopLandsOnePromptPerGroup) {
   const GpuSpec& g = G("h200-sxm");
   const ModelSpec m = M("deepseek-v3");
-  InferConfig c;
-  c.fit.weights = *ParseWeightFormat("fp8");
-  c.compute = ServingComputePrecision(c.fit.weights);
-  c.fit.kv_bytes_per_elem = 1;
-  c.fit.par.tp = 8;
-  c.fit.par.ep = 8;
+  InferConfig c = DeepSeekFp8Ep8(8192, 1024);
   c.fit.par.attention_dp = 8;
-  c.input_len = 8192;
-  c.output_len = 1024;
   auto at = [&](int64_t batch) {
     InferConfig b = c;
     b.fit.batch = batch;
@@ -4894,19 +4900,6 @@ TEST_F(Perf, DisaggregatedLoopRunsThroughBothTiers) {
   InferConfig pp = c;
   pp.fit.par.pp = 2;
   EXPECT_FALSE(EstimateDisaggregated(m, C(g), pp, d, 8, E(g)).ok());
-}
-
-// DeepSeek-V3's serving setting in these tests: FP8 weights and KV cache, TP 8 with the experts spread (EP 8).
-InferConfig DeepSeekFp8Ep8(int64_t input_len, int64_t output_len) {
-  InferConfig c;
-  c.fit.weights = *ParseWeightFormat("fp8");
-  c.compute = ServingComputePrecision(c.fit.weights);
-  c.fit.kv_bytes_per_elem = 1;
-  c.fit.par.tp = 8;
-  c.fit.par.ep = 8;
-  c.input_len = input_len;
-  c.output_len = output_len;
-  return c;
 }
 
 // A worker that does not fit says which and by how much, and gives no times.
