@@ -820,6 +820,8 @@ struct DisaggResult {
   int gpus = 0;                        // prefill_workers x prefill GPUs + decode_workers x decode GPUs
   double output_tokens_per_s_per_gpu = 0;  // lambda x output_len / gpus
   double prefill_gpu_utilisation = 0;      // lambda / mu
+  // Where the prefill workers bind: the fewest at which they would not (at most 4,096; empty if none or not bound).
+  std::optional<int> prefill_workers_to_keep_up;
   bool fits = true;                    // one prefill worker fits k prompts and one decode worker one sequence
   std::vector<std::string> notes;
   InferResult prefill_pass;            // the prefill worker's estimate at batch k

@@ -915,6 +915,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                               {"kv_link", dis->kv_link},
                               {"prefill_capacity_per_s", dis->prefill_capacity_per_s},
                               {"prefill_utilisation", dis->prefill_gpu_utilisation},
+                              {"prefill_workers_to_keep_up", dis->prefill_workers_to_keep_up
+                                                                 ? json(*dis->prefill_workers_to_keep_up)
+                                                                 : json(nullptr)},
                               {"bound", dis->bound},
                               {"decode_batch", dis->decode_batch},
                               {"decode_batch_evaluated", dis->decode_batch_evaluated},

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "suanli/perf.h"
 #include "suanli/units.h"
@@ -946,9 +947,11 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
   return r;
 }
 
-// docs/methodology.md section 9.8; perf.h states the closed loop this solves.
-Result<DisaggResult> EstimateDisaggregated(const ModelSpec& m, const Cluster& cl, const InferConfig& decode_cfg,
-                                           const DisaggConfig& d, int64_t concurrency, const Efficiency& eff) {
+namespace {
+
+// The closed loop of EstimateDisaggregated without its notes (docs/methodology.md section 9.8).
+Result<DisaggResult> SolveDisaggregated(const ModelSpec& m, const Cluster& cl, const InferConfig& decode_cfg,
+                                        const DisaggConfig& d, int64_t concurrency, const Efficiency& eff) {
   if (concurrency < 1)
     return InvalidArgument(fmt::format("--concurrency {} is not a number of clients (at least 1)", concurrency));
   if (decode_cfg.output_len < 2)
@@ -1058,14 +1061,58 @@ Result<DisaggResult> EstimateDisaggregated(const ModelSpec& m, const Cluster& cl
   if (f.bound != "clients") r.ttft_s = std::max(head, c / f.lambda - o * r.tpot_s);
   r.output_tokens_per_s_per_gpu = f.lambda * double(decode_cfg.output_len) / double(std::max(1, r.gpus));
   r.prefill_gpu_utilisation = f.lambda / r.prefill_capacity_per_s;
-  if (f.bound == "prefill")
+  r.decode = *step;
+  return r;
+}
+
+}  // namespace
+
+// docs/methodology.md section 9.8; perf.h states the closed loop this solves.
+Result<DisaggResult> EstimateDisaggregated(const ModelSpec& m, const Cluster& cl, const InferConfig& decode_cfg,
+                                           const DisaggConfig& d, int64_t concurrency, const Efficiency& eff) {
+  SUANLI_ASSIGN_OR_RETURN(DisaggResult r, SolveDisaggregated(m, cl, decode_cfg, d, concurrency, eff));
+  if (!r.fits) return r;
+  const double nd = double(d.decode_workers);
+  // Where the prefill tier binds, the fewest prefill workers at which it no longer does (doubling, then bisection):
+  // more of them let more clients decode, which lengthens the decode step, so the answer is the loop's, not mu's.
+  std::optional<DisaggResult> enough;
+  if (r.bound == "prefill") {
+    constexpr int kMostWorkers = 4096;
+    int lo = d.prefill_workers, hi = d.prefill_workers;
+    DisaggConfig more = d;
+    while (hi < kMostWorkers && !enough) {
+      lo = hi;
+      hi = std::min(kMostWorkers, 2 * hi);
+      more.prefill_workers = hi;
+      SUANLI_ASSIGN_OR_RETURN(DisaggResult e, SolveDisaggregated(m, cl, decode_cfg, more, concurrency, eff));
+      if (e.bound != "prefill") enough = std::move(e);
+    }
+    while (enough && hi - lo > 1) {
+      more.prefill_workers = lo + (hi - lo) / 2;
+      SUANLI_ASSIGN_OR_RETURN(DisaggResult e, SolveDisaggregated(m, cl, decode_cfg, more, concurrency, eff));
+      if (e.bound == "prefill") {
+        lo = more.prefill_workers;
+      } else {
+        hi = more.prefill_workers;
+        enough = std::move(e);
+      }
+    }
+    if (enough) r.prefill_workers_to_keep_up = hi;
+  }
+  if (r.bound == "prefill")
     r.notes.push_back(fmt::format(
         "the prefill workers bind: they start at most {:.2f} requests/s ({} x {} prompt(s) per {}), so the decode "
         "workers hold {:.0f} of the {} clients' sequences each ({:.0f} in all) and the others wait for a prefill "
-        "(in the TTFT); more prefill workers would raise the throughput",
+        "(in the TTFT); {}",
         r.prefill_capacity_per_s, d.prefill_workers, r.prompts_per_prefill, FormatSeconds(r.prefill_s), r.decode_batch,
-        concurrency, r.decode_batch * nd));
-  else if (f.bound == "decode memory")
+        concurrency, r.decode_batch * nd,
+        enough ? fmt::format("with {} prefill workers they would keep up: {:.2f} requests/s, {:.1f} output tokens/s per "
+                             "GPU over {} GPUs, time per output token {}, TTFT {}",
+                             *r.prefill_workers_to_keep_up, enough->requests_per_s,
+                             enough->output_tokens_per_s_per_gpu, enough->gpus, FormatSeconds(enough->tpot_s),
+                             FormatSeconds(enough->ttft_s))
+               : "more prefill workers would raise the throughput"));
+  else if (r.bound == "decode memory")
     r.notes.push_back(fmt::format(
         "the decode workers' KV caches bind: each holds {} sequences at the whole context ({} + {} tokens), and the "
         "other clients wait (in the TTFT)",
@@ -1080,7 +1127,6 @@ Result<DisaggResult> EstimateDisaggregated(const ModelSpec& m, const Cluster& cl
         "the TTFT are not checked (docs/validation.md section 5)",
         e.cases, -100 * e.hi, -100 * e.lo, -100 * e.mean));
   }
-  r.decode = *step;
   return r;
 }
 

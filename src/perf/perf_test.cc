@@ -4866,6 +4866,17 @@ TEST_F(Perf, DisaggregatedLoopRunsThroughBothTiers) {
   EXPECT_LT(p->decode_batch * 2, 256);  // fewer decoding than clients: the rest wait for a prefill
   EXPECT_NEAR(p->ttft_s, 256 / p->requests_per_s - o * p->tpot_s, 1e-9 * p->ttft_s);
   EXPECT_EQ(p->gpus, 2 + 2 * 4);
+  // How many prefill workers would keep up: the fewest at which the prefill tier no longer binds.
+  ASSERT_TRUE(p->prefill_workers_to_keep_up.has_value());
+  const int enough = *p->prefill_workers_to_keep_up;
+  DisaggConfig fewer = d, just = d;
+  fewer.prefill_workers = enough - 1;
+  just.prefill_workers = enough;
+  EXPECT_EQ(EstimateDisaggregated(m, C(g), c, fewer, 256, E(g))->bound, "prefill");
+  EXPECT_NE(EstimateDisaggregated(m, C(g), c, just, 256, E(g))->bound, "prefill");
+  EXPECT_NE(p->notes.front().find(fmt::format("with {} prefill workers they would keep up", enough)),
+            std::string::npos)
+      << p->notes.front();
   // The KV cache handed over: the prompt's cache per decode GPU (8 KV heads over TP 4), over NVLink (a prefill and a
   // decode worker, 2 + 4 GPUs, fit one 8-GPU node).
   EXPECT_NEAR(p->kv_transfer_bytes, KvBytesPerToken(m, 1, 4) * 4096, 1e-6);
