@@ -145,6 +145,35 @@ void BM_EstimateInferenceSpeculative(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateInferenceSpeculative);
 
+// A closed loop of 64 clients (perf infer --concurrency 64): the estimate at batch 1 for the prefill and the cache's
+// limit, then the one at the sequences in flight, and the quadratic.
+void BM_EstimateClosedLoop(benchmark::State& state) {
+  auto& f = F();
+  suanli::InferConfig c;
+  c.fit.par.tp = 8;
+  c.input_len = 2048;
+  c.output_len = 512;
+  for (auto _ : state) benchmark::DoNotOptimize(suanli::EstimateClosedLoop(f.llama70b, f.cluster, c, 64, f.eff));
+}
+BENCHMARK(BM_EstimateClosedLoop);
+
+// Disaggregated serving (perf infer --prefill-workers 1 --decode-workers 2 --concurrency 256): the fixed point of the
+// decode step and the decode batch, then, the one prefill worker binding, the search for the fewest that keep up.
+void BM_EstimateDisaggregated(benchmark::State& state) {
+  auto& f = F();
+  suanli::InferConfig c;
+  c.fit.par.tp = 4;
+  c.input_len = 4096;
+  c.output_len = 512;
+  suanli::DisaggConfig d;
+  d.prefill.tp = 4;
+  d.prefill_workers = 1;
+  d.decode_workers = 2;
+  for (auto _ : state)
+    benchmark::DoNotOptimize(suanli::EstimateDisaggregated(f.llama70b, f.cluster, c, d, 256, f.eff));
+}
+BENCHMARK(BM_EstimateDisaggregated)->Unit(benchmark::kMillisecond);
+
 // The planner case: GPT-3 175B on 1024 A100-80GB, global batch 1024, sequence 2048, one thread.
 // items_per_second = configurations evaluated per second on one core.
 void BM_PlanGpt3On1024A100(benchmark::State& state) {
