@@ -129,7 +129,7 @@ double KvCacheBytes(const ModelSpec& m, double bytes_per_elem, int64_t batch, in
 namespace {
 
 const std::vector<std::string> kSupportedTypes = {"llama",  "mistral", "mixtral",  "qwen2",     "qwen2_moe",
-                                                  "qwen3",  "qwen3_moe", "deepseek_v3", "gemma2", "phi3", "gpt_oss", "gpt2",
+                                                  "qwen3",  "qwen3_moe", "minimax_m2", "deepseek_v3", "gemma2", "phi3", "gpt_oss", "gpt2",
                                                   "gpt_neox", "gptj",  "opt",      "bloom",   "falcon",
                                                   "mpt", "nemotron", "llama4", "llama4_text"};
 
@@ -311,7 +311,7 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
   JsonReader r(j, llama4 && t == "llama4" ? name + " text_config" : name);
   const bool llama_like = t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "qwen2_moe" ||
                           t == "qwen3" || t == "qwen3_moe" || t == "phi3" || t == "gemma2" || t == "deepseek_v3" ||
-                          t == "gpt_oss" || t == "nemotron" || llama4;
+                          t == "gpt_oss" || t == "nemotron" || t == "minimax_m2" || llama4;
   if (llama_like) {
     SUANLI_ASSIGN_OR_RETURN(m.hidden, r.Int({"hidden_size"}, kMaxHidden));
     SUANLI_ASSIGN_OR_RETURN(int64_t layers, r.Int({"num_hidden_layers"}, kMaxLayers));
@@ -340,6 +340,14 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
     m.attn_out_bias = (t == "llama" || qwen3 || gpt_oss) && m.qkv_bias;  // attention_bias covers o_proj too
     if (gpt_oss) m.attention_sinks = m.heads;
     if (qwen3) m.extra_head_norm_dim = 2 * m.head_dim;  // RMSNorm on each head's q and k
+    // MiniMax-M2 (MiniMaxM2ForCausalLM): its q and k norms are one RMSNorm over each layer's whole projected q and k
+    // (qk_norm_type "per_layer"), or per head like Qwen3's.
+    if (t == "minimax_m2") {
+      SUANLI_ASSIGN_OR_RETURN(const bool qk_norm, r.BoolOr("use_qk_norm", true));
+      const std::string norm_type = j.value("qk_norm_type", std::string("per_layer"));
+      if (qk_norm)
+        m.extra_head_norm_dim = norm_type == "per_head" ? 2 * m.head_dim : (m.heads + m.kv_heads) * m.head_dim;
+    }
     if (t == "gemma2") m.norms_per_layer = 4;
     // Sliding windows.
     bool use_sw = true;
@@ -425,6 +433,16 @@ Result<ModelSpec> ParseHfConfig(std::string_view text, std::string_view name_sv)
           m.chunked_window = true;
         }
       }
+    } else if (t == "minimax_m2") {
+      // MiniMax-M2: every layer MoE, routed experts of intermediate_size, sigmoid routing with a per-expert bias
+      // (use_routing_bias), no shared expert (shared_intermediate_size 0). Its MTP modules are not counted (as
+      // DeepSeek-V3's are not).
+      SUANLI_ASSIGN_OR_RETURN(MoeSpec e, ReadRoutedExperts(r, "num_local_experts"));
+      e.expert_ffn = m.ffn;
+      SUANLI_ASSIGN_OR_RETURN(e.shared_ffn, r.IntOr("shared_intermediate_size", 0, kMaxHidden * 16));
+      e.num_shared_experts = e.shared_ffn > 0 ? 1 : 0;
+      SUANLI_ASSIGN_OR_RETURN(e.router_bias, r.BoolOr("use_routing_bias", false));
+      m.moe = e;
     } else if (t == "mixtral" || gpt_oss) {
       // GPT-OSS: every layer MoE, experts of intermediate_size with biases, a router with a bias.
       SUANLI_ASSIGN_OR_RETURN(MoeSpec e, ReadRoutedExperts(r, "num_local_experts"));

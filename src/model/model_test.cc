@@ -93,6 +93,33 @@ TEST_F(Models, Qwen3MoeCountsEveryExpertAndActivatesEight) {
   EXPECT_NE(listed.status().message().find("mlp_only_layers"), std::string::npos) << listed.status().message();
 }
 
+// MiniMax-M2.5 (model_type minimax_m2; the config.json aiconfigurator 095f58a5 keeps, as tests/validation/configs/
+// minimax-m2.5.json): GQA 48/8 heads of 128 with one RMSNorm over each layer's whole q and k ("per_layer"), 256
+// gated experts of 1536, top 8, a sigmoid router with a per-expert bias, no shared expert, untied embedding and head.
+// Its model card: 230B total, 10B active (the active count without the 1.2B embedding and head).
+TEST_F(Models, MiniMaxM2CountsPerLayerQkNormsAndBiasedRouter) {
+  auto m = ParseHfConfig(R"({"model_type":"minimax_m2","hidden_size":3072,"num_hidden_layers":62,
+      "num_attention_heads":48,"num_key_value_heads":8,"head_dim":128,"intermediate_size":1536,"vocab_size":200064,
+      "num_experts_per_tok":8,"num_local_experts":256,"use_qk_norm":true,"qk_norm_type":"per_layer",
+      "use_routing_bias":true,"shared_intermediate_size":0,"tie_word_embeddings":false})", "minimax.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(m->moe.has_value());
+  EXPECT_EQ(m->moe->num_experts, 256);
+  EXPECT_EQ(m->moe->experts_per_token, 8);
+  EXPECT_EQ(m->moe->expert_ffn, 1536);
+  EXPECT_EQ(m->moe->num_shared_experts, 0);
+  EXPECT_TRUE(m->moe->router_bias);
+  const double h = 3072, d = 128, e = 3 * h * 1536;
+  const double layer_dense = 2 * h * (48 + 8) * d + 256 * h + 256 + 2 * h + (48 + 8) * d;
+  const double total = 62 * (layer_dense + 256 * e) + 2 * 200064 * h + h;
+  const double active = 62 * (layer_dense + 8 * e) + 2 * 200064 * h + h;
+  const auto c = CountParams(*m);
+  EXPECT_NEAR(c.total, total, 1e-9 * total);
+  EXPECT_NEAR(c.active, active, 1e-9 * active);
+  EXPECT_NEAR(c.total / 1e9, 230, 2);                      // the card's 230B
+  EXPECT_NEAR((c.active - 2 * 200064 * h) / 1e9, 10, 0.5);  // the card's 10B, embedding and head apart
+}
+
 // GPT-OSS 120B, from its architecture: per layer q/k/v/o with biases and 64 sinks, two RMSNorms, 128 gated
 // experts of 2880 with biases (gate/up 2 x 2880, down 2880), a router with a bias; untied embedding and head,
 // final norm. The model card's Table 1 gives 116.83B total; its active count (5.13B) leaves out the embedding.

@@ -448,22 +448,26 @@ TEST(PerfValidation, CaveatFiguresMatchTheValidationData) {
   check(evidence::kServingDecodeAttentionFewHeads, [&](const ValidationCase& c) { return decode_attention(c, true); },
         "decode attention, fewer than 16 pairs at 8K keys or more", true);
   check(evidence::kMoeClosedLoopTpot,
-        [&](const ValidationCase& c) { return c.group == "concurrency" && c.moe && !has(c.name, " attention-DP"); },
+        [&](const ValidationCase& c) {
+          return c.group == "concurrency" && c.moe && !has(c.name, " attention-DP") && !has(c.name, " MiniMax-M2.5 ");
+        },
         "MoE closed-loop time per output token", true);
   check(evidence::kMoeExpertParallelClosedLoopTpot,
         [&](const ValidationCase& c) {
           return c.group == "concurrency" && c.moe && !has(c.name, " attention-DP") && !has(c.name, " EP1 ") &&
-                 has(c.name, " EP");
+                 has(c.name, " EP") && !has(c.name, " MiniMax-M2.5 ");
         },
         "MoE closed-loop time per output token, EP > 1", true);
   check(evidence::kMoeAttentionDpClosedLoopTpotShort,
         [&](const ValidationCase& c) {
-          return c.group == "concurrency" && has(c.name, " attention-DP") && has(c.name, " 1024/");
+          return c.group == "concurrency" && has(c.name, " attention-DP") && has(c.name, " 1024/") &&
+                 !has(c.name, " MiniMax-M2.5 ");
         },
         "MoE closed-loop time per output token, attention DP, 1,024-token prompts", true);
   check(evidence::kMoeAttentionDpClosedLoopTpotLong,
         [&](const ValidationCase& c) {
-          return c.group == "concurrency" && has(c.name, " attention-DP") && has(c.name, " 8192/");
+          return c.group == "concurrency" && has(c.name, " attention-DP") && has(c.name, " 8192/") &&
+                 !has(c.name, " MiniMax-M2.5 ");
         },
         "MoE closed-loop time per output token, attention DP, 8,192-token prompts", true);
   check(evidence::kDisaggTpot, [&](const ValidationCase& c) { return c.group == "disagg"; },
