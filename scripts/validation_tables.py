@@ -73,7 +73,8 @@ for c in rep["cases"]:
     elif c["group"] == "concurrency":  # "aiconfigurator silicon <id>: vLLM 0.12.0 Qwen3-32B h100-sxm ...": per engine
         # and GPU
         tail = c["name"].split(": ", 1)[1].split()
-        src = f"{tail[0]} {'attention-DP ' if ' attention-DP' in c['name'] else ''}closed loop {c['gpu']}"
+        model = "MiniMax-M2.5 " if " MiniMax-M2.5 " in c["name"] else ""
+        src = f"{tail[0]} {model}{'attention-DP ' if ' attention-DP' in c['name'] else ''}closed loop {c['gpu']}"
     elif c["group"] == "disagg":  # "aiconfigurator silicon <id>: disaggregated decode, SGLang 0.5.8 ...": per engine,
         # GPU and whether the decode worker runs attention DP
         tail = c["name"].split("disaggregated decode, ", 1)[1].split()

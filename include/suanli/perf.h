@@ -1199,6 +1199,9 @@ inline constexpr ErrorBand kConcurrencyTpotError{"concurrency", 848, 0.1211, 0.2
 // inside it (forty-eighth session's second rule, first predictions; 542 rows until the forty-ninth session took out
 // 168 copies of other rows). Signed on speed.
 inline constexpr ValidationEvidence kMoeClosedLoopTpot{374, -0.041, -1.008, 0.730};
+// The same for MiniMax-M2.5 (fiftieth session's fifth rule, first predictions): vLLM 0.16-0.19 and a nightly build on
+// H100, H200, B200 and B300, TP 1-8 with the experts split or spread and attention DP 2. Signed on speed.
+inline constexpr ValidationEvidence kMiniMaxClosedLoopTpot{375, 0.069, -0.494, 0.420};
 // The same with attention DP (forty-ninth session's third rule; DeepSeek-R1 on TensorRT-LLM 1.1 and 1.2, one node of
 // H200s or B200s at attention DP 4 and 8): 1,024-token prompts, and 8,192-token ones. Signed on speed. First
 // predictions, where one prompt at a time stalled the whole replica for its attention group's prefill: short -0.158

@@ -940,8 +940,12 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
     r.notes.push_back(fmt::format(
         "uncertain: for MoE models the closed-loop time per output token was checked on {} held-out runs (DeepSeek-V3 "
         "and R1, Qwen3-235B-A22B on TensorRT-LLM, vLLM and SGLang, H100 to B300, TP up to 8): this model's time ran "
-        "from {:.0f}% shorter to {:.0f}% longer than measured, {:.0f}% longer on average (docs/validation.md section 5)",
-        e.cases, 100 * e.hi, -100 * e.lo, -100 * e.mean));
+        "from {:.0f}% shorter to {:.0f}% longer than measured, {:.0f}% longer on average; and on {} of MiniMax-M2.5 "
+        "(vLLM 0.16-0.19, H100 to B300, TP 1-8) {:.0f}% shorter to {:.0f}% longer, {:.0f}% shorter on average "
+        "(docs/validation.md section 5)",
+        e.cases, 100 * e.hi, -100 * e.lo, -100 * e.mean, evidence::kMiniMaxClosedLoopTpot.cases,
+        100 * evidence::kMiniMaxClosedLoopTpot.hi, -100 * evidence::kMiniMaxClosedLoopTpot.lo,
+        100 * evidence::kMiniMaxClosedLoopTpot.mean));
   }
   r.decode = std::move(decode);
   return r;
