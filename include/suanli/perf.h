@@ -827,6 +827,11 @@ struct DisaggResult {
   InferResult prefill_pass;            // the prefill worker's estimate at batch k
   InferResult decode;                  // the decode worker's estimate at the evaluated batch
 };
+// A prefill worker's layout from the decode worker's and the prefill overrides (0: not given; perf infer's
+// --prefill-tp/--prefill-ep/--prefill-etp/--prefill-attention-dp, the cases' prefill_* keys): with a TP of its own it
+// starts from plain TP (experts split, no attention DP), else from the decode worker's layout; each override then
+// applies. EstimateDisaggregated checks the result as it checks any layout.
+Parallelism PrefillLayout(const Parallelism& decode, int tp, int ep, int etp, int attention_dp);
 // Refuses concurrency < 1, output_len < 2, fewer than one worker of either kind, pipeline parallelism,
 // speculative decoding and batch_max; the two layouts as EstimateInference does.
 Result<DisaggResult> EstimateDisaggregated(const ModelSpec& m, const Cluster& c, const InferConfig& decode_cfg,

@@ -766,6 +766,10 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
           "--concurrency {} sets the batch (the clients' sequences in flight); drop --batch {}{}", f->concurrency,
           f->batch, f->max_batch > 0 ? " and --max-batch" : "")));
     const bool disagg = f->prefill_workers > 0 || f->decode_workers > 0;
+    if (!disagg && (f->prefill_tp > 0 || f->prefill_ep > 0 || f->prefill_etp > 0 || f->prefill_attention_dp > 0))
+      return PrintError(InvalidArgument(
+          "--prefill-tp/--prefill-ep/--prefill-etp/--prefill-attention-dp describe a disaggregated prefill worker: "
+          "give --prefill-workers (and --decode-workers) with --concurrency, or drop them"));
     std::optional<DisaggResult> dis;
     if (disagg) {
       if (f->concurrency < 1)
@@ -781,16 +785,8 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
       DisaggConfig dc;
       dc.prefill_workers = std::max(1, f->prefill_workers);
       dc.decode_workers = std::max(1, f->decode_workers);
-      dc.prefill = cfg.fit.par;
-      if (f->prefill_tp > 0) {
-        dc.prefill.tp = f->prefill_tp;
-        dc.prefill.ep = 1;
-        dc.prefill.etp = 0;
-        dc.prefill.attention_dp = 1;
-      }
-      if (f->prefill_ep > 0) dc.prefill.ep = f->prefill_ep;
-      if (f->prefill_etp > 0) dc.prefill.etp = f->prefill_etp;
-      if (f->prefill_attention_dp > 0) dc.prefill.attention_dp = f->prefill_attention_dp;
+      dc.prefill =
+          PrefillLayout(cfg.fit.par, f->prefill_tp, f->prefill_ep, f->prefill_etp, f->prefill_attention_dp);
       auto d = EstimateDisaggregated(*model, *cluster, cfg, dc, f->concurrency, *eff);
       if (!d.ok()) return PrintError(d.status());
       dis = *std::move(d);
@@ -933,7 +929,7 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
         for (const auto& l : sweep) j["closed_loop_sweep"].push_back(loop_json(l));
       }
       PrintJson(j);
-      return r->fits ? kExitOk : kExitNoFit;
+      return r->fits && (!dis || dis->fits) ? kExitOk : kExitNoFit;
     }
     const std::string experts =
         (f->ep > 1 ? fmt::format(" EP={} ETP={}", f->ep, ExpertTpFor(cfg.fit.par, Mode::kInfer)) : "") +
@@ -1038,8 +1034,9 @@ Action SetupPerf(CLI::App* sub, Context* ctx) {
                 FormatSeconds(l.ttft_s), FormatSeconds(l.tpot_s), fmt::format("{:.1f}", 1 / l.tpot_s),
                 fmt::format("{:.1f}", l.output_tokens_per_s_per_gpu), fmt::format("{:.2f}", l.requests_per_s)});
       std::cout << st.Render();
-      std::cout << "the TTFT is one prompt's prefill, plus the queue's wait where more clients come than the KV cache "
-                   "holds; the tables before the sweep and the notes below are the first concurrency's\n";
+      std::cout << "the TTFT is one prompt's prefill (with attention DP, one per attention group side by side), plus "
+                   "the queue's wait where more clients come than the KV cache holds; the tables before the sweep and "
+                   "the notes below are the first concurrency's\n";
     }
     std::vector<std::string> bands;
     if (r->ttft_error.cases) bands.push_back(BandWords("TTFT", r->ttft_error, "dense-model runs", **gpu));

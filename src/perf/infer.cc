@@ -951,6 +951,20 @@ Result<ClosedLoopResult> EstimateClosedLoop(const ModelSpec& m, const Cluster& c
   return r;
 }
 
+Parallelism PrefillLayout(const Parallelism& decode, int tp, int ep, int etp, int attention_dp) {
+  Parallelism p = decode;
+  if (tp > 0) {
+    p.tp = tp;
+    p.ep = 1;
+    p.etp = 0;
+    p.attention_dp = 1;
+  }
+  if (ep > 0) p.ep = ep;
+  if (etp > 0) p.etp = etp;
+  if (attention_dp > 0) p.attention_dp = attention_dp;
+  return p;
+}
+
 namespace {
 
 // The closed loop of EstimateDisaggregated without its notes (docs/methodology.md section 9.8).

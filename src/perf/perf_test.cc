@@ -4913,6 +4913,30 @@ TEST_F(Perf, DisaggregatedLoopRunsThroughBothTiers) {
   EXPECT_FALSE(EstimateDisaggregated(m, C(g), pp, d, 8, E(g)).ok());
 }
 
+// The prefill worker's layout: the decode worker's unless it has a TP of its own, which starts from plain TP; each
+// given degree then applies (0: not given).
+TEST(Disaggregated, PrefillLayoutCopiesTheDecodeWorkerOrStartsFromItsOwnTp) {
+  Parallelism decode;
+  decode.tp = 8;
+  decode.ep = 8;
+  decode.attention_dp = 8;
+  const Parallelism same = PrefillLayout(decode, 0, 0, 0, 0);
+  EXPECT_EQ(same.tp, 8);
+  EXPECT_EQ(same.ep, 8);
+  EXPECT_EQ(same.attention_dp, 8);
+  const Parallelism own = PrefillLayout(decode, 4, 0, 0, 0);
+  EXPECT_EQ(own.tp, 4);
+  EXPECT_EQ(own.ep, 1);
+  EXPECT_EQ(own.etp, 0);
+  EXPECT_EQ(own.attention_dp, 1);
+  const Parallelism wide = PrefillLayout(decode, 4, 4, 0, 4);
+  EXPECT_EQ(wide.tp, 4);
+  EXPECT_EQ(wide.ep, 4);
+  EXPECT_EQ(wide.attention_dp, 4);
+  EXPECT_EQ(PrefillLayout(decode, 0, 2, 0, 0).ep, 2);
+  EXPECT_EQ(PrefillLayout(decode, 0, 0, 0, 2).attention_dp, 2);
+}
+
 // A worker that does not fit says which and by how much, and gives no times.
 TEST_F(Perf, DisaggregatedSaysWhichWorkerDoesNotFit) {
   const GpuSpec& g = G("h200-sxm");

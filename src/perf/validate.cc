@@ -681,19 +681,15 @@ Result<double> EvalInfer(const toml::table& t, const HardwareCatalog& hw, const 
     DisaggConfig d;
     SUANLI_ASSIGN_OR_RETURN(d.prefill_workers, IntKey(t, "prefill_workers", 1));
     SUANLI_ASSIGN_OR_RETURN(d.decode_workers, IntKey(t, "decode_workers", 1));
-    d.prefill = c.fit.par;
-    if (t.contains("prefill_tp")) {
-      SUANLI_ASSIGN_OR_RETURN(d.prefill.tp, IntKey(t, "prefill_tp", 1));
-      d.prefill.ep = 1;
-      d.prefill.etp = 0;
-      d.prefill.attention_dp = 1;
-    }
-    if (t.contains("prefill_ep")) {
-      SUANLI_ASSIGN_OR_RETURN(d.prefill.ep, IntKey(t, "prefill_ep", 1));
-    }
-    if (t.contains("prefill_attention_dp")) {
-      SUANLI_ASSIGN_OR_RETURN(d.prefill.attention_dp, IntKey(t, "prefill_attention_dp", 1));
-    }
+    for (const char* key : {"prefill_tp", "prefill_ep", "prefill_attention_dp"})
+      if (t.contains(key) && t[key].value_or(int64_t{0}) < 1)
+        return ParseError(fmt::format("'{}' = {} is not a parallel degree (at least 1; leave it out for the decode "
+                                      "worker's)",
+                                      key, t[key].value_or(int64_t{0})));
+    SUANLI_ASSIGN_OR_RETURN(const int prefill_tp, IntKey(t, "prefill_tp", 0));  // 0: not given
+    SUANLI_ASSIGN_OR_RETURN(const int prefill_ep, IntKey(t, "prefill_ep", 0));
+    SUANLI_ASSIGN_OR_RETURN(const int prefill_adp, IntKey(t, "prefill_attention_dp", 0));
+    d.prefill = PrefillLayout(c.fit.par, prefill_tp, prefill_ep, 0, prefill_adp);
     SUANLI_ASSIGN_OR_RETURN(const DisaggResult dr, EstimateDisaggregated(m, cl, c, d, conc, eff));
     *detail = fmt::format("TPOT {:.2f} ms at {} sequences per decode worker (bound: {}; prefill {:.2f} ms for {}, "
                           "{:.2f} requests/s){}",
